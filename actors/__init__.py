@@ -1,0 +1,1 @@
+"""Ray actors that hold heavy state (engines, DSL executors, probe trainers)."""

@@ -1,0 +1,67 @@
+"""Task generators registered by task ID, so CLIs and configs choose them by string."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from geometry.figure import Draw
+
+AnswerType = Literal["choice", "number", "point"]
+Kind = Literal["classification", "numeric", "unstable"]
+
+# (rng, label) -> Draw. `label` is the option the item must have (choice tasks) or None.
+GenerateOne = Callable[[random.Random, str | None], Draw]
+# (rng, (first label, second label)) -> the matched pair; U-tasks only.
+GeneratePair = Callable[[random.Random, tuple[str, str]], tuple[Draw, Draw]]
+
+_KIND_BY_PREFIX: dict[str, Kind] = {"C": "classification", "N": "numeric", "U": "unstable"}
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One NoReGeo task: identity, answer format and its generator."""
+
+    task_id: str  # e.g. "C-ACM-PST"
+    name: str  # e.g. "parallelogram_size"
+    category: str  # the paper's category, e.g. "Area comparison"
+    answer_type: AnswerType
+    options: tuple[str, ...]  # choice options in prompt order; () for number/point
+    generate: GenerateOne | None = None
+    generate_pair: GeneratePair | None = None
+
+    @property
+    def kind(self) -> Kind:
+        return _KIND_BY_PREFIX[self.task_id[0]]
+
+    @property
+    def paired(self) -> bool:
+        return self.generate_pair is not None
+
+
+_REGISTRY: dict[str, TaskSpec] = {}
+
+
+def register(spec: TaskSpec) -> TaskSpec:
+    if spec.task_id in _REGISTRY:
+        raise ValueError(f"task {spec.task_id} registered twice")
+    if (spec.generate is None) == (spec.generate_pair is None):
+        raise ValueError(f"task {spec.task_id} needs exactly one of generate / generate_pair")
+    _REGISTRY[spec.task_id] = spec
+    return spec
+
+
+def all_tasks() -> dict[str, TaskSpec]:
+    """Every registered task by ID, in DESIGN.md's table order."""
+    import geometry.tasks  # noqa: F401  (importing the package registers the generators)
+
+    return dict(_REGISTRY)
+
+
+def get_task(task_id: str) -> TaskSpec:
+    tasks = all_tasks()
+    if task_id not in tasks:
+        raise KeyError(f"unknown task {task_id!r}; valid: {', '.join(tasks)}")
+    return tasks[task_id]

@@ -1,0 +1,1 @@
+"""Ray Data pipelines and the command line (`python -m pipelines <command>`)."""

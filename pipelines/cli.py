@@ -1,0 +1,40 @@
+"""`python -m pipelines <command>`: one module per command, chosen by name.
+
+Each command module defines `add_arguments(parser)` and `run(args) -> int`. Bad input raises
+`UsageError`; the CLI prints it as one line and exits 2 before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command name -> (module, one-line help). Modules load lazily so `--help` stays fast.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "generate": ("pipelines.generate", "generate the NoReGeo item table (Parquet)"),
+    "evaluate": ("pipelines.evaluate", "evaluate a model on NoReGeo items"),
+    "summarize": ("pipelines.summarize", "accuracy tables from NoReGeo results"),
+    "tiny-model": ("pipelines.tiny_model", "build a tiny random LM or image-text model offline"),
+}
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2, nothing written."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipelines", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    args, rest = parser.parse_known_args(argv)
+    module = importlib.import_module(COMMANDS[args.command][0])
+    command_parser = argparse.ArgumentParser(prog=f"python -m pipelines {args.command}")
+    module.add_arguments(command_parser)
+    command_args = command_parser.parse_args(rest)
+    try:
+        return int(module.run(command_args))
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2

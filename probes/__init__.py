@@ -1,0 +1,1 @@
+"""Linear probes on open_clip vision encoders."""
