@@ -1,0 +1,67 @@
+"""The one row contract every engine shares (ray.data.llm's, so the GPU path is Ray's own).
+
+In: `messages` (OpenAI chat format; content is a list of parts, `{"type": "text", "text":
+...}` or `{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`),
+`sampling_params` (`temperature`, `max_tokens`, `seed`, `structured_outputs` =
+`{"grammar": EBNF}`), plus `answer_type` and `options` from which HTTP engines derive a
+JSON schema. Out: every input column, plus OUTPUT_COLUMNS. A row that fails carries its
+message in `engine_error` and `generated_text` = None; it never fails the batch.
+
+Batches arrive in Ray Data's numpy format. Parts that went through Arrow carry the union of
+all part keys (absent ones as None), so read parts with `.get()`.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+INPUT_COLUMNS = ("request_key", "messages", "sampling_params", "answer_type", "options")
+OUTPUT_COLUMNS = (
+    "generated_text",
+    "num_input_tokens",
+    "num_generated_tokens",
+    "time_taken_llm",
+    "engine_error",
+)
+
+
+def check_columns(batch: Mapping[str, Any], needed: Iterable[str], step: str) -> None:
+    """Fail with the step's name and the missing columns, not a KeyError deep inside."""
+    missing = [c for c in needed if c not in batch]
+    if missing:
+        raise KeyError(f"{step}: batch lacks columns {missing}; has {sorted(batch)}")
+
+
+def message_parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A message's content as parts, whether it was given as a string or a list."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content or [])
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    return "".join(p.get("text") or "" for p in message_parts(message) if p.get("type") == "text")
+
+
+def message_images(message: Mapping[str, Any]) -> list[bytes]:
+    """PNG bytes of every data-URL image part of a message."""
+    images = []
+    for part in message_parts(message):
+        if part.get("type") != "image_url":
+            continue
+        url = (part.get("image_url") or {}).get("url") or ""
+        _, _, payload = url.partition("base64,")
+        images.append(base64.b64decode(payload))
+    return images
+
+
+def image_part(png: bytes) -> dict[str, Any]:
+    url = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
