@@ -1,0 +1,1 @@
+"""GeoBuild: a construction DSL (parser, executor), validator, renderer and dataset loader."""
