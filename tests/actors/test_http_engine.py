@@ -1,0 +1,202 @@
+"""The http engine against a scripted loopback OpenAI server (127.0.0.1 only, no network)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from ray.data.block import BlockAccessor
+
+from actors.contract import OUTPUT_COLUMNS, image_part, text_part
+from actors.http_engine import MAX_BACKOFF_S, HTTPEngine, _retry_after_s
+from geometry.answers import json_schema_for
+from tests.actors.loopback_server import LoopbackServer, Reply, always, fail_first
+
+KEY_ENV = "GEOSEE_TEST_API_KEY"
+KEY = "sk-test-9f8e7d6c5b4a-never-leak"
+FAST = {"backoff_s": 0.001, "timeout_s": 5.0}
+
+
+def make_batch(
+    prompts: list[str], answer_type: str = "choice", image: bool = False
+) -> dict[str, np.ndarray]:
+    """Rows in the numpy format Ray Data hands over after Arrow (None-filled part keys)."""
+    rows = []
+    for i, prompt in enumerate(prompts):
+        user = [image_part(b"\x89PNG fake"), text_part(prompt)] if image else [text_part(prompt)]
+        rows.append(
+            {
+                "request_key": f"k{i}",
+                "messages": [
+                    {"role": "system", "content": [text_part("Answer in JSON.")]},
+                    {"role": "user", "content": user},
+                ],
+                "sampling_params": {"temperature": 0.0, "max_tokens": 32, "seed": 7},
+                "answer_type": answer_type,
+                "options": ["yes", "no"] if answer_type == "choice" else [],
+            }
+        )
+    return BlockAccessor.for_block(pa.Table.from_pylist(rows)).to_numpy()
+
+
+@pytest.fixture
+def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    return KEY
+
+
+def test_429_once_then_success_is_retried() -> None:
+    script = fail_first(1, 429, headers={"Retry-After": "0"})
+    with LoopbackServer(script=script, answer=lambda r: '{"answer": "yes"}') as server:
+        out = HTTPEngine(server.base_url, "m", **FAST)(make_batch(["q0"]))
+    assert len(server.requests) == 2
+    assert out["generated_text"][0] == '{"answer": "yes"}'
+    assert out["engine_error"][0] is None
+    assert out["num_input_tokens"][0] > 0 and out["num_generated_tokens"][0] == 2
+    assert out["time_taken_llm"][0] > 0
+
+
+def test_persistent_500_becomes_row_errors_after_retries() -> None:
+    with LoopbackServer(then=always(500, body=b"upstream exploded")) as server:
+        engine = HTTPEngine(server.base_url, "m", max_retries=2, **FAST)
+        out = engine(make_batch(["q0", "q1"]))
+    assert len(server.requests) == 2 * 3
+    assert list(out["generated_text"]) == [None, None]
+    for error in out["engine_error"]:
+        assert error == "HTTP 500 after 3 attempts: upstream exploded"
+
+
+def test_client_error_is_not_retried() -> None:
+    with LoopbackServer(then=always(400, body=b"bad schema")) as server:
+        out = HTTPEngine(server.base_url, "m", **FAST)(make_batch(["q0"]))
+    assert len(server.requests) == 1
+    assert out["engine_error"][0] == "HTTP 400 after 1 attempt: bad schema"
+
+
+def test_dropped_connection_is_retried() -> None:
+    with LoopbackServer(script=[Reply(drop=True)]) as server:
+        out = HTTPEngine(server.base_url, "m", **FAST)(make_batch(["q0"]))
+    assert len(server.requests) == 2
+    assert out["generated_text"][0] == "q0" and out["engine_error"][0] is None
+
+
+def test_one_failing_row_does_not_fail_the_batch() -> None:
+    def decide(request: Mapping[str, Any], attempt: int) -> Reply | None:
+        return Reply(422, body=b"nope") if "bad" in str(request["messages"]) else None
+
+    with LoopbackServer(decide=decide) as server:
+        out = HTTPEngine(server.base_url, "m", **FAST)(make_batch(["good0", "bad1", "good2"]))
+    assert list(out["generated_text"]) == ["good0", None, "good2"]
+    assert [e is None for e in out["engine_error"]] == [True, False, True]
+
+
+def test_request_carries_schema_params_auth_and_clean_parts(api_key: str) -> None:
+    with LoopbackServer() as server:
+        engine = HTTPEngine(server.base_url, "my-model", api_key_env=KEY_ENV, **FAST)
+        engine(make_batch(["q0"], answer_type="choice", image=True))
+    (seen,) = server.requests
+    assert seen.path == "/v1/chat/completions"
+    assert seen.headers["authorization"] == f"Bearer {api_key}"
+    body = seen.json
+    assert body["model"] == "my-model"
+    assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.0, 32, 7)
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "answer",
+            "schema": json_schema_for("choice", ["yes", "no"]),
+            "strict": True,
+        },
+    }
+    user_parts = body["messages"][1]["content"]
+    # Arrow's None-filled keys are gone; the image part passes through untouched.
+    assert user_parts == [image_part(b"\x89PNG fake"), text_part("q0")]
+
+
+def test_row_without_answer_type_is_sent_unconstrained() -> None:
+    batch = make_batch(["q0"])
+    del batch["answer_type"], batch["options"]
+    with LoopbackServer() as server:
+        out = HTTPEngine(server.base_url, "m", **FAST)(batch)
+    assert "response_format" not in server.requests[0].json
+    assert out["generated_text"][0] == "q0"
+
+
+def test_outputs_keep_inputs_order_and_missing_usage_is_zero() -> None:
+    batch = make_batch([f"q{i}" for i in range(5)])
+    with LoopbackServer(then=Reply(usage=False)) as server:
+        out = HTTPEngine(server.base_url, "m", max_concurrency=4, **FAST)(batch)
+    assert set(batch) | set(OUTPUT_COLUMNS) == set(out)
+    assert list(out["request_key"]) == [f"k{i}" for i in range(5)]
+    assert list(out["generated_text"]) == [f"q{i}" for i in range(5)]
+    assert out["num_input_tokens"].tolist() == [0] * 5
+    assert out["num_generated_tokens"].dtype == np.int64
+
+
+def test_concurrency_is_bounded() -> None:
+    with LoopbackServer(then=Reply(delay_s=0.05)) as server:
+        engine = HTTPEngine(server.base_url, "m", max_concurrency=3, **FAST)
+        out = engine(make_batch([f"q{i}" for i in range(12)]))
+    assert len(server.requests) == 12
+    assert 2 <= server.max_in_flight <= 3
+    assert all(e is None for e in out["engine_error"])
+
+
+def test_key_never_leaks(
+    api_key: str, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A hostile server echoes the key in an error body and in the assistant text.
+    def decide(request: Mapping[str, Any], attempt: int) -> Reply | None:
+        if "q0" in str(request["messages"]):
+            return Reply(500, body=f"auth was Bearer {api_key}".encode())
+        return Reply(text=f"my key is {api_key}")
+
+    caplog.set_level(logging.DEBUG)
+    with LoopbackServer(decide=decide) as server:
+        engine = HTTPEngine(server.base_url, "m", api_key_env=KEY_ENV, max_retries=1, **FAST)
+        out = engine(make_batch(["q0", "q1"]))
+    assert out["engine_error"][0].startswith("HTTP 500 after 2 attempts: auth was Bearer ")
+    assert out["generated_text"][1].startswith("my key is ")
+    captured = capsys.readouterr()
+    for place in (str({k: v.tolist() for k, v in out.items()}), repr(engine), str(vars(engine))):
+        assert api_key not in place
+    assert api_key not in caplog.text + captured.out + captured.err
+
+
+def test_missing_env_var_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with pytest.raises(RuntimeError, match=KEY_ENV):
+        HTTPEngine("http://127.0.0.1:9/v1", "m", api_key_env=KEY_ENV)
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [(None, None), ("2", 2.0), ("-3", 0.0), ("soon", None), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0)],
+)
+def test_retry_after_parsing(header: str | None, expected: float | None) -> None:
+    assert _retry_after_s(header) == expected
+
+
+def test_waits_honour_retry_after_cap_and_seeded_jitter() -> None:
+    engine = HTTPEngine("http://127.0.0.1:9/v1", "m", backoff_s=1.0)
+    assert engine._wait_s(0, 3.0, "k") == 3.0
+    assert engine._wait_s(0, 10_000.0, "k") == MAX_BACKOFF_S
+    waits = [engine._wait_s(a, None, "k") for a in range(3)]
+    assert waits == [engine._wait_s(a, None, "k") for a in range(3)]  # seeded: repeatable
+    for attempt, wait in enumerate(waits):
+        assert 2**attempt <= wait <= 1.1 * 2**attempt
+    assert engine._wait_s(20, None, "k") == MAX_BACKOFF_S
+
+
+def test_retry_after_header_is_waited_for() -> None:
+    script = fail_first(1, 503, headers={"Retry-After": "0.3"})
+    with LoopbackServer(script=script) as server:
+        started = time.perf_counter()
+        out = HTTPEngine(server.base_url, "m", **FAST)(make_batch(["q0"]))
+    assert time.perf_counter() - started >= 0.3
+    assert out["generated_text"][0] == "q0"
