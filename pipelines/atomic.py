@@ -1,0 +1,42 @@
+"""Atomic file writes: a reader sees the whole file or none of it, even after a SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+# Temporary files start with this prefix; readers skip them and writers sweep old ones.
+TMP_PREFIX = ".tmp-"
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_parquet_atomic(path: Path, table: pa.Table) -> None:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    write_bytes_atomic(path, sink.getvalue().to_pybytes())
+
+
+def sweep_temporaries(root: Path) -> int:
+    """Remove temporaries a killed writer left under `root`; returns how many."""
+    removed = 0
+    for tmp in root.rglob(f"{TMP_PREFIX}*"):
+        tmp.unlink(missing_ok=True)
+        removed += 1
+    return removed

@@ -1,0 +1,153 @@
+"""One builder per engine: each appends its inference step to a Ray Data pipeline.
+
+All of them honour the row contract of `actors.contract`; the answer grammar rides on the
+row. `vllm` is Ray's own maintained processor (`ray.data.llm`), so the GPU path is not ours
+to keep in step with vLLM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from actors.contract import OUTPUT_COLUMNS
+from pipelines.model_config import ModelConfig
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How many engine replicas run, and how many rows each call takes."""
+
+    pool_size: int = 1
+    batch_size: int = 16
+    cpus_per_actor: float = 0.5
+
+
+class NoGPUError(RuntimeError):
+    """vLLM asked for on a cluster with no GPUs."""
+
+
+def _actor_stage(
+    ds: Any, cls: type, kwargs: dict[str, Any], opts: EngineOptions, num_gpus: float = 0
+) -> Any:
+    import ray
+
+    resources: dict[str, Any] = {"num_gpus": num_gpus} if num_gpus else {"num_cpus": opts.cpus_per_actor}
+    return ds.map_batches(
+        cls,
+        fn_constructor_kwargs=kwargs,
+        batch_size=opts.batch_size,
+        compute=ray.data.ActorPoolStrategy(size=opts.pool_size),
+        **resources,
+    )
+
+
+def baseline_stage(engine: str) -> Callable[[Any, ModelConfig, EngineOptions], Any]:
+    def build(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+        from actors.baselines import ConstantEngine, OracleEngine, RandomEngine
+
+        cls = {"oracle": OracleEngine, "random": RandomEngine, "constant": ConstantEngine}[engine]
+        return _actor_stage(ds, cls, {}, opts)
+
+    return build
+
+
+def cluster_gpus() -> float:
+    import ray
+
+    return float(ray.cluster_resources().get("GPU", 0))
+
+
+def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    from actors.hf_engine import HFEngine
+
+    gpus = 1.0 if cluster_gpus() >= opts.pool_size else 0.0
+    kwargs = {
+        "model": cfg.repo,
+        "revision": None if cfg.revision in ("local", "main") else cfg.revision,
+        "dtype": cfg.dtype,
+        "batch_size": opts.batch_size,
+        "trust_remote_code": cfg.trust_remote_code,
+    }
+    return _actor_stage(ds, HFEngine, kwargs, opts, num_gpus=gpus)
+
+
+def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    from actors.http_engine import HTTPEngine
+
+    if not cfg.api_base:
+        raise ValueError(f"model {cfg.name} has no api_base; the http engine needs one")
+    kwargs = {"base_url": cfg.api_base, "model": cfg.repo, "api_key_env": cfg.api_key_env}
+    return _actor_stage(ds, HTTPEngine, kwargs, opts)
+
+
+def vllm_processor_config(cfg: ModelConfig, opts: EngineOptions, has_images: bool) -> Any:
+    """The `vLLMEngineProcessorConfig` of a model: xgrammar, TP, a fixed-size pool."""
+    from ray.data.llm import vLLMEngineProcessorConfig
+
+    engine_kwargs: dict[str, Any] = {
+        "tensor_parallel_size": cfg.tensor_parallel_size,
+        "max_model_len": cfg.max_model_len,
+        "dtype": cfg.dtype,
+        "trust_remote_code": cfg.trust_remote_code,
+        "revision": cfg.revision,
+        "structured_outputs_config": {"backend": "xgrammar"},
+    }
+    if has_images:
+        engine_kwargs["limit_mm_per_prompt"] = {"image": max(cfg.max_images, 1)}
+    return vLLMEngineProcessorConfig(
+        model_source=cfg.repo,
+        engine_kwargs=engine_kwargs,
+        concurrency=(opts.pool_size, opts.pool_size),
+        batch_size=opts.batch_size,
+        should_continue_on_error=True,
+        prepare_multimodal_stage={"enabled": has_images},
+        chat_template_stage={"enabled": True},
+        tokenize_stage={"enabled": True},
+        detokenize_stage={"enabled": True},
+    )
+
+
+def _vllm_postprocess(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "engine_error": None}
+
+
+def normalise_engine_errors(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Rows that failed inside ray.data.llm skip postprocess: give them our error column."""
+    out = dict(batch)
+    n = len(next(iter(batch.values())))
+    errors = batch.get("__inference_error__")
+    out.pop("__inference_error__", None)
+    if errors is not None:
+        engine_error = np.array([e if e else None for e in errors], dtype=object)
+        out["engine_error"] = engine_error
+    for column in OUTPUT_COLUMNS:
+        if column not in out:
+            out[column] = np.array([None] * n, dtype=object)
+    return out
+
+
+def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    from ray.data.llm import build_processor
+
+    if cluster_gpus() < cfg.tensor_parallel_size:
+        raise NoGPUError(
+            f"the vllm engine needs {cfg.tensor_parallel_size} GPU(s) for {cfg.name} and this "
+            f"Ray cluster has {cluster_gpus():g}; use --engine hf on CPU, or a GPU cluster"
+        )
+    config = vllm_processor_config(cfg, opts, has_images=cfg.modality == "image-text")
+    processor = build_processor(config, postprocess=_vllm_postprocess)
+    return processor(ds).map_batches(normalise_engine_errors)
+
+
+STAGES: dict[str, Callable[[Any, ModelConfig, EngineOptions], Any]] = {
+    "oracle": baseline_stage("oracle"),
+    "random": baseline_stage("random"),
+    "constant": baseline_stage("constant"),
+    "hf": hf_stage,
+    "http": http_stage,
+    "vllm": vllm_stage,
+}

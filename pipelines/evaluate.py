@@ -1,0 +1,180 @@
+"""`evaluate`: items -> request rows -> engine -> parse and score -> Parquet shards.
+
+A lazy Ray Data pipeline; nothing is materialised before the shard writer. Finished request
+keys are skipped, so a killed run started again completes the same result set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from geometry.answers import grammar_for
+from geometry.item import SETUPS
+from pipelines.cli import UsageError
+from pipelines.engines import STAGES, EngineOptions, NoGPUError
+from pipelines.generate import MANIFEST, SHARD_GLOB, parse_list
+from pipelines.model_config import ENGINES, ModelConfig, ModelConfigError, resolve_model
+from pipelines.requests import SamplingConfig, add_requests
+from pipelines.results import ShardWriter, finished_keys, model_dir, write_run_record
+from pipelines.scoring import parse_and_score
+
+BENCHMARK = "noregeo"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--items", required=True, type=Path, help="item dir from `generate`")
+    parser.add_argument("--engine", required=True, help=f"one of {', '.join(ENGINES)}")
+    parser.add_argument("--model", required=True, help="config name/path, checkpoint dir, or name")
+    parser.add_argument("--revision", default=None)
+    parser.add_argument("--setups", default=None, help="comma-separated; default: the model's")
+    parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
+    parser.add_argument("--limit", type=int, default=None, help="at most N items per task")
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--max-tokens", type=int, default=2048)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pool-size", type=int, default=1, help="engine replicas")
+    parser.add_argument("--batch-size", type=int, default=16, help="rows per engine call")
+    parser.add_argument("--out", required=True, type=Path, help="results directory")
+
+
+def _item_files(items: Path) -> list[Path]:
+    if not items.is_dir():
+        raise UsageError(f"--items {items} is not a directory; create one with `generate`")
+    files = sorted(items.glob(SHARD_GLOB))
+    if not files or not (items / MANIFEST).is_file():
+        raise UsageError(f"--items {items} holds no item table (no {MANIFEST}); run `generate`")
+    return files
+
+
+def _select(tasks: list[str], setups: list[str], limit: int | None) -> Any:
+    """Ray Data filter keeping the chosen tasks, setups and first `limit` items per task."""
+
+    def keep(batch: dict[str, np.ndarray]) -> np.ndarray:
+        task_ok = np.isin(batch["task"], tasks)
+        setup_ok = np.isin(batch["setup"], setups)
+        if limit is None:
+            return task_ok & setup_ok
+        index = np.array([int(str(i).rsplit("-", 1)[1]) for i in batch["item_id"]])
+        return task_ok & setup_ok & (index < limit)
+
+    def select(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        mask = keep(batch)
+        return {k: v[mask] for k, v in batch.items()}
+
+    return select
+
+
+def _drop_done(done: frozenset[str]) -> Any:
+    def drop(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        mask = np.array([k not in done for k in batch["request_key"]], dtype=bool)
+        return {k: v[mask] for k, v in batch.items()}
+
+    return drop
+
+
+def _without_heavy_columns(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Images and messages are not stored with results (the item table has them)."""
+    return {k: v for k, v in batch.items() if k not in ("image", "messages")}
+
+
+def run(args: argparse.Namespace) -> int:
+    files = _item_files(args.items)
+    manifest = json.loads((args.items / MANIFEST).read_text())
+    tasks = parse_list(args.tasks, manifest["tasks"], "task IDs")
+    try:
+        cfg = resolve_model(args.engine, args.model, args.revision)
+        setups = parse_list(args.setups, SETUPS, "setups") if args.setups else list(cfg.setups)
+        setups = [s for s in setups if s in manifest["setups"]] or setups
+        cfg.check_setups(setups)
+    except ModelConfigError as err:
+        raise UsageError(str(err)) from err
+    missing = [s for s in setups if s not in manifest["setups"]]
+    if missing:
+        raise UsageError(f"setups {','.join(missing)} are not in {args.items}; it has {','.join(manifest['setups'])}")
+    if args.limit is not None and args.limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {args.limit}")
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a file; give a directory")
+    sampling = SamplingConfig(args.temperature, args.max_tokens, args.seed)
+    opts = EngineOptions(pool_size=args.pool_size, batch_size=args.batch_size)
+    try:
+        written = evaluate(files, cfg, tasks, setups, args.limit, sampling, opts, args.out)
+    except NoGPUError as err:
+        raise UsageError(str(err)) from err
+    print(f"{written} new rows in {model_dir(args.out, BENCHMARK, cfg.name)}")
+    from pipelines.summarize import accuracy_by_task_setup, load_results
+
+    table = accuracy_by_task_setup(load_results(args.out, model=cfg.name))
+    print(table)
+    return 0
+
+
+def grammar_hashes() -> dict[str, str]:
+    """sha256 of the grammar shape per answer type, for the run record."""
+    shapes = {"choice": grammar_for("choice", ["yes", "no"]), "number": grammar_for("number"), "point": grammar_for("point")}
+    return {k: hashlib.sha256(v.encode()).hexdigest() for k, v in shapes.items()}
+
+
+def evaluate(
+    files: list[Path],
+    cfg: ModelConfig,
+    tasks: list[str],
+    setups: list[str],
+    limit: int | None,
+    sampling: SamplingConfig,
+    opts: EngineOptions,
+    out: Path,
+) -> int:
+    """Run the pipeline; returns the number of rows written by this call."""
+    import ray
+
+    from pipelines.ray_session import ensure_ray
+
+    ensure_ray()
+    if cfg.engine == "vllm":
+        from pipelines.engines import cluster_gpus
+
+        if cluster_gpus() < cfg.tensor_parallel_size:
+            raise NoGPUError(
+                f"the vllm engine needs {cfg.tensor_parallel_size} GPU(s) for {cfg.name}; this "
+                f"Ray cluster has {cluster_gpus():g}. Use --engine hf on CPU, or a GPU cluster"
+            )
+    root = model_dir(out, BENCHMARK, cfg.name)
+    done = frozenset(finished_keys(root))
+    ds = ray.data.read_parquet([str(f) for f in files])
+    ds = ds.map_batches(_select(tasks, setups, limit))
+    ds = ds.map_batches(add_requests, fn_kwargs={"model": cfg.repo, "revision": cfg.revision, "sampling": sampling})
+    if done:
+        ds = ds.map_batches(_drop_done(done))
+    ds = STAGES[cfg.engine](ds, cfg, opts)
+    ds = ds.map_batches(_without_heavy_columns)
+    ds = ds.map_batches(parse_and_score)
+    ds = ds.map_batches(
+        ShardWriter,
+        fn_constructor_kwargs={"root": str(root.resolve()), "model": cfg.name, "revision": cfg.revision, "engine": cfg.engine},
+        compute=ray.data.ActorPoolStrategy(size=1),
+        num_cpus=0.25,
+    )
+    write_run_record(root, {
+        "benchmark": BENCHMARK,
+        "model": cfg.model_dump(),
+        "tasks": tasks,
+        "setups": setups,
+        "limit": limit,
+        "sampling": sampling.__dict__,
+        "engine_options": opts.__dict__,
+        "grammar_sha256": grammar_hashes(),
+        "rows_already_done": len(done),
+        "argv": sys.argv,
+    })
+    written = 0
+    for batch in ds.iter_batches(batch_size=None):
+        written += int(np.sum(batch["rows"]))
+    return written

@@ -1,0 +1,158 @@
+"""Result shards: `<out>/<benchmark>/model=<slug>/setup=<setup>/part-<hash>.parquet`.
+
+Every shard is written atomically and named by the hash of its request keys, so a run that
+is killed at any point and started again skips the finished keys and ends with exactly the
+rows of an uninterrupted run: a rewritten batch lands on the same name, never beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines.atomic import TMP_PREFIX, sweep_temporaries, write_bytes_atomic, write_parquet_atomic
+
+RESULT_SCHEMA = pa.schema(
+    [
+        ("item_id", pa.string()),
+        ("task", pa.string()),
+        ("task_name", pa.string()),
+        ("kind", pa.string()),
+        ("category", pa.string()),
+        ("answer_type", pa.string()),
+        ("options", pa.list_(pa.string())),
+        ("setup", pa.string()),
+        ("system_prompt", pa.string()),
+        ("prompt", pa.string()),
+        ("answer", pa.string()),
+        ("geometry", pa.string()),
+        ("pair_id", pa.string()),
+        ("seed", pa.int64()),
+        ("generator_version", pa.string()),
+        ("model", pa.string()),
+        ("revision", pa.string()),
+        ("engine", pa.string()),
+        ("sampling_params", pa.string()),  # JSON text, grammar included
+        ("request_key", pa.string()),
+        ("generated_text", pa.string()),
+        ("parsed", pa.string()),
+        ("valid", pa.bool_()),
+        ("parse_error", pa.string()),
+        ("correct", pa.bool_()),
+        ("abs_error", pa.float64()),
+        ("sq_error", pa.float64()),
+        ("num_input_tokens", pa.int64()),
+        ("num_generated_tokens", pa.int64()),
+        ("time_taken_llm", pa.float64()),
+        ("engine_error", pa.string()),
+    ]
+)
+PACKAGES = ("numpy", "pyarrow", "polars", "ray", "torch", "transformers", "xgrammar", "vllm", "open_clip_torch", "pillow")
+
+
+def model_slug(model: str) -> str:
+    """A directory-safe name for a model ID or path (`org/name` -> `org__name`)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model.strip("/").replace("/", "__")) or "model"
+
+
+def model_dir(out: Path, benchmark: str, model: str) -> Path:
+    return out / benchmark / f"model={model_slug(model)}"
+
+
+def shard_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("part-*.parquet") if not p.name.startswith(TMP_PREFIX))
+
+
+def finished_keys(root: Path) -> set[str]:
+    """Request keys already written under `root` (after sweeping a killed run's temporaries)."""
+    if not root.exists():
+        return set()
+    sweep_temporaries(root)
+    keys: set[str] = set()
+    for shard in shard_files(root):
+        keys.update(pq.read_table(shard, columns=["request_key"]).column(0).to_pylist())
+    return keys
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return [_cell(v) for v in value]
+    return value
+
+
+class ShardWriter:
+    """Ray Data step: writes each batch's rows, one shard per setup; returns row counts."""
+
+    def __init__(self, root: str, model: str, revision: str, engine: str):
+        self.root = Path(root)
+        self.constants = {"model": model, "revision": revision, "engine": engine}
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        n = len(batch["request_key"])
+        rows_by_setup: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for i in range(n):
+            row = {name: _cell(batch[name][i]) for name in RESULT_SCHEMA.names if name in batch}
+            row.update(self.constants)
+            row["sampling_params"] = json.dumps(_cell(batch["sampling_params"][i]), sort_keys=True)
+            for column in ("abs_error", "sq_error"):
+                if row[column] is not None and np.isnan(row[column]):
+                    row[column] = None
+            rows_by_setup[str(row["setup"])].append(row)
+        for setup, rows in rows_by_setup.items():
+            keys = sorted(r["request_key"] for r in rows)
+            name = hashlib.sha256("".join(keys).encode()).hexdigest()[:24]
+            table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
+            write_parquet_atomic(self.root / f"setup={setup}" / f"part-{name}.parquet", table)
+        return {"rows": np.array([n], dtype=np.int64)}
+
+
+def _git_commit() -> str | None:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+            cwd=Path(__file__).resolve().parent,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def write_run_record(root: Path, record: dict[str, Any]) -> Path:
+    """One JSON file per invocation, so a resumed run keeps the record of the first."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path = root / "runs" / f"{stamp}-{os.getpid()}.json"
+    full = {
+        **record,
+        "git_commit": _git_commit(),
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "started_utc": stamp,
+    }
+    write_bytes_atomic(path, (json.dumps(full, indent=2, sort_keys=True) + "\n").encode())
+    return path

@@ -1,0 +1,110 @@
+"""`summarize`: polars tables over a results directory.
+
+Accuracy per task, category, setup and model with 95% bootstrap intervals; invalid-output
+rate; MSE on numeric tasks (valid answers only); U-task pair consistency (both items of a
+pair right).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipelines.cli import UsageError
+from pipelines.results import model_slug, shard_files
+
+BOOTSTRAP_SAMPLES = 1000
+BOOTSTRAP_SEED = 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", type=Path, help="results directory given to evaluate --out")
+    parser.add_argument("--benchmark", default="noregeo")
+
+
+def load_results(out: Path, model: str | None = None, benchmark: str = "noregeo") -> pl.DataFrame:
+    """Every result row under `out/<benchmark>` (one model's when `model` is given)."""
+    root = out / benchmark
+    if model is not None:
+        root = root / f"model={model_slug(model)}"
+    files = shard_files(root) if root.exists() else []
+    if not files:
+        raise UsageError(f"no result shards under {root}")
+    return pl.concat([pl.read_parquet(f) for f in files], how="vertical_relaxed")
+
+
+def bootstrap_ci(correct: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the mean of a 0/1 vector."""
+    if len(correct) == 0:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    means = rng.choice(correct.astype(np.float64), size=(samples, len(correct)), replace=True).mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return (float(low), float(high))
+
+
+def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Accuracy, 95% CI, invalid rate and MSE (numeric tasks, valid answers) per group."""
+    groups = df.group_by(by, maintain_order=True)
+    table = groups.agg(
+        pl.len().alias("n"),
+        pl.col("correct").mean().alias("accuracy"),
+        (~pl.col("valid")).mean().alias("invalid_rate"),
+        pl.col("sq_error").filter(pl.col("valid") & pl.col("sq_error").is_not_null()).mean().alias("mse"),
+        pl.col("correct").alias("_correct"),
+    )
+    cis = [bootstrap_ci(np.array(c, dtype=bool)) for c in table["_correct"].to_list()]
+    return table.drop("_correct").with_columns(
+        pl.Series("ci_low", [c[0] for c in cis]),
+        pl.Series("ci_high", [c[1] for c in cis]),
+    ).sort(by)
+
+
+def accuracy_by_task_setup(df: pl.DataFrame) -> pl.DataFrame:
+    """Tasks as rows, one accuracy column per (model, setup)."""
+    wide = (
+        df.group_by(["task", "model", "setup"])
+        .agg(pl.col("correct").mean().round(3).alias("accuracy"))
+        .with_columns((pl.col("model") + ":" + pl.col("setup")).alias("column"))
+        .pivot(on="column", index="task", values="accuracy")
+        .sort("task")
+    )
+    return wide
+
+
+def pair_consistency(df: pl.DataFrame) -> pl.DataFrame:
+    """Per U-task, setup and model: the share of pairs with both items right."""
+    pairs = df.filter(pl.col("pair_id").is_not_null())
+    if pairs.is_empty():
+        return pl.DataFrame()
+    per_pair = pairs.group_by(["model", "setup", "task", "pair_id"]).agg(
+        pl.col("correct").all().alias("both_right"), pl.len().alias("items")
+    ).filter(pl.col("items") == 2)
+    return per_pair.group_by(["model", "setup", "task"]).agg(
+        pl.len().alias("pairs"), pl.col("both_right").mean().alias("pair_consistency")
+    ).sort(["model", "setup", "task"])
+
+
+def summary_tables(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    numeric = df.filter(pl.col("answer_type") != "choice")
+    return {
+        "accuracy by task x setup": accuracy_by_task_setup(df),
+        "per model x setup": accuracy_table(df, ["model", "setup"]),
+        "per model x category x setup": accuracy_table(df, ["model", "category", "setup"]),
+        "per model x task x setup": accuracy_table(df, ["model", "task", "setup"]),
+        "MSE on numeric tasks": accuracy_table(numeric, ["model", "task", "setup"]).select(
+            ["model", "task", "setup", "n", "mse", "invalid_rate"]
+        ) if not numeric.is_empty() else pl.DataFrame(),
+        "U-task pair consistency": pair_consistency(df),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    df = load_results(args.results, benchmark=args.benchmark)
+    with pl.Config(tbl_rows=200, tbl_cols=40, tbl_width_chars=200, float_precision=3):
+        for title, table in summary_tables(df).items():
+            print(f"\n## {title}\n{table}")
+    return 0
