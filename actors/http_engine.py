@@ -89,17 +89,32 @@ class _Retryable(_Failed):
         self.wait_s = wait_s
 
 
-def _plain(value: Any) -> Any:
-    """Arrow/numpy values as JSON-ready Python, dropping the None keys Arrow adds to structs."""
+def _plain(value: Any, drop_none: bool = True) -> Any:
+    """Arrow/numpy values as JSON-ready Python; by default drops the None keys Arrow adds."""
     if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()]
+        return [_plain(v, drop_none) for v in value.tolist()]
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_plain(v, drop_none) for v in value]
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items() if v is not None}
+        kept = (kv for kv in value.items() if kv[1] is not None or not drop_none)
+        return {str(k): _plain(v, drop_none) for k, v in kept}
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def _arrow_ready(column: np.ndarray) -> np.ndarray:
+    """A column as Python lists/dicts: Ray cannot turn nested numpy arrays back into Arrow.
+
+    Returned unchanged, Ray's own `messages` column (dicts holding ndarrays) falls back to
+    pickled Python objects, which Parquet and polars cannot read as structs.
+    """
+    if column.dtype != object or not any(isinstance(v, np.ndarray | Mapping) for v in column):
+        return column
+    out = np.empty(len(column), dtype=object)
+    for i, value in enumerate(column):  # item by item: numpy would stack equal-length lists
+        out[i] = _plain(value, drop_none=False)
+    return out
 
 
 def _retry_after_s(header: str | None) -> float | None:
@@ -224,7 +239,7 @@ class HTTPEngine:
             for i in range(n)
         ]
         results = [f.result() for f in futures]
-        out = dict(batch)
+        out = {name: _arrow_ready(column) for name, column in batch.items()}
         out["generated_text"] = np.array([r.text for r in results], dtype=object)
         out["num_input_tokens"] = np.array([r.input_tokens for r in results], dtype=np.int64)
         out["num_generated_tokens"] = np.array([r.output_tokens for r in results], dtype=np.int64)

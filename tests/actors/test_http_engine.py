@@ -19,7 +19,11 @@ from tests.actors.loopback_server import LoopbackServer, Reply, always, fail_fir
 
 KEY_ENV = "GEOSEE_TEST_API_KEY"
 KEY = "sk-test-9f8e7d6c5b4a-never-leak"
-FAST = {"backoff_s": 0.001, "timeout_s": 5.0}
+
+
+def fast_engine(base_url: str, model: str = "m", **kwargs: Any) -> HTTPEngine:
+    """An engine with tiny backoff, so retry tests take milliseconds."""
+    return HTTPEngine(base_url, model, backoff_s=0.001, timeout_s=5.0, **kwargs)
 
 
 def make_batch(
@@ -41,7 +45,9 @@ def make_batch(
                 "options": ["yes", "no"] if answer_type == "choice" else [],
             }
         )
-    return BlockAccessor.for_block(pa.Table.from_pylist(rows)).to_numpy()
+    batch = BlockAccessor.for_block(pa.Table.from_pylist(rows)).to_numpy()
+    assert isinstance(batch, dict)
+    return batch
 
 
 @pytest.fixture
@@ -53,7 +59,7 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
 def test_429_once_then_success_is_retried() -> None:
     script = fail_first(1, 429, headers={"Retry-After": "0"})
     with LoopbackServer(script=script, answer=lambda r: '{"answer": "yes"}') as server:
-        out = HTTPEngine(server.base_url, "m", **FAST)(make_batch(["q0"]))
+        out = fast_engine(server.base_url)(make_batch(["q0"]))
     assert len(server.requests) == 2
     assert out["generated_text"][0] == '{"answer": "yes"}'
     assert out["engine_error"][0] is None
@@ -63,7 +69,7 @@ def test_429_once_then_success_is_retried() -> None:
 
 def test_persistent_500_becomes_row_errors_after_retries() -> None:
     with LoopbackServer(then=always(500, body=b"upstream exploded")) as server:
-        engine = HTTPEngine(server.base_url, "m", max_retries=2, **FAST)
+        engine = fast_engine(server.base_url, "m", max_retries=2)
         out = engine(make_batch(["q0", "q1"]))
     assert len(server.requests) == 2 * 3
     assert list(out["generated_text"]) == [None, None]
@@ -73,14 +79,14 @@ def test_persistent_500_becomes_row_errors_after_retries() -> None:
 
 def test_client_error_is_not_retried() -> None:
     with LoopbackServer(then=always(400, body=b"bad schema")) as server:
-        out = HTTPEngine(server.base_url, "m", **FAST)(make_batch(["q0"]))
+        out = fast_engine(server.base_url)(make_batch(["q0"]))
     assert len(server.requests) == 1
     assert out["engine_error"][0] == "HTTP 400 after 1 attempt: bad schema"
 
 
 def test_dropped_connection_is_retried() -> None:
     with LoopbackServer(script=[Reply(drop=True)]) as server:
-        out = HTTPEngine(server.base_url, "m", **FAST)(make_batch(["q0"]))
+        out = fast_engine(server.base_url)(make_batch(["q0"]))
     assert len(server.requests) == 2
     assert out["generated_text"][0] == "q0" and out["engine_error"][0] is None
 
@@ -90,14 +96,14 @@ def test_one_failing_row_does_not_fail_the_batch() -> None:
         return Reply(422, body=b"nope") if "bad" in str(request["messages"]) else None
 
     with LoopbackServer(decide=decide) as server:
-        out = HTTPEngine(server.base_url, "m", **FAST)(make_batch(["good0", "bad1", "good2"]))
+        out = fast_engine(server.base_url)(make_batch(["good0", "bad1", "good2"]))
     assert list(out["generated_text"]) == ["good0", None, "good2"]
     assert [e is None for e in out["engine_error"]] == [True, False, True]
 
 
 def test_request_carries_schema_params_auth_and_clean_parts(api_key: str) -> None:
     with LoopbackServer() as server:
-        engine = HTTPEngine(server.base_url, "my-model", api_key_env=KEY_ENV, **FAST)
+        engine = fast_engine(server.base_url, "my-model", api_key_env=KEY_ENV)
         engine(make_batch(["q0"], answer_type="choice", image=True))
     (seen,) = server.requests
     assert seen.path == "/v1/chat/completions"
@@ -122,7 +128,7 @@ def test_row_without_answer_type_is_sent_unconstrained() -> None:
     batch = make_batch(["q0"])
     del batch["answer_type"], batch["options"]
     with LoopbackServer() as server:
-        out = HTTPEngine(server.base_url, "m", **FAST)(batch)
+        out = fast_engine(server.base_url)(batch)
     assert "response_format" not in server.requests[0].json
     assert out["generated_text"][0] == "q0"
 
@@ -130,7 +136,7 @@ def test_row_without_answer_type_is_sent_unconstrained() -> None:
 def test_outputs_keep_inputs_order_and_missing_usage_is_zero() -> None:
     batch = make_batch([f"q{i}" for i in range(5)])
     with LoopbackServer(then=Reply(usage=False)) as server:
-        out = HTTPEngine(server.base_url, "m", max_concurrency=4, **FAST)(batch)
+        out = fast_engine(server.base_url, "m", max_concurrency=4)(batch)
     assert set(batch) | set(OUTPUT_COLUMNS) == set(out)
     assert list(out["request_key"]) == [f"k{i}" for i in range(5)]
     assert list(out["generated_text"]) == [f"q{i}" for i in range(5)]
@@ -138,9 +144,19 @@ def test_outputs_keep_inputs_order_and_missing_usage_is_zero() -> None:
     assert out["num_generated_tokens"].dtype == np.int64
 
 
+def test_output_batch_converts_back_to_arrow_structs() -> None:
+    # Ray pickles columns it cannot convert; Parquet/polars then cannot read them as structs.
+    with LoopbackServer() as server:
+        out = fast_engine(server.base_url)(make_batch(["q0", "q1"], image=True))
+    table = BlockAccessor.batch_to_block(out)
+    assert pa.types.is_list(table.schema.field("messages").type)
+    assert pa.types.is_struct(table.schema.field("sampling_params").type)
+    assert table.column("messages").to_pylist()[0][1]["content"][1]["text"] == "q0"
+
+
 def test_concurrency_is_bounded() -> None:
     with LoopbackServer(then=Reply(delay_s=0.05)) as server:
-        engine = HTTPEngine(server.base_url, "m", max_concurrency=3, **FAST)
+        engine = fast_engine(server.base_url, "m", max_concurrency=3)
         out = engine(make_batch([f"q{i}" for i in range(12)]))
     assert len(server.requests) == 12
     assert 2 <= server.max_in_flight <= 3
@@ -158,7 +174,7 @@ def test_key_never_leaks(
 
     caplog.set_level(logging.DEBUG)
     with LoopbackServer(decide=decide) as server:
-        engine = HTTPEngine(server.base_url, "m", api_key_env=KEY_ENV, max_retries=1, **FAST)
+        engine = fast_engine(server.base_url, "m", api_key_env=KEY_ENV, max_retries=1)
         out = engine(make_batch(["q0", "q1"]))
     assert out["engine_error"][0].startswith("HTTP 500 after 2 attempts: auth was Bearer ")
     assert out["generated_text"][1].startswith("my key is ")
@@ -197,6 +213,6 @@ def test_retry_after_header_is_waited_for() -> None:
     script = fail_first(1, 503, headers={"Retry-After": "0.3"})
     with LoopbackServer(script=script) as server:
         started = time.perf_counter()
-        out = HTTPEngine(server.base_url, "m", **FAST)(make_batch(["q0"]))
+        out = fast_engine(server.base_url)(make_batch(["q0"]))
     assert time.perf_counter() - started >= 0.3
     assert out["generated_text"][0] == "q0"
