@@ -268,6 +268,9 @@ class HTTPEngine:
                 time.sleep(wait)
             except _Failed as failure:  # not worth repeating: bad request, unreadable answer
                 return _Result(error=self._redact(failure.message(attempt)))
+            except Exception as exc:  # e.g. an unsupported URL scheme: final, and row-local
+                failed = _Failed(type(exc).__name__, _excerpt(str(exc)))
+                return _Result(error=self._redact(failed.message(attempt)))
 
     def _attempt(self, body: dict[str, Any]) -> _Result:
         """One POST. Raises _Retryable for transient failures, _Failed for final ones."""

@@ -91,6 +91,11 @@ def test_dropped_connection_is_retried() -> None:
     assert out["generated_text"][0] == "q0" and out["engine_error"][0] is None
 
 
+def test_unusable_url_is_a_row_error_not_a_raise() -> None:
+    out = fast_engine("ftp://127.0.0.1:9/v1")(make_batch(["q0"]))
+    assert out["engine_error"][0].startswith("UnsupportedProtocol after 1 attempt: ")
+
+
 def test_one_failing_row_does_not_fail_the_batch() -> None:
     def decide(request: Mapping[str, Any], attempt: int) -> Reply | None:
         return Reply(422, body=b"nope") if "bad" in str(request["messages"]) else None
