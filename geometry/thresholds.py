@@ -29,6 +29,9 @@ MIN_SIDE_LENGTH = 3
 MIN_ANGLE_DEG = 15.0
 # Triangles have at least this area (square grid units).
 MIN_TRIANGLE_AREA = Fraction(4)
+# special_lines altitude/bisector pairs only: the lattice triangles whose altitude and
+# bisector feet are one grid step apart all have a flat angle (8.1 degrees at best).
+SPECIAL_LINES_MIN_ANGLE_DEG = 8.0
 # Area comparisons that are not "equal": larger / smaller is at least this, so the
 # difference is there to be seen, not only computed.
 MIN_AREA_RATIO = Fraction(5, 4)

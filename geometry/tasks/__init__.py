@@ -1,0 +1,95 @@
+"""The 25 NoReGeo tasks, registered in DESIGN.md's table order when this package is imported.
+
+Generator functions in the modules below raise `Degenerate` on a bad draw; the wrappers here
+redraw them in the bounded, seeded loop of `geometry.thresholds.draw_until_valid` and check
+that the caller asked for a label the task has.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from geometry.figure import Draw
+from geometry.tasks import classification, numeric, special_lines, triangles, unstable
+from geometry.tasks.registry import (
+    AnswerType,
+    GenerateOne,
+    GeneratePair,
+    TaskSpec,
+    register,
+)
+from geometry.thresholds import draw_until_valid
+
+YES_NO = ("yes", "no")
+
+
+def _one(task_id: str, options: tuple[str, ...], make: GenerateOne) -> GenerateOne:
+    def generate(rng: random.Random, label: str | None) -> Draw:
+        if options and label not in options:
+            raise ValueError(f"task {task_id} needs a label of {options}, got {label!r}")
+        if not options and label is not None:
+            raise ValueError(f"task {task_id} is numeric: its label must be None, got {label!r}")
+        return draw_until_valid(lambda r: make(r, label), rng, task=task_id)
+
+    generate.__doc__ = make.__doc__
+    return generate
+
+
+def _pair(task_id: str, make: GeneratePair) -> GeneratePair:
+    def generate_pair(rng: random.Random, labels: tuple[str, str]) -> tuple[Draw, Draw]:
+        return draw_until_valid(lambda r: make(r, labels), rng, task=task_id)
+
+    generate_pair.__doc__ = make.__doc__
+    return generate_pair
+
+
+def _task(
+    task_id: str,
+    make: Callable[..., object],
+    category: str,
+    answer_type: AnswerType,
+    options: tuple[str, ...] = (),
+) -> None:
+    name = make.__name__
+    if task_id.startswith("U-"):
+        register(TaskSpec(task_id, name, category, answer_type, options,
+                          generate_pair=_pair(task_id, make)))  # type: ignore[arg-type]
+    else:
+        register(TaskSpec(task_id, name, category, answer_type, options,
+                          generate=_one(task_id, options, make)))  # type: ignore[arg-type]
+
+
+_AREA = "Area comparison"
+_BASIC = "Basic coordinate tasks"
+_SYMMETRY = "Symmetry"
+_CALC = "Elementary calculations"
+_TRANSFORM = "Geometric transformations"
+_LINES = "Remarkable triangle lines"
+_CIRCLES = "Simple circle properties"
+
+_task("C-ACM-PST", classification.parallelogram_size, _AREA, "choice", ("ABCD", "EFGH", "equal"))
+_task("C-ACM-TST", classification.triangle_size, _AREA, "choice", ("ABC", "DEF", "equal"))
+_task("C-BCT-CT", classification.collinearity, _BASIC, "choice", YES_NO)
+_task("C-SYM-SST", classification.shape_symmetry, _SYMMETRY, "choice", YES_NO)
+_task("N-BCT-MT", numeric.midpoint, _BASIC, "point")
+_task("N-BCT-PAT", numeric.parallelogram_area, _BASIC, "number")
+_task("N-BCT-PPT", numeric.parallelogram_perim, _BASIC, "number")
+_task("N-BCT-TAT", numeric.triangle_area, _BASIC, "number")
+_task("N-BCT-TPT", numeric.triangle_perim, _BASIC, "number")
+_task("N-ECL-IT", numeric.intersection, _CALC, "point")
+_task("N-ECL-SLT", numeric.segment_length, _CALC, "number")
+_task("N-GTR-RT", numeric.reflection, _TRANSFORM, "point")
+_task("N-GTR-RPT", numeric.rotation_point, _TRANSFORM, "point")
+_task("N-RLT-BT", triangles.bisector, _LINES, "point")
+_task("N-SCP-ICCT", triangles.inner_circle_center, _CIRCLES, "point")
+_task("N-SCP-ICRT", triangles.inner_circle_radius, _CIRCLES, "number")
+_task("N-SCP-OCCT", triangles.outer_circle_center, _CIRCLES, "point")
+_task("N-SCP-TTT", triangles.triangle_type, _CIRCLES, "choice", ("acute", "right", "obtuse"))
+_task("U-CPR-CDT", unstable.circle_diameter, "Circle properties", "choice", YES_NO)
+_task("U-PAP-PLT", unstable.parallel_lines, "Parallelism and perpendicularity", "choice", YES_NO)
+_task("U-PAP-PT", unstable.perpendicular, "Parallelism and perpendicularity", "choice", YES_NO)
+_task("U-PAP-RAT", unstable.right_angle, "Parallelism and perpendicularity", "choice", YES_NO)
+_task("U-RLT-SLT", special_lines.special_lines, _LINES, "choice", special_lines.OPTIONS)
+_task("U-SCP-STT", unstable.semicircle_triangle, _CIRCLES, "choice", YES_NO)
+_task("U-SYM-ST", unstable.symmetry, _SYMMETRY, "choice", YES_NO)
