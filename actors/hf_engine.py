@@ -1,0 +1,289 @@
+"""The `hf` engine: transformers + xgrammar, batched, for Ray Data `map_batches` actor pools.
+
+Text models load with `AutoModelForCausalLM` + `AutoTokenizer`; image-text models with
+`AutoModelForImageTextToText` + `AutoProcessor`. Rows follow `actors.contract`: each row's
+chat `messages` go through the model's chat template (data-URL images to the processor),
+its grammar masks its own tokens, and it stops when its grammar is complete or at
+`max_tokens`. Rows are decoded in sub-batches of `batch_size` with left padding and a KV
+cache. A row that fails carries its message in `engine_error`; the rest go on.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from actors.contract import OUTPUT_COLUMNS, check_columns, message_parts
+
+DEFAULT_MAX_TOKENS = 256
+
+
+def _plain(value: Any) -> Any:
+    """Nested lists/dicts from what Ray's numpy batches hold (object arrays of arrays/dicts)."""
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()] if value.dtype == object else value.tolist()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _decode_image(url: str) -> Any:
+    """A PIL RGB image from a base64 data URL; anything else raises ValueError."""
+    from PIL import Image
+
+    if not url.startswith("data:") or "base64," not in url:
+        raise ValueError(f"image_url must be a base64 data URL, got {url[:40]!r}")
+    try:
+        data = base64.b64decode(url.partition("base64,")[2], validate=True)
+    except binascii.Error as err:
+        raise ValueError(f"image data URL is not valid base64: {err}") from err
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.convert("RGB")
+    except OSError as err:
+        raise ValueError(f"image data URL does not hold a readable image: {err}") from err
+
+
+@dataclass
+class _Request:
+    """One row, ready to batch: its prompt text, images and decoding spec."""
+
+    index: int
+    prompt: str
+    images: list[Any]
+    num_input_tokens: int
+    spec: Any  # grammar_decoding.RowSpec (imported lazily with torch)
+
+
+class HFEngine:
+    """A Ray Data callable class: `ds.map_batches(HFEngine, fn_constructor_kwargs=...)`.
+
+    Use `batch_format="numpy"`; one engine holds one model and decodes `batch_size` rows at
+    a time.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        revision: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = 8,
+        trust_remote_code: bool = False,
+    ):
+        import torch
+        import transformers
+        from transformers.models.auto.modeling_auto import (
+            MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
+        )
+
+        from actors import grammar_decoding
+
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self._torch = torch
+        self._gd = grammar_decoding
+        self.model_name = model
+        self.batch_size = batch_size
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+        if self.device.type == "cpu":
+            # Two threads on two busy cores were measured 5-25x slower than one.
+            torch.set_num_threads(1)
+        load = {"revision": revision, "trust_remote_code": trust_remote_code}
+        config = transformers.AutoConfig.from_pretrained(model, **load)
+        self.is_image_text = config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+        if self.is_image_text:
+            self.processor: Any = transformers.AutoProcessor.from_pretrained(model, **load)
+            self.tokenizer: Any = self.processor.tokenizer
+            model_cls: Any = transformers.AutoModelForImageTextToText
+        else:
+            self.processor = None
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, **load)
+            model_cls = transformers.AutoModelForCausalLM
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = model_cls.from_pretrained(model, dtype=self._torch_dtype(dtype), **load)
+        self.model.to(self.device).eval()
+
+        text_config = config.get_text_config()
+        self.max_length = int(getattr(text_config, "max_position_embeddings", 0) or 0) or None
+        self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        self.eos_token_ids = [eos] if isinstance(eos, int) else list(eos or [])
+        # The row's sampling params are the whole story: drop the checkpoint's own defaults
+        # (sampling, repetition penalties) that `generate` would otherwise merge in.
+        self.model.generation_config = transformers.GenerationConfig(
+            eos_token_id=self.eos_token_ids or None,
+            pad_token_id=self.tokenizer.pad_token_id,
+            bos_token_id=self.tokenizer.bos_token_id,
+        )
+        self.grammars = grammar_decoding.GrammarCache(
+            self.tokenizer, self.vocab_size, self.eos_token_ids
+        )
+
+    def _torch_dtype(self, dtype: str) -> Any:
+        if dtype != "auto":
+            return getattr(self._torch, dtype)
+        # CPU kernels are slow or missing for half types; GPUs take the checkpoint's dtype.
+        return self._torch.float32 if self.device.type == "cpu" else "auto"
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every input column plus OUTPUT_COLUMNS, one output row per input row."""
+        check_columns(batch, ("messages", "sampling_params"), "HFEngine")
+        n = len(batch["messages"])
+        out: dict[str, list[Any]] = {c: [None] * n for c in OUTPUT_COLUMNS}
+        requests = []
+        for i in range(n):
+            try:
+                requests.append(self._prepare(i, batch["messages"][i], batch["sampling_params"][i]))
+            except Exception as err:  # a bad row never fails the batch
+                out["engine_error"][i] = _describe(err)
+        # Similar lengths share a sub-batch, so less compute goes to padding.
+        requests.sort(key=lambda r: r.num_input_tokens)
+        for start in range(0, len(requests), self.batch_size):
+            self._run_chunk(requests[start : start + self.batch_size], out)
+        result = dict(batch)
+        for column, values in out.items():
+            result[column] = _object_array(values)
+        return result
+
+    def _prepare(self, index: int, messages: Any, sampling_params: Any) -> _Request:
+        messages = _plain(messages)
+        params = _plain(sampling_params) or {}
+        images: list[Any] = []
+        chat = []
+        for message in messages:
+            parts = []
+            for part in message_parts(message):
+                if part.get("type") == "image_url":
+                    if not self.is_image_text:
+                        raise ValueError(f"{self.model_name} is a text model; row has an image")
+                    images.append(_decode_image((part.get("image_url") or {}).get("url") or ""))
+                    parts.append({"type": "image"})
+                elif part.get("type") == "text":
+                    parts.append({"type": "text", "text": part.get("text") or ""})
+                else:
+                    raise ValueError(f"unsupported message part type {part.get('type')!r}")
+            if self.is_image_text:
+                chat.append({"role": message["role"], "content": parts})
+            else:
+                # Text-only templates often expect string content.
+                text = "".join(p["text"] for p in parts)
+                chat.append({"role": message["role"], "content": text})
+        templater = self.processor if self.is_image_text else self.tokenizer
+        prompt = templater.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        num_input_tokens = len(self._encode([prompt], [images])["input_ids"][0])
+        spec = self._spec(params)
+        if self.max_length and num_input_tokens + spec.max_tokens > self.max_length:
+            raise ValueError(
+                f"prompt has {num_input_tokens} tokens and max_tokens is {spec.max_tokens}: more "
+                f"than the model's {self.max_length} positions; shorten it or lower max_tokens"
+            )
+        return _Request(index, prompt, images, num_input_tokens, spec)
+
+    def _spec(self, params: Mapping[str, Any]) -> Any:
+        structured = params.get("structured_outputs") or {}
+        grammar_text = structured.get("grammar")
+        if structured.get("json") is not None and grammar_text is None:
+            raise ValueError("the hf engine takes structured_outputs.grammar, not .json")
+        max_tokens = params.get("max_tokens")
+        max_tokens = DEFAULT_MAX_TOKENS if max_tokens is None else int(max_tokens)
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        top_p = params.get("top_p")
+        seed = params.get("seed")
+        return self._gd.RowSpec(
+            max_tokens=max_tokens,
+            temperature=float(params.get("temperature") or 0.0),
+            top_p=1.0 if top_p is None else float(top_p),
+            seed=None if seed is None else int(seed),
+            grammar=self.grammars.get(grammar_text) if grammar_text else None,
+        )
+
+    def _encode(self, prompts: list[str], images: list[list[Any]]) -> Any:
+        """Padded model inputs; the chat template already wrote any BOS token."""
+        if not self.is_image_text:
+            return self.tokenizer(
+                prompts, padding=True, add_special_tokens=False, return_tensors="pt"
+            )
+        flat = [image for row in images for image in row]
+        return self.processor(
+            text=prompts,
+            images=flat or None,
+            padding=True,
+            add_special_tokens=False,
+            return_tensors="pt",
+        )
+
+    def _run_chunk(self, chunk: list[_Request], out: dict[str, list[Any]]) -> None:
+        start = time.perf_counter()
+        try:
+            texts = self._generate(chunk)
+        except Exception as err:
+            if len(chunk) > 1:
+                # Retry alone so one bad row (e.g. out of memory on a long prompt) names itself.
+                for request in chunk:
+                    self._run_chunk([request], out)
+                return
+            out["engine_error"][chunk[0].index] = _describe(err)
+            return
+        share = (time.perf_counter() - start) / len(chunk)
+        for request, (text, num_generated, error) in zip(chunk, texts, strict=True):
+            i = request.index
+            out["num_input_tokens"][i] = request.num_input_tokens
+            out["num_generated_tokens"][i] = num_generated
+            out["time_taken_llm"][i] = share
+            if error is None:
+                out["generated_text"][i] = text
+            else:
+                out["engine_error"][i] = error
+
+    def _generate(self, chunk: list[_Request]) -> list[tuple[str, int, str | None]]:
+        """(text, generated token count, error) per request of one padded sub-batch."""
+        torch = self._torch
+        inputs = self._encode([r.prompt for r in chunk], [r.images for r in chunk])
+        inputs = inputs.to(self.device)
+        if "pixel_values" in inputs:
+            inputs["pixel_values"] = inputs["pixel_values"].to(self.model.dtype)
+        control = self._gd.RowControl(
+            [r.spec for r in chunk], self.vocab_size, self.eos_token_ids, self.device
+        )
+        with torch.inference_mode():
+            self.model.generate(
+                **inputs,
+                max_new_tokens=max(r.spec.max_tokens for r in chunk),
+                do_sample=False,  # sampled rows draw inside RowControl with their own seeds
+                logits_processor=control.logits_processor(),
+                stopping_criteria=control.stopping_criteria(),
+            )
+        results = []
+        for i, row in enumerate(control.rows):
+            text = self.tokenizer.decode(control.text_tokens(i), skip_special_tokens=True)
+            results.append((text, len(row.tokens), row.error))
+        return results
+
+
+def _describe(err: Exception) -> str:
+    return f"{type(err).__name__}: {err}"
+
+
+def _object_array(values: list[Any]) -> np.ndarray:
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array

@@ -1,0 +1,219 @@
+"""The hf engine on the tiny random models: grammars, images, errors, determinism."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from actors.contract import OUTPUT_COLUMNS, image_part, text_part
+from actors.hf_engine import HFEngine
+from geometry.answers import grammar_for, parse_answer
+
+ANSWER_TYPES: list[tuple[str, list[str]]] = [
+    ("choice", ["yes", "no"]),
+    ("choice", ["median", "altitude", "bisector"]),
+    ("number", []),
+    ("point", []),
+]
+MAX_TOKENS = 64
+
+
+@pytest.fixture(scope="module")
+def llm(tiny_llm_dir: Path) -> HFEngine:
+    torch.set_num_threads(1)
+    return HFEngine(str(tiny_llm_dir), batch_size=4)
+
+
+@pytest.fixture(scope="module")
+def vlm(tiny_vlm_dir: Path) -> HFEngine:
+    torch.set_num_threads(1)
+    return HFEngine(str(tiny_vlm_dir), batch_size=4)
+
+
+def _png(color: tuple[int, int, int], size: tuple[int, int] = (48, 40)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+def _row(
+    k: int,
+    answer_type: str,
+    options: list[str],
+    *,
+    image: bytes | None = None,
+    url: str | None = None,
+    max_tokens: int = MAX_TOKENS,
+    **params: Any,
+) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [text_part(f"Question {k}: A=({k},{-k}). Answer.")]
+    if image is not None:
+        content.insert(0, image_part(image))
+    if url is not None:
+        content.insert(0, {"type": "image_url", "image_url": {"url": url}})
+    return {
+        "request_key": f"key-{k}",
+        "messages": [
+            {"role": "system", "content": "Answer with JSON only."},
+            {"role": "user", "content": content},
+        ],
+        "sampling_params": {
+            "temperature": 0.0,
+            "max_tokens": max_tokens,
+            "structured_outputs": {"grammar": grammar_for(answer_type, options)},
+            **params,
+        },
+        "answer_type": answer_type,
+        "options": options,
+    }
+
+
+def _batch(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    return {column: _objects([r[column] for r in rows]) for column in rows[0]}
+
+
+def _mixed_rows(n: int, **kwargs: Any) -> list[dict[str, Any]]:
+    return [_row(k, *ANSWER_TYPES[k % len(ANSWER_TYPES)], **kwargs) for k in range(n)]
+
+
+def _assert_all_valid(out: dict[str, np.ndarray], rows: list[dict[str, Any]]) -> None:
+    for i, row in enumerate(rows):
+        assert out["engine_error"][i] is None, out["engine_error"][i]
+        parsed = parse_answer(out["generated_text"][i], row["answer_type"], row["options"])
+        assert parsed.valid, (out["generated_text"][i], parsed.error)
+        # Bounded grammars end the row, long before max_tokens and without needing EOS.
+        assert 0 < out["num_generated_tokens"][i] < MAX_TOKENS
+        assert out["num_input_tokens"][i] > 0
+        assert out["time_taken_llm"][i] > 0
+
+
+def test_text_rows_with_mixed_grammars_all_parse(llm: HFEngine) -> None:
+    rows = _mixed_rows(12)
+    out = llm(_batch(rows))
+    assert set(OUTPUT_COLUMNS) <= set(out)
+    assert list(out["request_key"]) == [r["request_key"] for r in rows]  # inputs pass through
+    _assert_all_valid(out, rows)
+    # Each distinct grammar string was compiled once, not once per row.
+    assert len(llm.grammars) == len(ANSWER_TYPES)
+
+
+def test_image_rows_all_parse(vlm: HFEngine) -> None:
+    colors = [(255, 255, 255), (0, 0, 0), (200, 30, 30), (30, 30, 200)]
+    rows = [
+        _row(k, *ANSWER_TYPES[k % 4], image=_png(colors[k % 4], (32 + 8 * k, 40))) for k in range(8)
+    ]
+    out = vlm(_batch(rows))
+    _assert_all_valid(out, rows)
+    # The 16 image tokens count as input tokens.
+    assert min(out["num_input_tokens"]) > 16
+
+
+def test_two_runs_give_the_same_outputs(llm: HFEngine, vlm: HFEngine) -> None:
+    rows = _mixed_rows(6)
+    assert list(llm(_batch(rows))["generated_text"]) == list(llm(_batch(rows))["generated_text"])
+    image_rows = _mixed_rows(4, image=_png((10, 200, 10)))
+    first = vlm(_batch(image_rows))["generated_text"]
+    assert list(first) == list(vlm(_batch(image_rows))["generated_text"])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "data:image/png;base64,!!not-base64!!",
+        "data:image/png;base64,aGVsbG8gd29ybGQ=",  # valid base64, not an image
+        "https://example.com/figure.png",
+    ],
+)
+def test_broken_image_fails_only_its_row(vlm: HFEngine, url: str) -> None:
+    rows = _mixed_rows(4, image=_png((255, 255, 255)))
+    rows[1] = _row(1, *ANSWER_TYPES[1], url=url)
+    out = vlm(_batch(rows))
+    assert out["generated_text"][1] is None
+    assert "image" in out["engine_error"][1]
+    _assert_all_valid(
+        {c: np.delete(v, 1) for c, v in out.items()}, [r for i, r in enumerate(rows) if i != 1]
+    )
+
+
+def test_too_small_max_tokens_gives_invalid_json_without_error(llm: HFEngine) -> None:
+    rows = [_row(k, "point", [], max_tokens=3) for k in range(3)]
+    out = llm(_batch(rows))
+    for i in range(3):
+        assert out["engine_error"][i] is None
+        assert out["num_generated_tokens"][i] == 3
+        assert not parse_answer(out["generated_text"][i], "point").valid
+
+
+def test_too_long_prompt_fails_only_its_row(llm: HFEngine) -> None:
+    rows = _mixed_rows(3)
+    rows[0]["messages"][1]["content"] = [text_part("a, b; " * 2500)]
+    out = llm(_batch(rows))
+    assert "positions" in out["engine_error"][0]
+    assert out["generated_text"][0] is None
+    assert parse_answer(out["generated_text"][2], *ANSWER_TYPES[2]).valid
+
+
+def test_text_model_rejects_image_rows(llm: HFEngine) -> None:
+    rows = [_row(0, "number", [], image=_png((0, 0, 0))), _row(1, "number", [])]
+    out = llm(_batch(rows))
+    assert "text model" in out["engine_error"][0]
+    assert out["engine_error"][1] is None
+
+
+def test_sampling_follows_the_row_seed(llm: HFEngine) -> None:
+    rows = [_row(0, "point", [], temperature=1.0, seed=seed) for seed in range(8)]
+    first = list(llm(_batch(rows))["generated_text"])
+    assert first == list(llm(_batch(rows))["generated_text"])
+    assert len(set(first)) > 1  # different seeds draw different answers
+    assert all(parse_answer(text, "point").valid for text in first)
+
+
+def test_row_without_grammar_stops_at_max_tokens_or_eos(llm: HFEngine) -> None:
+    row = _row(0, "number", [], max_tokens=8)
+    row["sampling_params"]["structured_outputs"] = None
+    out = llm(_batch([row]))
+    assert out["engine_error"][0] is None
+    assert 1 <= out["num_generated_tokens"][0] <= 8
+
+
+def test_missing_column_names_the_step(llm: HFEngine) -> None:
+    with pytest.raises(KeyError, match="HFEngine"):
+        llm({"messages": _objects([[]])})
+
+
+@pytest.mark.slow
+def test_runs_as_a_ray_actor_pool(tiny_llm_dir: Path) -> None:
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        rows = _mixed_rows(8)
+        ds = ray.data.from_items(rows).map_batches(
+            HFEngine,
+            fn_constructor_kwargs={"model": str(tiny_llm_dir)},
+            batch_size=4,
+            concurrency=1,
+            batch_format="numpy",
+        )
+        out = sorted(ds.take_all(), key=lambda r: r["request_key"])
+    finally:
+        if started:
+            ray.shutdown()
+    by_key = {r["request_key"]: r for r in rows}
+    for got in out:
+        want = by_key[got["request_key"]]
+        assert got["engine_error"] is None
+        assert parse_answer(got["generated_text"], want["answer_type"], want["options"]).valid
