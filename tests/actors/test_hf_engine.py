@@ -128,6 +128,16 @@ def test_two_runs_give_the_same_outputs(llm: HFEngine, vlm: HFEngine) -> None:
     assert list(first) == list(vlm(_batch(image_rows))["generated_text"])
 
 
+def test_left_padding_does_not_change_answers(tiny_llm_dir: Path) -> None:
+    # Prompts of very different lengths share a sub-batch only through left padding.
+    rows = _mixed_rows(8)
+    for k, row in enumerate(rows):
+        row["messages"][1]["content"] = [text_part("A=(1,2) " * (1 + 9 * k))]
+    alone = HFEngine(str(tiny_llm_dir), batch_size=1)(_batch(rows))
+    padded = HFEngine(str(tiny_llm_dir), batch_size=8)(_batch(rows))
+    assert list(alone["generated_text"]) == list(padded["generated_text"])
+
+
 @pytest.mark.parametrize(
     "url",
     [
