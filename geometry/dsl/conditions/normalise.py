@@ -243,7 +243,8 @@ def normalise_condition(raw: Mapping[str, object]) -> tuple[Condition, list[str]
     notes: list[str] = []
     fields = FIELDS.get(ctype)
     if fields is None:
-        return Condition(ctype, {}, raw_dict, f"unknown condition type {ctype!r}"), notes
+        reason = f"unknown condition type {ctype!r}"
+        return Condition(ctype, {}, raw_dict, reason), [reason]
     args: dict[str, ArgValue] = {}
     try:
         for spec in fields:
