@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass
 
 from geometry.dsl.conditions.model import LineRef
-from geometry.dsl.scene import Circle, Line, Point, Polygon, Ray, Scene, Segment
+from geometry.dsl.conditions.normalise import canon_label
+from geometry.dsl.scene import Circle, GeoObject, Line, Point, Polygon, Ray, Scene, Segment
 from geometry.dsl.tolerances import ANGLE_DEG, DEGENERATE_REL, LENGTH_REL, figure_scale
 
 
@@ -28,7 +29,14 @@ class Figure:
 
     @classmethod
     def of(cls, scene: Scene) -> Figure:
-        """The figure of `scene`, its scale taken over points and circle extents."""
+        """The figure of `scene`, its scale taken over points and circle extents.
+
+        Labels are read with typographic primes as ASCII (A′ is A'), as the data set's are.
+        """
+        objects: dict[str, GeoObject] = {}
+        for label, obj in scene.objects.items():
+            objects.setdefault(canon_label(label), obj)
+        scene = Scene(objects)
         pts = list(scene.points().values())
         for obj in scene.objects.values():
             if isinstance(obj, Circle):

@@ -60,28 +60,51 @@ def test_missing_path_names_it(tmp_path: Path) -> None:
 
 
 def _problem(objects: dict, conditions: list[dict]) -> dict:
-    return {"id": "x", "subject": "s", "required_objects": objects,
-            "verification_conditions": conditions, "category": "c", "difficulty": 2}
+    return {
+        "id": "x",
+        "subject": "s",
+        "required_objects": objects,
+        "verification_conditions": conditions,
+        "category": "c",
+        "difficulty": 2,
+    }
 
 
 def test_field_spellings_normalise_to_one_shape() -> None:
-    p = parse_problem(_problem(
-        {"points": ["A", "B", "C", "A′", "C", "L"], "segments": [["A", "B"], ["B", "A"]],
-         "lines": ["L", ["m"], ["A", "B"], ["The perpendicular bisector of AB"]],
-         "circles": [{"center": "O", "circle_center": "A"}, {"center": "O", "radius_length": 6}],
-         "polygons": [["A", "B", "C"]]},
-        [{"type": "angle_value", "points": [["A", "O", "C"]], "value": 100},
-         {"type": "distance_equals", "segment": [["A", "B"]], "value": 3},
-         {"type": "segment_equality", "objects": [["A", "B"], ["B", "C"]]},
-         {"type": "tangent_at_point", "line": ["A", "B"], "circle_center": "O", "point": "B"},
-         {"type": "point_on_line", "point": "A", "line": "l"},
-         {"type": "point_on_segment", "point": "A′", "segment": ["B", "C"]}],
-    ))
+    p = parse_problem(
+        _problem(
+            {
+                "points": ["A", "B", "C", "A′", "C", "L"],
+                "segments": [["A", "B"], ["B", "A"]],
+                "lines": ["L", ["m"], ["A", "B"], ["The perpendicular bisector of AB"]],
+                "circles": [
+                    {"center": "O", "circle_center": "A"},
+                    {"center": "O", "radius_length": 6},
+                ],
+                "polygons": [["A", "B", "C"]],
+            },
+            [
+                {"type": "angle_value", "points": [["A", "O", "C"]], "value": 100},
+                {"type": "distance_equals", "segment": [["A", "B"]], "value": 3},
+                {"type": "segment_equality", "objects": [["A", "B"], ["B", "C"]]},
+                {
+                    "type": "tangent_at_point",
+                    "line": ["A", "B"],
+                    "circle_center": "O",
+                    "point": "B",
+                },
+                {"type": "point_on_line", "point": "A", "line": "l"},
+                {"type": "point_on_segment", "point": "A′", "segment": ["B", "C"]},
+            ],
+        )
+    )
     # Duplicates go, the line label L is not a point, typographic primes become ASCII.
     assert p.required.points == ("A", "B", "C", "A'")
     assert p.required.segments == (("A", "B"),)
     assert p.required.lines == (
-        LineRef(name="L"), LineRef(name="m"), LineRef(through=("A", "B")),
+        LineRef(name="L"),
+        LineRef(name="m"),
+        LineRef(through=("A", "B")),
         LineRef(bisector_of=("A", "B")),
     )
     assert p.required.circles == (CircleSpec("O", radius_point="A"), CircleSpec("O", radius=6.0))
@@ -96,11 +119,16 @@ def test_field_spellings_normalise_to_one_shape() -> None:
 
 
 def test_unreadable_parts_become_data_errors_not_exceptions() -> None:
-    p = parse_problem(_problem(
-        {"points": ["A"], "segments": [["A", "A"]], "circles": [{"center": "O"}]},
-        [{"type": "no_such_check"}, {"type": "angle_value", "points": [["A", "B"]], "value": 3},
-         {"type": "polygon_property", "polygon": list("ABCD"), "property": "pentagram"}],
-    ))
+    p = parse_problem(
+        _problem(
+            {"points": ["A"], "segments": [["A", "A"]], "circles": [{"center": "O"}]},
+            [
+                {"type": "no_such_check"},
+                {"type": "angle_value", "points": [["A", "B"]], "value": 3},
+                {"type": "polygon_property", "polygon": list("ABCD"), "property": "pentagram"},
+            ],
+        )
+    )
     assert len(p.conditions) == 3 and all(c.error for c in p.conditions)
     assert len(p.data_errors) == 5
     assert p.required.segments == () and p.required.circles == ()

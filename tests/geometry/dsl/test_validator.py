@@ -10,32 +10,38 @@ from geometry.dsl.dataset import parse_problem
 from geometry.dsl.scene import Circle, Line, Point, Polygon, Scene, Segment
 from geometry.dsl.validator import validate
 
-A, B, C, D, O = Point(0, 5), Point(5, 0), Point(0, -5), Point(-5, 0), Point(0, 0)
+A, B, C, D, ORIGIN = Point(0, 5), Point(5, 0), Point(0, -5), Point(-5, 0), Point(0, 0)
 
-PROBLEM = parse_problem({
-    "id": "t",
-    "required_objects": {
-        "points": ["A", "B", "C", "D", "O"],
-        "segments": [["A", "B"], ["C", "D"]],
-        "lines": [["A", "C"]],
-        "circles": [{"center": "O", "radius_point": "A"}],
-        "polygons": [["A", "B", "C", "D"]],
-    },
-    "verification_conditions": [
-        {"type": "point_on_circle", "point": "B", "circle_center": "O"},
-        {"type": "angle_value", "points": [["A", "O", "B"]], "value": 90},
-        {"type": "polygon_property", "polygon": ["A", "B", "C", "D"], "property": "square"},
-        {"type": "distance_equals", "segment": ["O", "A"], "value": 5},
-    ],
-})
+PROBLEM = parse_problem(
+    {
+        "id": "t",
+        "required_objects": {
+            "points": ["A", "B", "C", "D", "O"],
+            "segments": [["A", "B"], ["C", "D"]],
+            "lines": [["A", "C"]],
+            "circles": [{"center": "O", "radius_point": "A"}],
+            "polygons": [["A", "B", "C", "D"]],
+        },
+        "verification_conditions": [
+            {"type": "point_on_circle", "point": "B", "circle_center": "O"},
+            {"type": "angle_value", "points": [["A", "O", "B"]], "value": 90},
+            {"type": "polygon_property", "polygon": ["A", "B", "C", "D"], "property": "square"},
+            {"type": "distance_equals", "segment": ["O", "A"], "value": 5},
+        ],
+    }
+)
 
 
 def full_scene() -> dict[str, object]:
     return {
-        "A": A, "B": B, "C": C, "D": D, "O": O,
+        "A": A,
+        "B": B,
+        "C": C,
+        "D": D,
+        "O": ORIGIN,
         "s1": Segment(B, A),  # drawn B->A, required as AB
         "l": Line(C, A),
-        "c": Circle(O, 5.0),
+        "c": Circle(ORIGIN, 5.0),
         # drawn D C B A from C: a rotated, reversed vertex order
         "q": Polygon((C, B, A, D)),
     }
@@ -52,10 +58,13 @@ def test_complete_scene_succeeds() -> None:
 def test_scores_count_missing_objects_and_failed_conditions() -> None:
     objects = full_scene()
     del objects["q"], objects["l"]  # polygon gone (and with it segment CD), line AC gone
-    objects["c"] = Circle(O, 4.0)  # circle not through A: missing, and B is off it
+    objects["c"] = Circle(ORIGIN, 4.0)  # circle not through A: missing, and B is off it
     verdict = validate(PROBLEM, Scene(objects))  # type: ignore[arg-type]
     assert set(verdict.missing_objects) == {
-        "segment CD", "line AC", "circle O through A", "polygon ABCD"
+        "segment CD",
+        "line AC",
+        "circle O through A",
+        "polygon ABCD",
     }
     assert verdict.object_score == pytest.approx(6 / 10)
     assert [f.type for f in verdict.failed_conditions] == ["point_on_circle"]
@@ -83,14 +92,19 @@ def test_wrong_segment_and_polygon_do_not_match() -> None:
 
 
 def test_circle_with_radius_length_and_named_line() -> None:
-    problem = parse_problem({
-        "id": "r",
-        "required_objects": {"points": ["O"], "lines": ["l"],
-                             "circles": [{"center": "O", "radius_length": 6}]},
-        "verification_conditions": [],
-    })
-    good = Scene({"O": O, "k": Circle(O, 6.0), "l": Line(O, Point(1, 1))})
-    bad = Scene({"O": O, "k": Circle(O, 6.5), "m": Line(O, Point(1, 1))})
+    problem = parse_problem(
+        {
+            "id": "r",
+            "required_objects": {
+                "points": ["O"],
+                "lines": ["l"],
+                "circles": [{"center": "O", "radius_length": 6}],
+            },
+            "verification_conditions": [],
+        }
+    )
+    good = Scene({"O": ORIGIN, "k": Circle(ORIGIN, 6.0), "l": Line(ORIGIN, Point(1, 1))})
+    bad = Scene({"O": ORIGIN, "k": Circle(ORIGIN, 6.5), "m": Line(ORIGIN, Point(1, 1))})
     assert validate(problem, good).success
     assert validate(problem, good).condition_score == 1.0  # no conditions: vacuously all
     assert set(validate(problem, bad).missing_objects) == {"line l", "circle O of radius 6"}
