@@ -1,0 +1,131 @@
+"""Build the NoReGeo item rows of one task: seeded draws, balanced labels, prompts, images.
+
+Determinism: everything is a function of (seed, task_id) only. Each item (or U-task pair)
+gets its own `random.Random` seeded from sha256(f"{seed}:{task_id}:{index}"), so items do
+not depend on one another, on the order tasks are built in, or on Python's hash seed.
+
+Labels: choice tasks get their labels round-robin over the options (counts differ by at
+most 1; yes/no exactly half when per_task is even), in an order shuffled by a seeded rng.
+U-tasks are built in pairs (items 2k and 2k+1, pair_id f"{task_id}-p{k:03d}", both rows
+carrying the pair's seed); an odd per_task ends with a lone item of the pair generator's
+first figure and pair_id None.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Sequence
+
+from geometry.figure import Draw, answer_json
+from geometry.item import IMAGE_SETUPS, SETUPS, Item
+from geometry.prompts import SYSTEM_PROMPT, build_prompt
+from geometry.tasks.registry import TaskSpec, get_task
+
+# Bump whenever a generator, threshold or prompt change alters any item for a fixed seed.
+GENERATOR_VERSION = "noregeo-gen-1"
+
+Render = Callable[[Draw, str, int], bytes]
+
+
+def item_seed(seed: int, task_id: str, key: int | str) -> int:
+    """A stable 63-bit seed from (run seed, task, item index or purpose)."""
+    digest = hashlib.sha256(f"{seed}:{task_id}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # fits Parquet's signed int64
+
+
+def balanced_labels(options: Sequence[str], count: int, rng: random.Random) -> list[str]:
+    """`count` labels round-robin over `options` in a shuffled option order (the counts of
+    any two options differ by at most 1; consecutive labels differ when len(options) > 1).
+
+    >>> labels = balanced_labels(("a", "b", "c"), 7, random.Random(0))
+    >>> sorted(labels.count(o) for o in "abc"), all(x != y for x, y in zip(labels, labels[1:]))
+    ([2, 2, 3], True)
+    """
+    order = list(options)
+    rng.shuffle(order)
+    return [order[i % len(order)] for i in range(count)]
+
+
+def _labelled_draws(
+    task: TaskSpec, per_task: int, seed: int
+) -> list[tuple[Draw, str | None, int]]:
+    """(draw, pair_id, item seed) for each of the task's `per_task` items, in index order."""
+    label_rng = random.Random(item_seed(seed, task.task_id, "labels"))
+    out: list[tuple[Draw, str | None, int]] = []
+    if not task.paired:
+        labels: list[str | None] = [None] * per_task
+        if task.options:
+            labels = list(balanced_labels(task.options, per_task, label_rng))
+            label_rng.shuffle(labels)  # round-robin counts, unpredictable order
+        for index, label in enumerate(labels):
+            s = item_seed(seed, task.task_id, index)
+            assert task.generate is not None
+            out.append((task.generate(random.Random(s), label), None, s))
+        return out
+    assert task.generate_pair is not None
+    if set(task.options) == {"yes", "no"}:
+        pairs = [("yes", "no")] * ((per_task + 1) // 2)
+    else:
+        # Consecutive round-robin labels differ, so each pair has two different labels;
+        # the pairs are then shuffled as units, which keeps the counts balanced.
+        flat = balanced_labels(task.options, 2 * ((per_task + 1) // 2), label_rng)
+        pairs = [(flat[2 * k], flat[2 * k + 1]) for k in range(len(flat) // 2)]
+        label_rng.shuffle(pairs)
+    for k, labels_pair in enumerate(pairs):
+        index = 2 * k
+        s = item_seed(seed, task.task_id, index)
+        first, second = task.generate_pair(random.Random(s), labels_pair)
+        if index + 1 < per_task:
+            pair_id = f"{task.task_id}-p{k:03d}"
+            out += [(first, pair_id, s), (second, pair_id, s)]
+        else:
+            out.append((first, None, s))
+    return out
+
+
+def build_items(
+    task_id: str,
+    per_task: int,
+    seed: int,
+    setups: Sequence[str] = SETUPS,
+    image_size: int = 448,
+    render: Render | None = None,
+) -> list[Item]:
+    """The item rows of one task: `per_task` items x `setups`, item-major.
+
+    Rows of one item share `item_id` (f"{task_id}-{index:04d}"), answer, geometry and seed.
+    Image setups get `render(draw, setup, image_size)` (PNG bytes), or None without `render`.
+    """
+    if per_task < 0:
+        raise ValueError(f"per_task must be >= 0, got {per_task}")
+    unknown = [s for s in setups if s not in SETUPS]
+    if unknown:
+        raise ValueError(f"unknown setups {unknown}; valid: {', '.join(SETUPS)}")
+    task = get_task(task_id)
+    rows: list[Item] = []
+    for index, (draw, pair_id, s) in enumerate(_labelled_draws(task, per_task, seed)):
+        answer, geometry = answer_json(draw.answer), draw.geometry_json()
+        for setup in setups:
+            image = render(draw, setup, image_size) if render and setup in IMAGE_SETUPS else None
+            rows.append(
+                Item(
+                    item_id=f"{task_id}-{index:04d}",
+                    task=task.task_id,
+                    task_name=task.name,
+                    kind=task.kind,
+                    category=task.category,
+                    answer_type=task.answer_type,
+                    options=list(task.options),
+                    setup=setup,
+                    system_prompt=SYSTEM_PROMPT,
+                    prompt=build_prompt(task, draw, setup),
+                    image=image,
+                    answer=answer,
+                    geometry=geometry,
+                    pair_id=pair_id,
+                    seed=s,
+                    generator_version=GENERATOR_VERSION,
+                )
+            )
+    return rows
