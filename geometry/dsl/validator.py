@@ -144,10 +144,11 @@ def _has_line(figure: Figure, ref: LineRef) -> bool:
     pts = _points(figure, ref.through)
     if pts is None:
         return False
+    carriers = [carrier_of(line) for line in figure.scene.of_type(Line)]
     return any(
-        all(distance_to_line(p, line.p, line.q) <= figure.tol for p in pts)
-        for line in figure.scene.of_type(Line)
-        if isinstance(line, Line)
+        all(distance_to_line(p, *carrier) <= figure.tol for p in pts)
+        for carrier in carriers
+        if carrier is not None
     )
 
 

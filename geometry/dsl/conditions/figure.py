@@ -112,14 +112,18 @@ class Figure:
 
 
 def carrier_of(obj: object) -> tuple[Point, Point] | None:
-    """The two points fixing the line that carries a Line, Ray or Segment; else None."""
+    """The two points fixing the line that carries a Line, Ray or Segment; None for other
+    objects and for degenerate ones (both points equal), which carry no line."""
+    pair: tuple[Point, Point] | None = None
     if isinstance(obj, Line):
-        return obj.p, obj.q
-    if isinstance(obj, Ray):
-        return obj.origin, obj.through
-    if isinstance(obj, Segment):
-        return obj.a, obj.b
-    return None
+        pair = obj.p, obj.q
+    elif isinstance(obj, Ray):
+        pair = obj.origin, obj.through
+    elif isinstance(obj, Segment):
+        pair = obj.a, obj.b
+    if pair is None or pair[0].distance(pair[1]) == 0.0:
+        return None
+    return pair
 
 
 def cross(o: Point, a: Point, b: Point) -> float:
