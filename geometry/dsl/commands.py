@@ -6,6 +6,7 @@ the same table (a test keeps them in step). Kinds are defined in `overloads.KIND
 
 from __future__ import annotations
 
+from geometry.dsl import measures as m
 from geometry.dsl import realisers as r
 from geometry.dsl.overloads import Command, Overload
 from geometry.dsl.scene import Line, Ray, Segment, Vector
@@ -119,42 +120,42 @@ _TABLE: tuple[Command, ...] = (
           (r.distinct(0, 1), r.distinct(1, 2))),
     )),
     Command("distance", (
-        O(("point", "point"), ("number",), r.distance, "|AB|"),
-        O(("point", "linear"), ("number",), r.distance_to_line, "distance to the line"),
+        O(("point", "point"), ("number",), m.distance, "|AB|"),
+        O(("point", "linear"), ("number",), m.distance_to_line, "distance to the line"),
     )),
-    Command("length", (O(("segment",), ("number",), r.length, "length of a segment"),)),
-    Command("radius", (O(("round",), ("number",), r.radius, "radius of a circle or arc"),)),
-    Command("center", (O(("round",), ("point",), r.center, "centre of a circle or arc"),)),
+    Command("length", (O(("segment",), ("number",), m.length, "length of a segment"),)),
+    Command("radius", (O(("round",), ("number",), m.radius, "radius of a circle or arc"),)),
+    Command("center", (O(("round",), ("point",), m.center, "centre of a circle or arc"),)),
     Command("area", (
-        O(("polygon",), ("number",), r.area, "area of a polygon"),
-        O(("circle",), ("number",), r.area, "area of a circle"),
-        O(("point", "point", "point"), ("number",), r.area, "area of the polygon A B C ...",
+        O(("polygon",), ("number",), m.area, "area of a polygon"),
+        O(("circle",), ("number",), m.area, "area of a circle"),
+        O(("point", "point", "point"), ("number",), m.area, "area of the polygon A B C ...",
           variadic=True),
     )),
     Command("perimeter", (
-        O(("polygon",), ("number",), r.perimeter, "perimeter of a polygon"),
-        O(("circle",), ("number",), r.perimeter, "circumference"),
-        O(("point", "point", "point"), ("number",), r.perimeter, "perimeter of A B C ...",
+        O(("polygon",), ("number",), m.perimeter, "perimeter of a polygon"),
+        O(("circle",), ("number",), m.perimeter, "circumference"),
+        O(("point", "point", "point"), ("number",), m.perimeter, "perimeter of A B C ...",
           variadic=True),
     )),
-    Command("sum", (O(("scalar", "scalar"), ("number",), r.arith_sum, "a + b"),)),
+    Command("sum", (O(("scalar", "scalar"), ("number",), m.arith_sum, "a + b"),)),
     Command("minus", (
-        O(("scalar", "scalar"), ("number",), r.arith_minus, "a - b"),
-        O(("scalar",), ("number",), r.arith_negate, "-a"),
+        O(("scalar", "scalar"), ("number",), m.arith_minus, "a - b"),
+        O(("scalar",), ("number",), m.arith_negate, "-a"),
     )),
-    Command("product", (O(("scalar", "scalar"), ("number",), r.arith_product, "a * b"),)),
-    Command("ratio", (O(("scalar", "scalar"), ("number",), r.arith_ratio, "a / b"),)),
+    Command("product", (O(("scalar", "scalar"), ("number",), m.arith_product, "a * b"),)),
+    Command("ratio", (O(("scalar", "scalar"), ("number",), m.arith_ratio, "a / b"),)),
     Command("const", (
-        O(("number",), ("number",), r.const,
+        O(("number",), ("number",), m.const,
           "a named number; `const AngleSize v` is in radians, `const int v` whole"),
     ), examples=("const : 5 -> r", "const int 90 -> deg", "const Measure 10 -> length")),
     Command("equality", (
-        O(("point", "point"), ("number",), r.equality_points, "1 if the points coincide, else 0"),
-        O(("scalar", "scalar"), ("number",), r.equality_numbers, "1 if equal, else 0"),
+        O(("point", "point"), ("number",), m.equality_points, "1 if the points coincide, else 0"),
+        O(("scalar", "scalar"), ("number",), m.equality_numbers, "1 if equal, else 0"),
     )),
     Command("prove", (
-        O(("any",), ("_",), r.prove, "accepted for compatibility; does nothing",
-          counts=r.zero_or_one, stores=False),
+        O(("any",), ("_",), m.prove, "accepted for compatibility; does nothing",
+          counts=m.zero_or_one, stores=False),
     )),
 )
 

@@ -111,6 +111,7 @@ class _Run:
             rng=self._rng(statement),
             limits=self.limits,
             const_type=statement.const_type,
+            n_outputs=len(statement.outputs),
         )
         allowed = overload.allowed_counts(call)
         given = len(statement.outputs)
@@ -127,12 +128,19 @@ class _Run:
             message = precondition.check(call)
             if message is not None:
                 raise DSLFailure("geometric", message)
-        results = list(overload.realise(call))
+        try:
+            results = list(overload.realise(call))
+        except (ArithmeticError, ValueError) as exc:
+            # Float corner cases the preconditions did not foresee must not crash the actor.
+            raise DSLFailure(
+                "geometric", f"{command.name}: the construction cannot be computed ({exc})"
+            ) from exc
         if len(results) != given:
             raise DSLFailure(
                 "output_count",
                 f"{command.name} with {' '.join(statement.inputs)} has {len(results)} "
-                f"result(s) here, but {given} output(s) were named; name {len(results)}",
+                f"result(s) here, but {given} output(s) were named; name {len(results)} "
+                "(use _ for results you do not need)",
             )
         if overload.stores:
             for label, result in zip(statement.outputs, results, strict=True):

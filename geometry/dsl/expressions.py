@@ -47,12 +47,13 @@ _TOKEN = re.compile(
     r"""
     (?P<space>\s+)
   | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
-  | (?P<unit>°|deg(?![\w'′])|rad(?![\w'′])|r(?![\w'′]))
   | (?P<name>[^\W\d][\w]*['′]*)
   | (?P<op>\*\*|[-+*/^(),])
     """,
     re.VERBOSE,
 )
+# Units are tried only right after a number or ')', so labels such as `r` or `deg` still work.
+_UNIT = re.compile(r"°|deg(?![\w'′])|rad(?![\w'′])|r(?![\w'′])")
 # Look-alike characters models copy from textbooks.
 _NORMALISE = str.maketrans({"−": "-", "×": "*", "·": "*", "÷": "/", "π": " pi "})
 
@@ -94,6 +95,12 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
     tokens: list[tuple[str, str]] = []
     pos = 0
     while pos < len(text):
+        after_value = bool(tokens) and (tokens[-1][0] == "number" or tokens[-1][1] == ")")
+        unit = _UNIT.match(text, pos) if after_value else None
+        if unit is not None:
+            tokens.append(("unit", unit.group()))
+            pos = unit.end()
+            continue
         match = _TOKEN.match(text, pos)
         if match is None:
             raise DSLFailure(

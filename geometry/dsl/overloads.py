@@ -87,6 +87,7 @@ class Call:
     rng: random.Random  # seeded from the statement, for points placed "anywhere on"
     limits: Limits
     const_type: str | None = None
+    n_outputs: int = 1  # how many outputs the statement names (some forms have a short one)
 
     def point(self, i: int) -> Point:
         value = self.args[i]

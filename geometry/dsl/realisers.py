@@ -25,7 +25,7 @@ from geometry.dsl.scene import (
     Segment,
     Vector,
 )
-from geometry.dsl.tolerances import DEGENERATE_REL, lengths_close, ratio_close
+from geometry.dsl.tolerances import DEGENERATE_REL
 
 # Free points (`point : -> A`) are drawn in this square, the size of the public
 # executor's canvas, so mixed programs of free and fixed points look alike there and here.
@@ -313,7 +313,8 @@ def _polygon_with_sides(vertices: Sequence[Point]) -> list[Result]:
 
 
 def polygon(call: Call) -> list[Result]:
-    return _polygon_with_sides([call.point(i) for i in range(len(call.args))])
+    full = _polygon_with_sides([call.point(i) for i in range(len(call.args))])
+    return full if call.n_outputs == len(full) else full[:1]
 
 
 def polygon_counts(call: Call) -> tuple[int, ...]:
@@ -323,7 +324,10 @@ def polygon_counts(call: Call) -> tuple[int, ...]:
 def regular_polygon(call: Call) -> list[Result]:
     n = int(call.number(2).value)
     vertices = geo.regular_polygon(call.point(0), call.point(1), n)
-    return [*_polygon_with_sides(vertices), *vertices[2:]]
+    with_sides = _polygon_with_sides(vertices)
+    if call.n_outputs == n - 1:  # short form: the polygon and its new vertices
+        return [with_sides[0], *vertices[2:]]
+    return [*with_sides, *vertices[2:]]
 
 
 def regular_counts(call: Call) -> tuple[int, ...]:
@@ -331,13 +335,6 @@ def regular_counts(call: Call) -> tuple[int, ...]:
     if n != int(n) or n < 3:
         return (1,)  # the side_count precondition reports the real problem
     return (2 * int(n) - 1, int(n) - 1)
-
-
-def regular_polygon_short(call: Call) -> list[Result]:
-    """`polygon : A B n -> poly C D ...` without sides: polygon, then the new vertices."""
-    full = regular_polygon(call)
-    n = int(call.number(2).value)
-    return [full[0], *full[1 + n :]]
 
 
 def semicircle(call: Call) -> list[Result]:
@@ -351,110 +348,3 @@ def semicircle(call: Call) -> list[Result]:
 def angle(call: Call) -> list[Result]:
     a, b, c = call.point(0), call.point(1), call.point(2)
     return [Angle(a, b, c, geo.angle_value(a, b, c))]
-
-
-# -- measures and arithmetic -------------------------------------------------------
-def distance(call: Call) -> list[Result]:
-    return [Number(call.point(0).distance(call.point(1)))]
-
-
-def distance_to_line(call: Call) -> list[Result]:
-    lin = call.args[1]
-    assert isinstance(lin, Line | Segment | Ray)
-    return [Number(geo.distance_to_line(call.point(0), lin))]
-
-
-def length(call: Call) -> list[Result]:
-    return [as_number(call.args[0])]
-
-
-def radius(call: Call) -> list[Result]:
-    obj = call.args[0]
-    assert isinstance(obj, Circle | Arc)
-    return [Number(obj.radius)]
-
-
-def center(call: Call) -> list[Result]:
-    obj = call.args[0]
-    assert isinstance(obj, Circle | Arc)
-    return [obj.center]
-
-
-def _vertices(call: Call) -> list[Point]:
-    first = call.args[0]
-    if isinstance(first, Polygon):
-        return list(first.vertices)
-    return [call.point(i) for i in range(len(call.args))]
-
-
-def area(call: Call) -> list[Result]:
-    obj = call.args[0]
-    if isinstance(obj, Circle):
-        return [Number(math.pi * obj.radius**2)]
-    return [Number(abs(geo.shoelace(_vertices(call))))]
-
-
-def perimeter(call: Call) -> list[Result]:
-    obj = call.args[0]
-    if isinstance(obj, Circle):
-        return [Number(geo.TAU * obj.radius)]
-    pts = _vertices(call)
-    return [Number(sum(p.distance(pts[(i + 1) % len(pts)]) for i, p in enumerate(pts)))]
-
-
-def _pair(call: Call) -> tuple[Number, Number]:
-    return call.number(0), call.number(1)
-
-
-def arith_sum(call: Call) -> list[Result]:
-    a, b = _pair(call)
-    return [Number(a.value + b.value, a.is_angle and b.is_angle)]
-
-
-def arith_minus(call: Call) -> list[Result]:
-    a, b = _pair(call)
-    return [Number(a.value - b.value, a.is_angle and b.is_angle)]
-
-
-def arith_negate(call: Call) -> list[Result]:
-    a = call.number(0)
-    return [Number(-a.value, a.is_angle)]
-
-
-def arith_product(call: Call) -> list[Result]:
-    a, b = _pair(call)
-    return [Number(a.value * b.value, a.is_angle != b.is_angle)]
-
-
-def arith_ratio(call: Call) -> list[Result]:
-    a, b = _pair(call)
-    if b.value == 0:
-        raise DSLFailure("geometric", f"ratio: division by zero ({call.labels[1]} is 0)")
-    return [Number(a.value / b.value, a.is_angle and not b.is_angle)]
-
-
-def const(call: Call) -> list[Result]:
-    value = call.number(0)
-    if call.const_type == "AngleSize":  # the public executor's radian constants
-        return [Number(value.value, is_angle=True)]
-    if call.const_type == "int" and value.value != int(value.value):
-        raise DSLFailure("bad_overload", f"const int needs a whole number; got {value.value:g}")
-    return [value]
-
-
-def equality_numbers(call: Call) -> list[Result]:
-    a, b = _pair(call)
-    return [Number(1.0 if ratio_close(a.value, b.value) else 0.0)]
-
-
-def equality_points(call: Call) -> list[Result]:
-    a, b = call.point(0), call.point(1)
-    return [Number(1.0 if lengths_close(a.distance(b), 0.0, geo.scale_of(a, b)) else 0.0)]
-
-
-def prove(call: Call) -> list[Result]:
-    return [None]
-
-
-def zero_or_one(call: Call) -> tuple[int, ...]:
-    return (0, 1)
