@@ -21,7 +21,9 @@ from actors.contract import check_columns
 NEEDS = ("request_key", "answer_type", "options")
 
 
-def _with_outputs(batch: dict[str, np.ndarray], texts: list[str], started: float) -> dict[str, np.ndarray]:
+def _with_outputs(
+    batch: dict[str, np.ndarray], texts: list[str], started: float
+) -> dict[str, np.ndarray]:
     n = len(texts)
     out = dict(batch)
     out["generated_text"] = np.array(texts, dtype=object)
@@ -32,12 +34,25 @@ def _with_outputs(batch: dict[str, np.ndarray], texts: list[str], started: float
     return out
 
 
-class OracleEngine:
+class _Baseline:
+    """`delay_s` sleeps once per batch: a stand-in for model latency in benchmarks and tests."""
+
+    def __init__(self, delay_s: float = 0.0):
+        self.delay_s = delay_s
+
+    def _start(self) -> float:
+        started = time.perf_counter()
+        if self.delay_s > 0:
+            time.sleep(self.delay_s)
+        return started
+
+
+class OracleEngine(_Baseline):
     """Answers with the item's stored answer, in the model output format."""
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_columns(batch, (*NEEDS, "answer"), "oracle")
-        started = time.perf_counter()
+        started = self._start()
         # The stored answer JSON already has the exact model-output shape.
         texts = [str(a) for a in batch["answer"]]
         return _with_outputs(batch, texts, started)
@@ -64,21 +79,23 @@ def constant_answer(answer_type: str, options: list[str]) -> dict[str, Any]:
     return {"x": 0, "y": 0}
 
 
-class RandomEngine:
+class RandomEngine(_Baseline):
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_columns(batch, NEEDS, "random")
-        started = time.perf_counter()
+        started = self._start()
         texts = [
             json.dumps(random_answer(str(t), list(o) if o is not None else [], _rng(str(k))))
-            for k, t, o in zip(batch["request_key"], batch["answer_type"], batch["options"], strict=True)
+            for k, t, o in zip(
+                batch["request_key"], batch["answer_type"], batch["options"], strict=True
+            )
         ]
         return _with_outputs(batch, texts, started)
 
 
-class ConstantEngine:
+class ConstantEngine(_Baseline):
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_columns(batch, NEEDS, "constant")
-        started = time.perf_counter()
+        started = self._start()
         texts = [
             json.dumps(constant_answer(str(t), list(o) if o is not None else []))
             for t, o in zip(batch["answer_type"], batch["options"], strict=True)

@@ -17,6 +17,8 @@ import base64
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 INPUT_COLUMNS = ("request_key", "messages", "sampling_params", "answer_type", "options")
 OUTPUT_COLUMNS = (
     "generated_text",
@@ -39,7 +41,8 @@ def message_parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     content = message.get("content")
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    return list(content or [])
+    # Ray hands content over as a numpy array, whose truth value is ambiguous: test None.
+    return [] if content is None else list(content)
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -65,3 +68,19 @@ def image_part(png: bytes) -> dict[str, Any]:
 
 def text_part(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
+
+
+def plain(value: Any) -> Any:
+    """Numpy scalars and arrays (as Ray hands back Arrow lists and structs) to plain Python.
+
+    Columns returned in Ray's numpy form would be pickled instead of stored as Arrow.
+    """
+    if isinstance(value, np.ndarray):
+        return [plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value

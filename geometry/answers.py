@@ -23,14 +23,15 @@ MAX_FRAC_DIGITS = 4
 
 def _bounded_digits(n: int) -> str:
     """EBNF for 1..n digits, nested so the grammar itself enforces the bound."""
-    rule = '[0-9]'
+    rule = "[0-9]"
     for _ in range(n - 1):
-        rule = f'[0-9] ({rule})?'
+        rule = f"[0-9] ({rule})?"
     return rule
 
 
+# JSON forbids leading zeros ("0120"), so the integer part is "0" or starts with 1-9.
 _NUMBER_RULE = (
-    f'number ::= "-"? ({_bounded_digits(MAX_INT_DIGITS)}) '
+    f'number ::= "-"? ("0" | [1-9] ({_bounded_digits(MAX_INT_DIGITS - 1)})?) '
     f'("." ({_bounded_digits(MAX_FRAC_DIGITS)}))?'
 )
 
@@ -109,7 +110,9 @@ def _strict_number(value: Any) -> Decimal:
     return value
 
 
-def parse_answer(text: str | None, answer_type: str, options: list[str] | tuple[str, ...] = ()) -> Parsed:
+def parse_answer(
+    text: str | None, answer_type: str, options: list[str] | tuple[str, ...] = ()
+) -> Parsed:
     """Read `text` strictly: only a JSON object with exactly the answer's keys is valid.
 
     >>> parse_answer('{"answer": "yes"}', "choice", ["yes", "no"]).value
@@ -165,7 +168,7 @@ def _truth(answer_json: str, answer_type: str) -> str | Decimal | tuple[Decimal,
     truth = json.loads(answer_json, parse_float=Decimal, parse_int=Decimal)
     if answer_type == "point":
         return (truth["x"], truth["y"])
-    return truth["answer"]  # type: ignore[no-any-return]
+    return truth["answer"]
 
 
 def score_answer(parsed: Parsed, answer_json: str, answer_type: str) -> Score:

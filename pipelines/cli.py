@@ -16,6 +16,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("pipelines.evaluate", "evaluate a model on NoReGeo items"),
     "summarize": ("pipelines.summarize", "accuracy tables from NoReGeo results"),
     "tiny-model": ("pipelines.tiny_model", "build a tiny random LM or image-text model offline"),
+    "geobuild-check": (
+        "pipelines.geobuild_check",
+        "validate GeoBuild programs against the data set",
+    ),
 }
 
 
@@ -26,7 +30,7 @@ class UsageError(Exception):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipelines", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (module_name, help_text) in COMMANDS.items():
+    for name, (_module, help_text) in COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
     args, rest = parser.parse_known_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])

@@ -24,6 +24,7 @@ class EngineOptions:
     pool_size: int = 1
     batch_size: int = 16
     cpus_per_actor: float = 0.5
+    baseline_delay_s: float = 0.0  # baselines sleep this long per batch (latency stand-in)
 
 
 class NoGPUError(RuntimeError):
@@ -35,7 +36,9 @@ def _actor_stage(
 ) -> Any:
     import ray
 
-    resources: dict[str, Any] = {"num_gpus": num_gpus} if num_gpus else {"num_cpus": opts.cpus_per_actor}
+    resources: dict[str, Any] = (
+        {"num_gpus": num_gpus} if num_gpus else {"num_cpus": opts.cpus_per_actor}
+    )
     return ds.map_batches(
         cls,
         fn_constructor_kwargs=kwargs,
@@ -50,7 +53,7 @@ def baseline_stage(engine: str) -> Callable[[Any, ModelConfig, EngineOptions], A
         from actors.baselines import ConstantEngine, OracleEngine, RandomEngine
 
         cls = {"oracle": OracleEngine, "random": RandomEngine, "constant": ConstantEngine}[engine]
-        return _actor_stage(ds, cls, {}, opts)
+        return _actor_stage(ds, cls, {"delay_s": opts.baseline_delay_s}, opts)
 
     return build
 

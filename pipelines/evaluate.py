@@ -41,6 +41,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pool-size", type=int, default=1, help="engine replicas")
     parser.add_argument("--batch-size", type=int, default=16, help="rows per engine call")
+    parser.add_argument(
+        "--baseline-delay",
+        type=float,
+        default=0.0,
+        help="seconds a baseline engine sleeps per batch, to stand in for model latency",
+    )
+    parser.add_argument(
+        "--shard-rows",
+        type=int,
+        default=256,
+        help="rows per result shard: what a killed run can lose at most, per writer",
+    )
     parser.add_argument("--out", required=True, type=Path, help="results directory")
 
 
@@ -97,15 +109,22 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from err
     missing = [s for s in setups if s not in manifest["setups"]]
     if missing:
-        raise UsageError(f"setups {','.join(missing)} are not in {args.items}; it has {','.join(manifest['setups'])}")
+        raise UsageError(
+            f"setups {','.join(missing)} are not in {args.items}; "
+            f"it has {','.join(manifest['setups'])}"
+        )
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit must be at least 1, got {args.limit}")
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
     sampling = SamplingConfig(args.temperature, args.max_tokens, args.seed)
-    opts = EngineOptions(pool_size=args.pool_size, batch_size=args.batch_size)
+    opts = EngineOptions(
+        pool_size=args.pool_size, batch_size=args.batch_size, baseline_delay_s=args.baseline_delay
+    )
     try:
-        written = evaluate(files, cfg, tasks, setups, args.limit, sampling, opts, args.out)
+        written = evaluate(
+            files, cfg, tasks, setups, args.limit, sampling, opts, args.out, args.shard_rows
+        )
     except NoGPUError as err:
         raise UsageError(str(err)) from err
     print(f"{written} new rows in {model_dir(args.out, BENCHMARK, cfg.name)}")
@@ -118,7 +137,11 @@ def run(args: argparse.Namespace) -> int:
 
 def grammar_hashes() -> dict[str, str]:
     """sha256 of the grammar shape per answer type, for the run record."""
-    shapes = {"choice": grammar_for("choice", ["yes", "no"]), "number": grammar_for("number"), "point": grammar_for("point")}
+    shapes = {
+        "choice": grammar_for("choice", ["yes", "no"]),
+        "number": grammar_for("number"),
+        "point": grammar_for("point"),
+    }
     return {k: hashlib.sha256(v.encode()).hexdigest() for k, v in shapes.items()}
 
 
@@ -131,6 +154,7 @@ def evaluate(
     sampling: SamplingConfig,
     opts: EngineOptions,
     out: Path,
+    shard_rows: int = 256,
 ) -> int:
     """Run the pipeline; returns the number of rows written by this call."""
     import ray
@@ -150,7 +174,9 @@ def evaluate(
     done = frozenset(finished_keys(root))
     ds = ray.data.read_parquet([str(f) for f in files])
     ds = ds.map_batches(_select(tasks, setups, limit))
-    ds = ds.map_batches(add_requests, fn_kwargs={"model": cfg.repo, "revision": cfg.revision, "sampling": sampling})
+    ds = ds.map_batches(
+        add_requests, fn_kwargs={"model": cfg.repo, "revision": cfg.revision, "sampling": sampling}
+    )
     if done:
         ds = ds.map_batches(_drop_done(done))
     ds = STAGES[cfg.engine](ds, cfg, opts)
@@ -158,22 +184,31 @@ def evaluate(
     ds = ds.map_batches(parse_and_score)
     ds = ds.map_batches(
         ShardWriter,
-        fn_constructor_kwargs={"root": str(root.resolve()), "model": cfg.name, "revision": cfg.revision, "engine": cfg.engine},
+        fn_constructor_kwargs={
+            "root": str(root.resolve()),
+            "model": cfg.name,
+            "revision": cfg.revision,
+            "engine": cfg.engine,
+        },
+        batch_size=shard_rows,
         compute=ray.data.ActorPoolStrategy(size=1),
         num_cpus=0.25,
     )
-    write_run_record(root, {
-        "benchmark": BENCHMARK,
-        "model": cfg.model_dump(),
-        "tasks": tasks,
-        "setups": setups,
-        "limit": limit,
-        "sampling": sampling.__dict__,
-        "engine_options": opts.__dict__,
-        "grammar_sha256": grammar_hashes(),
-        "rows_already_done": len(done),
-        "argv": sys.argv,
-    })
+    write_run_record(
+        root,
+        {
+            "benchmark": BENCHMARK,
+            "model": cfg.model_dump(),
+            "tasks": tasks,
+            "setups": setups,
+            "limit": limit,
+            "sampling": sampling.__dict__,
+            "engine_options": opts.__dict__,
+            "grammar_sha256": grammar_hashes(),
+            "rows_already_done": len(done),
+            "argv": sys.argv,
+        },
+    )
     written = 0
     for batch in ds.iter_batches(batch_size=None):
         written += int(np.sum(batch["rows"]))

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from geometry.items import GENERATOR_VERSION, build_items
 
 from geometry.item import ITEM_SCHEMA, SETUPS, Item
-from geometry.items import GENERATOR_VERSION, build_items
 from geometry.render import render_png
 from geometry.tasks.registry import all_tasks
 from pipelines.atomic import write_bytes_atomic, write_parquet_atomic
@@ -45,7 +45,9 @@ def parse_list(value: str, valid: list[str] | tuple[str, ...], what: str) -> lis
     chosen = [v.strip() for v in value.split(",") if v.strip()]
     bad = [v for v in chosen if v not in valid]
     if bad or not chosen:
-        raise UsageError(f"unknown {what} {','.join(bad) or repr(value)}; valid: {', '.join(valid)}")
+        raise UsageError(
+            f"unknown {what} {','.join(bad) or repr(value)}; valid: {', '.join(valid)}"
+        )
     return chosen
 
 
@@ -78,11 +80,15 @@ class TaskShardWriter:
             )
             table = item_table(items)
             write_parquet_atomic(self.out / f"part-{task_id}.parquet", table)
-            labels = Counter(json.loads(i.answer).get("answer") for i in items if i.setup == self.setups[0])
+            labels = Counter(
+                json.loads(i.answer).get("answer") for i in items if i.setup == self.setups[0]
+            )
             summaries["task"].append(str(task_id))
             summaries["rows"].append(table.num_rows)
             summaries["sha256"].append(content_hash(table))
-            summaries["labels"].append(json.dumps({str(k): v for k, v in labels.items() if k is not None}))
+            summaries["labels"].append(
+                json.dumps({str(k): v for k, v in labels.items() if k is not None})
+            )
         return summaries
 
 
@@ -100,7 +106,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--image-size must be at least 64 pixels, got {args.image_size}")
     check_out_dir(args.out)
     manifest = generate(args.out, tasks, args.per_task, args.seed, setups, args.image_size)
-    print(f"wrote {manifest['rows']} rows to {args.out} (content sha256 {manifest['content_sha256'][:16]})")
+    print(
+        f"wrote {manifest['rows']} rows to {args.out} "
+        f"(content sha256 {manifest['content_sha256'][:16]})"
+    )
     return 0
 
 

@@ -84,8 +84,12 @@ def resolve_model(engine: str, model: str, revision: str | None = None) -> Model
         raise ModelConfigError(f"unknown engine {engine!r}; valid: {', '.join(ENGINES)}")
     if engine in BASELINES:
         return ModelConfig(
-            name=model, repo=model, revision=revision or "none", engine=engine,  # type: ignore[arg-type]
-            modality="image-text", setups=list(SETUPS),
+            name=model,
+            repo=model,
+            revision=revision or "none",
+            engine=engine,  # type: ignore[arg-type]
+            modality="image-text",
+            setups=list(SETUPS),
         )
     candidates = [Path(model), CONFIG_DIR / f"{model}.yaml"]
     for path in candidates:
@@ -97,8 +101,12 @@ def resolve_model(engine: str, model: str, revision: str | None = None) -> Model
         modality = _local_checkpoint_modality(local)
         setups = list(SETUPS) if modality == "image-text" else ["text"]
         return ModelConfig(
-            name=local.name, repo=str(local.resolve()), revision=revision or "local",
-            engine="hf", modality=modality, setups=setups,  # type: ignore[arg-type]
+            name=local.name,
+            repo=str(local.resolve()),
+            revision=revision or "local",
+            engine="hf",
+            modality=modality,
+            setups=setups,  # type: ignore[arg-type]
         )
     raise ModelConfigError(
         f"unknown model config {model!r}: not a file in {CONFIG_DIR}, not a YAML path"

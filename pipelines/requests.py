@@ -19,7 +19,13 @@ from actors.contract import check_columns, image_part, text_part
 from geometry.answers import grammar_for
 
 ITEM_COLUMNS_NEEDED = (
-    "item_id", "setup", "system_prompt", "prompt", "image", "answer_type", "options",
+    "item_id",
+    "setup",
+    "system_prompt",
+    "prompt",
+    "image",
+    "answer_type",
+    "options",
 )
 
 
@@ -84,8 +90,16 @@ def add_requests(
         p = sampling_params(sampling, str(batch["answer_type"][i]), options)
         system, prompt = str(batch["system_prompt"][i]), str(batch["prompt"][i])
         keys.append(
-            request_key(str(batch["item_id"][i]), str(batch["setup"][i]), model, revision,
-                        system, prompt, image, p)
+            request_key(
+                str(batch["item_id"][i]),
+                str(batch["setup"][i]),
+                model,
+                revision,
+                system,
+                prompt,
+                image,
+                p,
+            )
         )
         messages.append(build_messages(system, prompt, image))
         params.append(p)

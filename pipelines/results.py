@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -24,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from actors.contract import plain
 from pipelines.atomic import TMP_PREFIX, sweep_temporaries, write_bytes_atomic, write_parquet_atomic
 
 RESULT_SCHEMA = pa.schema(
@@ -61,7 +63,18 @@ RESULT_SCHEMA = pa.schema(
         ("engine_error", pa.string()),
     ]
 )
-PACKAGES = ("numpy", "pyarrow", "polars", "ray", "torch", "transformers", "xgrammar", "vllm", "open_clip_torch", "pillow")
+PACKAGES = (
+    "numpy",
+    "pyarrow",
+    "polars",
+    "ray",
+    "torch",
+    "transformers",
+    "xgrammar",
+    "vllm",
+    "open_clip_torch",
+    "pillow",
+)
 
 
 def model_slug(model: str) -> str:
@@ -88,12 +101,13 @@ def finished_keys(root: Path) -> set[str]:
     return keys
 
 
-def _cell(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return [_cell(v) for v in value]
-    return value
+_STORED = [n for n in RESULT_SCHEMA.names if n != "sampling_params"]
+
+
+def _null_if_nan(value: Any) -> Any:
+    """Missing values come back from Ray's numpy batches as NaN (a column of all-None
+    strings turns into floats): store them as nulls."""
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 class ShardWriter:
@@ -107,12 +121,9 @@ class ShardWriter:
         n = len(batch["request_key"])
         rows_by_setup: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for i in range(n):
-            row = {name: _cell(batch[name][i]) for name in RESULT_SCHEMA.names if name in batch}
+            row = {name: _null_if_nan(plain(batch[name][i])) for name in _STORED if name in batch}
             row.update(self.constants)
-            row["sampling_params"] = json.dumps(_cell(batch["sampling_params"][i]), sort_keys=True)
-            for column in ("abs_error", "sq_error"):
-                if row[column] is not None and np.isnan(row[column]):
-                    row[column] = None
+            row["sampling_params"] = json.dumps(plain(batch["sampling_params"][i]), sort_keys=True)
             rows_by_setup[str(row["setup"])].append(row)
         for setup, rows in rows_by_setup.items():
             keys = sorted(r["request_key"] for r in rows)
@@ -125,7 +136,10 @@ class ShardWriter:
 def _git_commit() -> str | None:
     try:
         return subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
             cwd=Path(__file__).resolve().parent,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):

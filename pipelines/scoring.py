@@ -43,7 +43,10 @@ def parse_and_score(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     rows = [
         score_row(t, str(a), str(at), [str(o) for o in (opts if opts is not None else [])])
         for t, a, at, opts in zip(
-            batch["generated_text"], batch["answer"], batch["answer_type"], batch["options"],
+            batch["generated_text"],
+            batch["answer"],
+            batch["answer_type"],
+            batch["options"],
             strict=True,
         )
     ]

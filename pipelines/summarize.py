@@ -36,12 +36,16 @@ def load_results(out: Path, model: str | None = None, benchmark: str = "noregeo"
     return pl.concat([pl.read_parquet(f) for f in files], how="vertical_relaxed")
 
 
-def bootstrap_ci(correct: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+def bootstrap_ci(
+    correct: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float]:
     """95% percentile bootstrap interval of the mean of a 0/1 vector."""
     if len(correct) == 0:
         return (float("nan"), float("nan"))
     rng = np.random.default_rng(seed)
-    means = rng.choice(correct.astype(np.float64), size=(samples, len(correct)), replace=True).mean(axis=1)
+    means = rng.choice(correct.astype(np.float64), size=(samples, len(correct)), replace=True).mean(
+        axis=1
+    )
     low, high = np.percentile(means, [2.5, 97.5])
     return (float(low), float(high))
 
@@ -53,14 +57,21 @@ def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         pl.len().alias("n"),
         pl.col("correct").mean().alias("accuracy"),
         (~pl.col("valid")).mean().alias("invalid_rate"),
-        pl.col("sq_error").filter(pl.col("valid") & pl.col("sq_error").is_not_null()).mean().alias("mse"),
+        pl.col("sq_error")
+        .filter(pl.col("valid") & pl.col("sq_error").is_not_null())
+        .mean()
+        .alias("mse"),
         pl.col("correct").alias("_correct"),
     )
     cis = [bootstrap_ci(np.array(c, dtype=bool)) for c in table["_correct"].to_list()]
-    return table.drop("_correct").with_columns(
-        pl.Series("ci_low", [c[0] for c in cis]),
-        pl.Series("ci_high", [c[1] for c in cis]),
-    ).sort(by)
+    return (
+        table.drop("_correct")
+        .with_columns(
+            pl.Series("ci_low", [c[0] for c in cis]),
+            pl.Series("ci_high", [c[1] for c in cis]),
+        )
+        .sort(by)
+    )
 
 
 def accuracy_by_task_setup(df: pl.DataFrame) -> pl.DataFrame:
@@ -80,12 +91,16 @@ def pair_consistency(df: pl.DataFrame) -> pl.DataFrame:
     pairs = df.filter(pl.col("pair_id").is_not_null())
     if pairs.is_empty():
         return pl.DataFrame()
-    per_pair = pairs.group_by(["model", "setup", "task", "pair_id"]).agg(
-        pl.col("correct").all().alias("both_right"), pl.len().alias("items")
-    ).filter(pl.col("items") == 2)
-    return per_pair.group_by(["model", "setup", "task"]).agg(
-        pl.len().alias("pairs"), pl.col("both_right").mean().alias("pair_consistency")
-    ).sort(["model", "setup", "task"])
+    per_pair = (
+        pairs.group_by(["model", "setup", "task", "pair_id"])
+        .agg(pl.col("correct").all().alias("both_right"), pl.len().alias("items"))
+        .filter(pl.col("items") == 2)
+    )
+    return (
+        per_pair.group_by(["model", "setup", "task"])
+        .agg(pl.len().alias("pairs"), pl.col("both_right").mean().alias("pair_consistency"))
+        .sort(["model", "setup", "task"])
+    )
 
 
 def summary_tables(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
@@ -97,7 +112,9 @@ def summary_tables(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
         "per model x task x setup": accuracy_table(df, ["model", "task", "setup"]),
         "MSE on numeric tasks": accuracy_table(numeric, ["model", "task", "setup"]).select(
             ["model", "task", "setup", "n", "mse", "invalid_rate"]
-        ) if not numeric.is_empty() else pl.DataFrame(),
+        )
+        if not numeric.is_empty()
+        else pl.DataFrame(),
         "U-task pair consistency": pair_consistency(df),
     }
 

@@ -12,3 +12,31 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One local Ray instance for the whole test session (2 CPUs, no dashboard)."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def small_items(ray_local, tmp_path_factory) -> Path:
+    """20 items per task, all 25 tasks and 3 setups, 128-px images."""
+    from geometry.item import SETUPS
+    from geometry.tasks.registry import all_tasks
+    from pipelines.generate import generate
+
+    out = tmp_path_factory.mktemp("items")
+    generate(out, list(all_tasks()), per_task=20, seed=0, setups=list(SETUPS), image_size=128)
+    return out

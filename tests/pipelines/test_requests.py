@@ -1,0 +1,90 @@
+"""Request rows: ray.data.llm's message contract, and what the request key depends on."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from actors.contract import message_images, message_text
+from geometry.answers import grammar_for
+from pipelines.requests import (
+    SamplingConfig,
+    add_requests,
+    build_messages,
+    request_key,
+    sampling_params,
+)
+
+
+def _batch(image: bytes | None) -> dict[str, np.ndarray]:
+    options = np.empty(1, dtype=object)
+    options[0] = np.array(["yes", "no"], dtype=object)
+    return {
+        "item_id": np.array(["U-PAP-PT-0001"], dtype=object),
+        "setup": np.array(["dotted" if image else "text"], dtype=object),
+        "system_prompt": np.array(["You are a geometry expert."], dtype=object),
+        "prompt": np.array(["Are AB and CD perpendicular?"], dtype=object),
+        "image": np.array([image], dtype=object),
+        "answer_type": np.array(["choice"], dtype=object),
+        "options": options,
+    }
+
+
+def test_messages_put_the_image_before_the_question() -> None:
+    messages = build_messages("sys", "question?", b"PNG")
+    assert [m["role"] for m in messages] == ["system", "user"]
+    user = messages[1]["content"]
+    assert [p["type"] for p in user] == ["image_url", "text"]
+    assert message_images(messages[1]) == [b"PNG"]
+    assert message_text(messages[1]) == "question?"
+    assert [p["type"] for p in build_messages("sys", "q", None)[1]["content"]] == ["text"]
+
+
+def test_sampling_params_carry_the_rows_grammar() -> None:
+    cfg = SamplingConfig(temperature=0.0, max_tokens=64, seed=3)
+    params = sampling_params(cfg, "choice", ["yes", "no"])
+    assert params["structured_outputs"]["grammar"] == grammar_for("choice", ["yes", "no"])
+    assert (params["temperature"], params["max_tokens"], params["seed"]) == (0.0, 64, 3)
+
+
+def test_add_requests_adds_the_contract_columns() -> None:
+    out = add_requests(_batch(b"PNG"), "m", "r", SamplingConfig())
+    assert out["messages"][0][1]["content"][0]["type"] == "image_url"
+    assert len(out["request_key"][0]) == 64
+    assert out["sampling_params"][0]["structured_outputs"]["grammar"].startswith("root ::=")
+
+
+def test_request_key_changes_with_every_input_it_names() -> None:
+    params = sampling_params(SamplingConfig(), "choice", ["yes", "no"])
+    base = ("I-1", "text", "m", "r", "sys", "q", None, params)
+    key = request_key(*base)
+    assert key == request_key(*base)
+    variants = [
+        ("I-2", "text", "m", "r", "sys", "q", None, params),
+        ("I-1", "full", "m", "r", "sys", "q", None, params),
+        ("I-1", "text", "m2", "r", "sys", "q", None, params),
+        ("I-1", "text", "m", "r2", "sys", "q", None, params),
+        ("I-1", "text", "m", "r", "sys2", "q", None, params),
+        ("I-1", "text", "m", "r", "sys", "q", b"img", params),
+        (
+            "I-1",
+            "text",
+            "m",
+            "r",
+            "sys",
+            "q",
+            None,
+            sampling_params(SamplingConfig(max_tokens=5), "choice", ["yes", "no"]),
+        ),
+        (
+            "I-1",
+            "text",
+            "m",
+            "r",
+            "sys",
+            "q",
+            None,
+            sampling_params(SamplingConfig(), "choice", ["no", "yes"]),
+        ),
+    ]
+    keys = {request_key(*v) for v in variants}
+    assert key not in keys and len(keys) == len(variants)
