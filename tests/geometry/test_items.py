@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections import Counter
 
@@ -15,6 +18,7 @@ from geometry.item import ITEM_SCHEMA, SETUPS
 from geometry.items import GENERATOR_VERSION, build_items, item_seed
 from geometry.prompts import SYSTEM_PROMPT
 from geometry.tasks.registry import all_tasks
+from tests.conftest import REPO
 
 
 def _fake_render(draw: Draw, setup: str, size: int) -> bytes:
@@ -89,3 +93,19 @@ def test_all_tasks_at_100_items_are_fast() -> None:
     total = sum(len(build_items(t, 100, 11, ("text",), 64, None)) for t in all_tasks())
     assert total == 2500
     assert time.perf_counter() - start < 30  # measured ~1.5 s on one busy core
+
+
+def test_rows_do_not_depend_on_the_python_hash_seed() -> None:
+    script = (
+        "from geometry.items import build_items\n"
+        "for t in ('C-SYM-SST', 'U-RLT-SLT', 'N-GTR-RT'):\n"
+        "    print([r.to_row() for r in build_items(t, 6, 2, ('text',), 64, None)])\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed}, cwd=REPO,
+        ).stdout
+        for hash_seed in ("1", "2")
+    }
+    assert len(outputs) == 1
