@@ -102,8 +102,10 @@ def run(args: argparse.Namespace) -> int:
     tasks = parse_list(args.tasks, manifest["tasks"], "task IDs")
     try:
         cfg = resolve_model(args.engine, args.model, args.revision)
-        setups = parse_list(args.setups, SETUPS, "setups") if args.setups else list(cfg.setups)
-        setups = [s for s in setups if s in manifest["setups"]] or setups
+        if args.setups:
+            setups = parse_list(args.setups, SETUPS, "setups")
+        else:  # the model's own setups, as far as the item table has them
+            setups = [str(s) for s in cfg.setups if s in manifest["setups"]] or list(cfg.setups)
         cfg.check_setups(setups)
     except ModelConfigError as err:
         raise UsageError(str(err)) from err
@@ -175,7 +177,8 @@ def evaluate(
     ds = ray.data.read_parquet([str(f) for f in files])
     ds = ds.map_batches(_select(tasks, setups, limit))
     ds = ds.map_batches(
-        add_requests, fn_kwargs={"model": cfg.repo, "revision": cfg.revision, "sampling": sampling}
+        add_requests,  # type: ignore[arg-type]  # Ray's stub does not know fn_kwargs
+        fn_kwargs={"model": cfg.repo, "revision": cfg.revision, "sampling": sampling}
     )
     if done:
         ds = ds.map_batches(_drop_done(done))

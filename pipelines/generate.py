@@ -126,8 +126,8 @@ def generate(
     for stale in out.glob(SHARD_GLOB):  # a previous run with other --tasks leaves none behind
         if stale.name not in {f"part-{t}.parquet" for t in tasks}:
             stale.unlink()
-    ds = ray.data.from_items([{"task": t} for t in tasks], override_num_blocks=len(tasks))
-    ds = ds.map_batches(
+    task_rows = ray.data.from_items([{"task": t} for t in tasks], override_num_blocks=len(tasks))
+    ds = task_rows.map_batches(
         TaskShardWriter,
         fn_constructor_kwargs={
             "out": str(out.resolve()),
