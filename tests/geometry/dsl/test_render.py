@@ -23,7 +23,7 @@ def _decode(png: bytes) -> Image.Image:
     return Image.open(io.BytesIO(png)).convert("RGB")
 
 
-def _colours(image: Image.Image) -> set[tuple[int, int, int]]:
+def _colours(image: Image.Image) -> set[object]:
     return {colour for _, colour in image.getcolors(maxcolors=256) or []}
 
 
