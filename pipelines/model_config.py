@@ -2,16 +2,20 @@
 
 `--model` names a config (file stem or path), or, for the `hf` engine, a local checkpoint
 directory, or, for baselines, any name. A model that is none of these is a usage error.
+
+Sweep entries (`configs/models/*.yaml`) are the 45+ real models; `configs/models/local/`
+holds CPU-runnable entries (baselines, tiny random models) that carry `local: true` and are
+kept out of that count.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from geometry.item import IMAGE_SETUPS, SETUPS
 
@@ -21,6 +25,11 @@ BASELINES = ("oracle", "random", "constant")
 Engine = Literal["vllm", "hf", "http", "oracle", "random", "constant"]
 Modality = Literal["text", "image-text"]
 SetupName = Literal["text", "dotted", "full"]
+TinyKind = Literal["llm", "vlm"]
+
+
+def _text_only() -> list[SetupName]:
+    return ["text"]
 
 
 class ModelConfigError(ValueError):
@@ -38,7 +47,7 @@ class ModelConfig(BaseModel):
     engine: Engine = Field("vllm", description="Default engine for this model.")
     modality: Modality = Field("text", description="text, or image-text for VLMs.")
     setups: list[SetupName] = Field(
-        default_factory=lambda: ["text"], description="NoReGeo setups this model runs."
+        default_factory=_text_only, description="NoReGeo setups this model runs."
     )
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs per engine (vLLM TP degree).")
     max_model_len: int = Field(4096, ge=256, description="Context length given to the engine.")
@@ -48,7 +57,58 @@ class ModelConfig(BaseModel):
     api_base: str | None = Field(None, description="Base URL of an OpenAI-compatible API.")
     api_key_env: str | None = Field(None, description="Env variable holding the API key.")
     chat_template_notes: str = Field("", description="Anything special about its chat template.")
-    verified: bool = Field(True, description="False when the repo id could not be checked.")
+    verified: bool = Field(
+        True,
+        description="False when the repo id is a guess; true means known to the author, not "
+        "checked online (no hub access where configs are written).",
+    )
+    paper: bool = Field(False, description="True for the models the NoReGeo paper evaluated.")
+    local: bool = Field(
+        False, description="CPU-runnable test entry (baseline, tiny model); not a sweep model."
+    )
+    params_b: float | None = Field(
+        None, gt=0, description="Parameters in billions, for the GPU-hour estimate (None: API)."
+    )
+    image_tokens: int = Field(
+        256, ge=0, description="Prompt tokens one 448 px image costs this model (estimate only)."
+    )
+    engine_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra vLLM engine_kwargs this model needs (e.g. tokenizer_mode: mistral).",
+    )
+    blocked: str | None = Field(
+        None,
+        description="Why no engine of ours can run this model yet; the sweep lists it as not "
+        "run with this reason instead of failing.",
+    )
+    repo_env: str | None = Field(
+        None, description="Env variable that, when set, replaces repo (e.g. a local checkpoint)."
+    )
+    build_tiny: TinyKind | None = Field(
+        None,
+        description="Tiny random model the sweep builds offline when repo_env is unset "
+        "(local test entries only).",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelConfig:
+        """Combinations that cannot run are errors at load time, not hours into a sweep."""
+        if self.modality == "text" and any(s in IMAGE_SETUPS for s in self.setups):
+            raise ValueError("setups: a text-only model can only run the text setup")
+        if not self.setups:
+            raise ValueError("setups: at least one setup is needed")
+        if self.engine == "http" and not (self.api_base and self.api_key_env):
+            raise ValueError("api_base: the http engine needs api_base and api_key_env")
+        if self.build_tiny and not self.local:
+            raise ValueError("build_tiny: only local test entries may build tiny models")
+        return self
+
+    @property
+    def gpus(self) -> int:
+        """GPUs one engine replica of this model needs (0: runs on CPU or remotely)."""
+        if self.engine in ("vllm", "hf") and not self.local:
+            return self.tensor_parallel_size
+        return 0
 
     def check_setups(self, setups: list[str]) -> None:
         """Image setups asked of a text-only model are a usage error."""
@@ -62,6 +122,7 @@ class ModelConfig(BaseModel):
 
 
 def load_config(path: Path) -> ModelConfig:
+    """One config file, validated; a bad file is a ModelConfigError naming path and field."""
     try:
         data = yaml.safe_load(path.read_text())
         return ModelConfig.model_validate(data)
@@ -71,6 +132,29 @@ def load_config(path: Path) -> ModelConfig:
         raise ModelConfigError(f"{path}: field {field}: {first['msg']}") from err
     except (OSError, yaml.YAMLError) as err:
         raise ModelConfigError(f"{path}: {err}") from err
+
+
+def load_configs(folder: Path) -> list[ModelConfig]:
+    """Every `*.yaml` under `folder` (recursively), sorted by name.
+
+    The file stem must equal `name` and names must be unique, so `--only NAME` and result
+    directories can never point at two models.
+    """
+    if not folder.is_dir():
+        raise ModelConfigError(f"{folder} is not a directory of model configs")
+    configs: dict[str, tuple[Path, ModelConfig]] = {}
+    for path in sorted(folder.rglob("*.y*ml")):
+        cfg = load_config(path)
+        if cfg.name != path.stem:
+            raise ModelConfigError(f"{path}: field name: {cfg.name!r} differs from the file stem")
+        if cfg.name in configs:
+            raise ModelConfigError(
+                f"{path}: field name: {cfg.name!r} also in {configs[cfg.name][0]}"
+            )
+        configs[cfg.name] = (path, cfg)
+    if not configs:
+        raise ModelConfigError(f"{folder} holds no *.yaml model configs")
+    return [configs[name][1] for name in sorted(configs)]
 
 
 def _local_checkpoint_modality(path: Path) -> Modality:
@@ -87,11 +171,11 @@ def resolve_model(engine: str, model: str, revision: str | None = None) -> Model
             name=model,
             repo=model,
             revision=revision or "none",
-            engine=engine,  # type: ignore[arg-type]
+            engine=engine,
             modality="image-text",
             setups=list(SETUPS),
         )
-    candidates = [Path(model), CONFIG_DIR / f"{model}.yaml"]
+    candidates = [Path(model), CONFIG_DIR / f"{model}.yaml", CONFIG_DIR / "local" / f"{model}.yaml"]
     for path in candidates:
         if path.is_file() and path.suffix in (".yaml", ".yml"):
             cfg = load_config(path)
@@ -106,7 +190,8 @@ def resolve_model(engine: str, model: str, revision: str | None = None) -> Model
             revision=revision or "local",
             engine="hf",
             modality=modality,
-            setups=setups,  # type: ignore[arg-type]
+            local=True,
+            setups=setups,
         )
     raise ModelConfigError(
         f"unknown model config {model!r}: not a file in {CONFIG_DIR}, not a YAML path"
