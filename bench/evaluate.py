@@ -81,12 +81,9 @@ def main() -> None:
     wall = time.perf_counter() - started
     engine_time = float(load_results(tmp / "synthetic", model="oracle")["time_taken_llm"].sum())
     busy = engine_time / (wall * pool)
-    print(
-        f"synthetic engine: {rows} rows, {pool} actors, {args.delay}s per batch of {args.batch_size}"
-    )
-    print(
-        f"  wall {wall:.1f}s, engine time {engine_time:.1f}s, busy fraction {busy:.3f} (target >= 0.9)"
-    )
+    print(f"synthetic engine: {rows} rows, {pool} actors, {args.delay}s per batch")
+    print(f"  batches of {args.batch_size}: wall {wall:.1f}s, engine time {engine_time:.1f}s")
+    print(f"  busy fraction {busy:.3f} (target >= 0.9)")
 
     started = time.perf_counter()
     rows = evaluate(

@@ -84,6 +84,11 @@ def _labelled_draws(
     return out
 
 
+def task_draws(task_id: str, per_task: int, seed: int) -> list[tuple[Draw, str | None, int]]:
+    """The draws behind `build_items` (draw, pair_id, item seed), without prompts or images."""
+    return _labelled_draws(get_task(task_id), per_task, seed)
+
+
 def build_items(
     task_id: str,
     per_task: int,

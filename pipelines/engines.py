@@ -7,6 +7,7 @@ to keep in step with vLLM.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,20 +32,31 @@ class NoGPUError(RuntimeError):
     """vLLM asked for on a cluster with no GPUs."""
 
 
+class MissingKeyError(RuntimeError):
+    """An http model whose API key variable is not set."""
+
+
 def _actor_stage(
-    ds: Any, cls: type, kwargs: dict[str, Any], opts: EngineOptions, num_gpus: float = 0
+    ds: Any,
+    cls: type,
+    kwargs: dict[str, Any],
+    opts: EngineOptions,
+    num_gpus: float = 0,
+    env: dict[str, str] | None = None,
 ) -> Any:
     import ray
 
-    resources: dict[str, Any] = (
+    remote_args: dict[str, Any] = (
         {"num_gpus": num_gpus} if num_gpus else {"num_cpus": opts.cpus_per_actor}
     )
+    if env:
+        remote_args["runtime_env"] = {"env_vars": env}
     return ds.map_batches(
         cls,
         fn_constructor_kwargs=kwargs,
         batch_size=opts.batch_size,
         compute=ray.data.ActorPoolStrategy(size=opts.pool_size),
-        **resources,
+        **remote_args,
     )
 
 
@@ -84,7 +96,21 @@ def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
     if not cfg.api_base:
         raise ValueError(f"model {cfg.name} has no api_base; the http engine needs one")
     kwargs = {"base_url": cfg.api_base, "model": cfg.repo, "api_key_env": cfg.api_key_env}
-    return _actor_stage(ds, HTTPEngine, kwargs, opts)
+    # Workers on other nodes (or started before the key was exported) do not see the
+    # driver's environment: hand the variable over in the actors' runtime env, never as an
+    # argument, so it stays out of results, reprs and task specs.
+    env = {cfg.api_key_env: api_key(cfg)} if cfg.api_key_env else None
+    return _actor_stage(ds, HTTPEngine, kwargs, opts, env=env)
+
+
+def api_key(cfg: ModelConfig) -> str:
+    """The model's API key from the driver's environment; a clear error names the variable."""
+    value = os.environ.get(cfg.api_key_env or "", "")
+    if not value:
+        raise MissingKeyError(
+            f"model {cfg.name} reads its API key from ${cfg.api_key_env}, which is not set"
+        )
+    return value
 
 
 def vllm_processor_config(cfg: ModelConfig, opts: EngineOptions, has_images: bool) -> Any:

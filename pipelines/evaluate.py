@@ -18,7 +18,7 @@ import numpy as np
 from geometry.answers import grammar_for
 from geometry.item import SETUPS
 from pipelines.cli import UsageError
-from pipelines.engines import STAGES, EngineOptions, NoGPUError
+from pipelines.engines import STAGES, EngineOptions, MissingKeyError, NoGPUError, api_key
 from pipelines.generate import MANIFEST, SHARD_GLOB, parse_list
 from pipelines.model_config import ENGINES, ModelConfig, ModelConfigError, resolve_model
 from pipelines.requests import SamplingConfig, add_requests
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         written = evaluate(
             files, cfg, tasks, setups, args.limit, sampling, opts, args.out, args.shard_rows
         )
-    except NoGPUError as err:
+    except (NoGPUError, MissingKeyError) as err:
         raise UsageError(str(err)) from err
     print(f"{written} new rows in {model_dir(args.out, BENCHMARK, cfg.name)}")
     from pipelines.summarize import accuracy_by_task_setup, load_results
@@ -172,13 +172,15 @@ def evaluate(
                 f"the vllm engine needs {cfg.tensor_parallel_size} GPU(s) for {cfg.name}; this "
                 f"Ray cluster has {cluster_gpus():g}. Use --engine hf on CPU, or a GPU cluster"
             )
+    if cfg.engine == "http" and cfg.api_key_env:
+        api_key(cfg)  # fail before anything is written
     root = model_dir(out, BENCHMARK, cfg.name)
     done = frozenset(finished_keys(root))
     ds = ray.data.read_parquet([str(f) for f in files])
     ds = ds.map_batches(_select(tasks, setups, limit))
     ds = ds.map_batches(
         add_requests,  # type: ignore[arg-type]  # Ray's stub does not know fn_kwargs
-        fn_kwargs={"model": cfg.repo, "revision": cfg.revision, "sampling": sampling}
+        fn_kwargs={"model": cfg.repo, "revision": cfg.revision, "sampling": sampling},
     )
     if done:
         ds = ds.map_batches(_drop_done(done))

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from geometry.items import GENERATOR_VERSION, build_items
 
 from geometry.item import ITEM_SCHEMA, SETUPS, Item
+from geometry.items import GENERATOR_VERSION, build_items
 from geometry.render import render_png
 from geometry.tasks.registry import all_tasks
 from pipelines.atomic import write_bytes_atomic, write_parquet_atomic

@@ -77,6 +77,14 @@ def request_key(
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
+def png_bytes(value: Any) -> bytes | None:
+    """The image cell as bytes, or None. A block whose images are all null reaches a batch
+    as a float array of NaN, and bytes(nan) would be four bytes of garbage, not None."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value) or None
+    return None
+
+
 def add_requests(
     batch: dict[str, np.ndarray], model: str, revision: str, sampling: SamplingConfig
 ) -> dict[str, np.ndarray]:
@@ -84,8 +92,7 @@ def add_requests(
     check_columns(batch, ITEM_COLUMNS_NEEDED, "add_requests")
     keys, messages, params = [], [], []
     for i in range(len(batch["item_id"])):
-        image = batch["image"][i]
-        image = bytes(image) if image is not None else None
+        image = png_bytes(batch["image"][i])
         options = [str(o) for o in (batch["options"][i] if batch["options"][i] is not None else [])]
         p = sampling_params(sampling, str(batch["answer_type"][i]), options)
         system, prompt = str(batch["system_prompt"][i]), str(batch["prompt"][i])

@@ -88,3 +88,11 @@ def test_request_key_changes_with_every_input_it_names() -> None:
     ]
     keys = {request_key(*v) for v in variants}
     assert key not in keys and len(keys) == len(variants)
+
+
+def test_null_images_of_any_shape_give_text_only_messages() -> None:
+    for missing in (None, np.float32("nan"), float("nan"), b""):
+        batch = _batch(None)
+        batch["image"] = np.array([missing], dtype=object)
+        out = add_requests(batch, "m", "r", SamplingConfig())
+        assert [p["type"] for p in out["messages"][0][1]["content"]] == ["text"], missing
