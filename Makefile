@@ -39,6 +39,7 @@ demo: setup
 	$(PY) -m pipelines summarize $(DEMO_DIR)/results
 
 bench: setup
+	$(PY) bench/render.py
 	$(PY) bench/generate.py
 	$(PY) bench/evaluate.py
 
