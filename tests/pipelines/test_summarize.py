@@ -1,0 +1,89 @@
+"""Summary tables recomputed by hand on a small synthetic result frame."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipelines.summarize import accuracy_table, bootstrap_ci, pair_consistency, summary_tables
+
+
+def _frame() -> pl.DataFrame:
+    rows = []
+    # U-task: 3 pairs; pair 0 both right, pair 1 one right, pair 2 both wrong.
+    for pair, (a, b) in enumerate([(True, True), (True, False), (False, False)]):
+        for correct in (a, b):
+            rows.append(
+                {
+                    "model": "m",
+                    "setup": "text",
+                    "task": "U-PAP-PT",
+                    "category": "Par",
+                    "pair_id": f"p{pair}",
+                    "correct": correct,
+                    "valid": True,
+                    "answer_type": "choice",
+                    "sq_error": None,
+                }
+            )
+    # Numeric task: errors 0, 1, 3 (squared 0, 1, 9), one invalid answer.
+    for sq, valid, correct in (
+        (0.0, True, True),
+        (1.0, True, False),
+        (9.0, True, False),
+        (None, False, False),
+    ):
+        rows.append(
+            {
+                "model": "m",
+                "setup": "text",
+                "task": "N-ECL-SLT",
+                "category": "Calc",
+                "pair_id": None,
+                "correct": correct,
+                "valid": valid,
+                "answer_type": "number",
+                "sq_error": sq,
+            }
+        )
+    return pl.DataFrame(rows)
+
+
+def test_pair_consistency_counts_pairs_with_both_items_right() -> None:
+    table = pair_consistency(_frame())
+    assert table.height == 1
+    assert table["pairs"][0] == 3
+    assert table["pair_consistency"][0] == pytest.approx(1 / 3)
+
+
+def test_accuracy_invalid_rate_and_mse_per_task() -> None:
+    table = accuracy_table(_frame(), ["task"]).sort("task")
+    numeric = table.filter(pl.col("task") == "N-ECL-SLT")
+    assert numeric["accuracy"][0] == pytest.approx(1 / 4)
+    assert numeric["invalid_rate"][0] == pytest.approx(1 / 4)
+    assert numeric["mse"][0] == pytest.approx((0 + 1 + 9) / 3)  # valid answers only
+    choice = table.filter(pl.col("task") == "U-PAP-PT")
+    assert choice["accuracy"][0] == pytest.approx(3 / 6)
+    assert choice["mse"][0] is None
+
+
+def test_bootstrap_interval_brackets_the_mean_and_shrinks_with_n() -> None:
+    rng = np.random.default_rng(1)
+    small = rng.random(40) < 0.7
+    large = rng.random(4000) < 0.7
+    lo_s, hi_s = bootstrap_ci(small)
+    lo_l, hi_l = bootstrap_ci(large)
+    assert lo_s <= small.mean() <= hi_s
+    assert lo_l <= large.mean() <= hi_l
+    assert (hi_l - lo_l) < (hi_s - lo_s) / 5
+    assert bootstrap_ci(np.ones(10, dtype=bool)) == (1.0, 1.0)
+
+
+def test_summary_tables_cover_the_issue_list() -> None:
+    tables = summary_tables(_frame())
+    assert {
+        "per model x category x setup",
+        "MSE on numeric tasks",
+        "U-task pair consistency",
+    } <= set(tables)
