@@ -1,0 +1,96 @@
+"""Engines for GeoBuild: the model engines of `pipelines.engines`, and GeoBuild-only ones.
+
+NoReGeo's answer baselines (oracle, random, constant) have no meaningful GeoBuild program
+and are refused. GeoBuild-only engines (`programs`: scripted replies; the solver baseline
+joins here) are registered in GEOBUILD_ENGINES.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipelines.cli import UsageError
+from pipelines.engines import STAGES, EngineOptions
+from pipelines.model_config import BASELINES, ModelConfig, ModelConfigError, resolve_model
+
+StageBuilder = Callable[[Any, ModelConfig, EngineOptions], Any]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A resolved engine: the model's config and the stage that asks it."""
+
+    cfg: ModelConfig
+    stage: StageBuilder
+
+
+def _programs_config(model: str, revision: str | None) -> ModelConfig:
+    from actors.program_replay import load_script
+
+    path = Path(model)
+    if not path.is_file():
+        raise UsageError(f"--model {model}: the programs engine needs a JSONL file of replies")
+    try:
+        load_script(path)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    # Built without validation: `programs` is not a ModelConfig engine; GeoBuild-only
+    # engines live in this module. Scripted replies may answer any message, images included.
+    fields: dict[str, Any] = {
+        "name": path.stem,
+        "repo": str(path.resolve()),
+        "revision": revision or digest,
+        "engine": "programs",
+        "modality": "image-text",
+    }
+    return ModelConfig.model_construct(**fields)
+
+
+def _programs_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    import ray
+
+    from actors.program_replay import ProgramReplay
+
+    return ds.map_batches(
+        ProgramReplay,
+        fn_constructor_kwargs={"path": cfg.repo},
+        batch_size=opts.batch_size,
+        compute=ray.data.ActorPoolStrategy(size=1),
+        num_cpus=0.25,
+    )
+
+
+# GeoBuild-only engines: name -> (resolve --model/--revision to a config, stage builder).
+# The solver baseline (geometry/dsl/solver.py) registers here beside `programs`.
+GEOBUILD_ENGINES: dict[str, tuple[Callable[[str, str | None], ModelConfig], StageBuilder]] = {
+    "programs": (_programs_config, _programs_stage),
+}
+
+
+def valid_engines() -> list[str]:
+    """Engines that can answer GeoBuild: model engines and the GeoBuild-only ones."""
+    return [e for e in STAGES if e not in BASELINES] + list(GEOBUILD_ENGINES)
+
+
+def resolve_engine(engine: str, model: str, revision: str | None) -> Engine:
+    """`--engine`/`--model` as an Engine; UsageError for baselines and unknown names."""
+    valid = ", ".join(valid_engines())
+    if engine in BASELINES:
+        raise UsageError(
+            f"--engine {engine} is a NoReGeo answer baseline with no meaningful GeoBuild "
+            f"program; engines for geobuild: {valid}"
+        )
+    if engine in GEOBUILD_ENGINES:
+        resolve, stage = GEOBUILD_ENGINES[engine]
+        return Engine(resolve(model, revision), stage)
+    if engine not in STAGES:
+        raise UsageError(f"unknown engine {engine!r}; engines for geobuild: {valid}")
+    try:
+        return Engine(resolve_model(engine, model, revision), STAGES[engine])
+    except ModelConfigError as err:
+        raise UsageError(str(err)) from err
