@@ -1,0 +1,248 @@
+"""A probe grid: which trials a YAML asks for, and how one trial runs and records itself.
+
+A trial is one probe: an encoder config (UF/FF/UD/FD = unfrozen/frozen x full/dot training
+images), a training regime ("separate": one task; "joint": all grid tasks together), and the
+tasks it is tested on, each on full and dot images. A per-task probe tested on other tasks
+gives the cross-task transfer matrix. Each trial writes one Parquet file, atomically, named
+by a hash of everything that determines its result, so a rerun skips finished trials.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+import pyarrow as pa
+import torch
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from torch.utils.data import DataLoader
+
+from pipelines.atomic import TMP_PREFIX, write_parquet_atomic
+from pipelines.results import model_slug
+from probes.data import IMAGE_SETUPS, PROBE_TASKS, Example, ProbeImages, task_splits
+from probes.encoder import ProbeModel, load_encoder
+from probes.train import TrainConfig, predict, train_probe
+
+ProbeConfig = Literal["UF", "FF", "UD", "FD"]
+Regime = Literal["separate", "joint"]
+JOINT = "All"  # train_tasks label of a joint probe, as in the paper's tables
+
+
+class EncoderSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    arch: str = Field(description="open_clip model name, e.g. ViT-B-32 or ProbeTiny-ViT-32")
+    pretrained: str | None = Field(
+        default=None, description="open_clip tag, weights file path, or null for random weights"
+    )
+
+
+class DataSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    train: int = Field(description="training images per task (even: yes/no balanced)")
+    val: int = Field(description="validation images per task, for early stopping")
+    test: int = Field(description="test images per task and image setup")
+    seed: int = Field(default=0, description="seed of all draws; splits use disjoint streams")
+    image_size: int = Field(default=224, description="rendered image side in pixels")
+
+
+class TrainSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    lr: float = Field(default=2e-6, description="AdamW learning rate")
+    weight_decay: float = Field(default=0.01, description="AdamW weight decay")
+    epochs: int = Field(default=2, description="passes over the training set")
+    batch_size: int = Field(default=32, description="images per step")
+    eval_every: int = Field(default=100, description="steps between validation passes")
+    patience: int = Field(default=5, description="validation passes without better F1 to stop")
+    amp: bool = Field(default=True, description="bf16 autocast on CUDA")
+    num_workers: int = Field(default=0, description="DataLoader render workers per trial")
+
+
+class GridSpec(BaseModel):
+    """One probe grid, as written in configs/probes/*.yaml."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="grid name, recorded on every result row")
+    encoder: EncoderSpec = Field(description="the vision encoder probed")
+    tasks: list[str] = Field(description="training tasks (task IDs)")
+    eval_tasks: list[str] | None = Field(
+        default=None, description="test tasks; null = the training tasks"
+    )
+    configs: list[ProbeConfig] = Field(description="UF/FF/UD/FD")
+    regimes: list[Regime] = Field(description="separate (per task) and/or joint")
+    data: DataSpec = Field(description="split sizes and seed")
+    train: TrainSpec = Field(default_factory=TrainSpec, description="optimiser settings")
+    cpus_per_trial: float = Field(default=1.0, description="Ray CPUs per trial without GPUs")
+    gpus_per_trial: float = Field(default=1.0, description="Ray GPUs per trial on GPU clusters")
+
+    @field_validator("tasks", "eval_tasks")
+    @classmethod
+    def _known_tasks(cls, tasks: list[str] | None) -> list[str] | None:
+        unknown = [t for t in tasks or [] if t not in PROBE_TASKS]
+        if unknown:
+            raise ValueError(f"unknown probe tasks {unknown}; valid: {', '.join(PROBE_TASKS)}")
+        return tasks
+
+
+def load_grid(path: Path) -> GridSpec:
+    """Read and validate a grid YAML."""
+    return GridSpec.model_validate(yaml.safe_load(path.read_text()))
+
+
+@dataclass(frozen=True)
+class Trial:
+    """Everything that determines one probe's results."""
+
+    grid: str
+    arch: str
+    pretrained: str | None
+    config: str
+    regime: str
+    train_tasks: tuple[str, ...]
+    eval_tasks: tuple[str, ...]
+    all_tasks: tuple[str, ...]  # every task drawn, so test sets match across trials
+    data: tuple[tuple[str, int], ...]
+    train: tuple[tuple[str, float | int | bool], ...]
+
+    @property
+    def label(self) -> str:
+        return JOINT if self.regime == "joint" else self.train_tasks[0]
+
+    @property
+    def trial_id(self) -> str:
+        payload = json.dumps({k: v for k, v in asdict(self).items() if k != "grid"}, sort_keys=True)
+        digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
+        return f"{self.label}-{self.config}-{digest}"
+
+
+def expand(spec: GridSpec) -> list[Trial]:
+    """The grid's trials: regimes x training task sets x configs."""
+    eval_tasks = tuple(spec.eval_tasks or spec.tasks)
+    drawn = tuple(t for t in PROBE_TASKS if t in set(spec.tasks) | set(eval_tasks))
+    sets: dict[str, list[tuple[str, ...]]] = {
+        "separate": [(t,) for t in spec.tasks],
+        "joint": [tuple(spec.tasks)],
+    }
+    return [
+        Trial(
+            grid=spec.name,
+            arch=spec.encoder.arch,
+            pretrained=spec.encoder.pretrained,
+            config=config,
+            regime=regime,
+            train_tasks=tasks,
+            eval_tasks=eval_tasks,
+            all_tasks=drawn,
+            data=tuple(spec.data.model_dump().items()),
+            train=tuple(spec.train.model_dump().items()),
+        )
+        for regime in spec.regimes
+        for tasks in sets[regime]
+        for config in spec.configs
+    ]
+
+
+def encoder_dir(out: Path, arch: str, pretrained: str | None) -> Path:
+    weights = Path(pretrained).name if pretrained and Path(pretrained).exists() else pretrained
+    slug = model_slug(f"{arch}-{weights or 'random'}")
+    return out / "probes" / f"model={slug}"
+
+
+def trial_path(out: Path, trial: Trial) -> Path:
+    return encoder_dir(out, trial.arch, trial.pretrained) / f"trial-{trial.trial_id}.parquet"
+
+
+def result_files(out: Path) -> list[Path]:
+    root = out / "probes"
+    if not root.exists():
+        return []
+    return sorted(p for p in root.rglob("trial-*.parquet") if not p.name.startswith(TMP_PREFIX))
+
+
+def _loader(
+    examples: list[Example],
+    setup: str,
+    trial: Trial,
+    mean: Sequence[float],
+    std: Sequence[float],
+    shuffle: bool,
+) -> DataLoader:
+    data, train = dict(trial.data), dict(trial.train)
+    images = ProbeImages(examples, setup, int(data["image_size"]), mean, std)
+    generator = torch.Generator().manual_seed(int(data["seed"]))
+    return DataLoader(
+        images,
+        batch_size=int(train["batch_size"]),
+        shuffle=shuffle,
+        generator=generator,
+        num_workers=int(train["num_workers"]),
+        pin_memory=torch.cuda.is_available(),
+    )
+
+
+def run_trial(trial: Trial, out: Path) -> Path:
+    """Train and test one probe; write its rows to `trial_path(out, trial)`."""
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    data = dict(trial.data)
+    sizes = {s: int(data[s]) for s in ("train", "val", "test")}
+    splits = task_splits(trial.all_tasks, sizes, int(data["seed"]))
+    visual, mean, std = load_encoder(trial.arch, trial.pretrained)
+    torch.manual_seed(int(data["seed"]))
+    model = ProbeModel(visual, frozen=trial.config[0] == "F").to(device)
+    setup = trial.config[1]
+    train_set = [e for t in trial.train_tasks for e in splits[t]["train"]]
+    val_set = [e for t in trial.train_tasks for e in splits[t]["val"]]
+    cfg = TrainConfig(**{k: v for k, v in trial.train})  # type: ignore[arg-type]
+    cfg.seed = int(data["seed"])
+    log_dir = encoder_dir(out, trial.arch, trial.pretrained) / "tensorboard" / trial.trial_id
+    result = train_probe(
+        model,
+        _loader(train_set, setup, trial, mean, std, shuffle=True),
+        _loader(val_set, setup, trial, mean, std, shuffle=False),
+        cfg,
+        device,
+        log_dir,
+    )
+    rows = []
+    for task in trial.eval_tasks:
+        for eval_setup in IMAGE_SETUPS:
+            loader = _loader(splits[task]["test"], eval_setup, trial, mean, std, shuffle=False)
+            metrics = predict(model, loader, device, cfg.amp)
+            rows.append(
+                {
+                    "trial_id": trial.trial_id,
+                    "grid": trial.grid,
+                    "arch": trial.arch,
+                    "pretrained": trial.pretrained or "random",
+                    "config": trial.config,
+                    "frozen": trial.config[0] == "F",
+                    "train_setup": trial.config[1],
+                    "regime": trial.regime,
+                    "train_tasks": trial.label,
+                    "eval_task": task,
+                    "eval_setup": eval_setup,
+                    "accuracy": metrics["accuracy"],
+                    "f1": metrics["f1"],
+                    "n": metrics["n"],
+                    "best_val_f1": result.best_val_f1,
+                    "best_step": result.best_step,
+                    "steps": result.steps,
+                    "stopped_early": result.stopped_early,
+                    "train_seconds": result.seconds,
+                    "images_per_s": result.images_per_s,
+                    "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+                    "host": platform.node(),
+                    "finished_at": time.time(),
+                    "trial_json": json.dumps(asdict(trial)),
+                    "history_json": json.dumps(result.history),
+                }
+            )
+    path = trial_path(out, trial)
+    write_parquet_atomic(path, pa.Table.from_pylist(rows))
+    return path
