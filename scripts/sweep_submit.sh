@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Submit the NoReGeo/GeoBuild sweep to the Ray cluster at $RAY_ADDRESS with `ray job submit`.
+#   RAY_ADDRESS=http://HEAD:8265 scripts/sweep_submit.sh [extra sweep args...]
+# RUNTIME_ENV overrides the runtime env (e.g. '{}' where the cluster already has the gpu
+# profile installed, as cluster.yaml's setup commands do, or in tests).
+set -euo pipefail
+: "${RAY_ADDRESS:?set RAY_ADDRESS to the Ray dashboard address, e.g. http://HEAD:8265}"
+RAY="${RAY:-ray}"
+OUT="${SWEEP_OUT:-/mnt/shared/results/sweep-45}"
+GPU_ENV='{"pip": ["ray[data,llm]==2.60.0"], "env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}}'
+RUNTIME_ENV="${RUNTIME_ENV:-$GPU_ENV}"
+# The working dir travels to the cluster; virtualenvs and results never do.
+EXCLUDES='[".venv", "results", "out", ".git", "**/__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"]'
+ENV_JSON=$("${PYTHON:-python3}" -c 'import json,sys; e=json.loads(sys.argv[1]); e.setdefault("excludes", json.loads(sys.argv[2])); print(json.dumps(e))' "$RUNTIME_ENV" "$EXCLUDES")
+exec "$RAY" job submit --address "$RAY_ADDRESS" --working-dir . --runtime-env-json "$ENV_JSON" \
+  -- python -m pipelines sweep --models configs/models --out "$OUT" "$@"
