@@ -242,7 +242,7 @@ class Loop:
                 {"role": "assistant", "content": [text_part(row["generated_text"] or "")]}
             )
             feedback = [text_part(row["feedback_text"])]
-            if row["feedback_image"] is not None:
+            if row.get("feedback_image") is not None:
                 feedback.insert(0, image_part(row["feedback_image"]))
             messages.append({"role": "user", "content": feedback})
             out[row["problem_id"]] = messages

@@ -103,7 +103,11 @@ def problem_outcomes(results: Path, model: str | None = None) -> pl.DataFrame:
         pl.col("model").fill_null(pl.col("model_dir").str.strip_prefix("model=")),
         pl.col("success").fill_null(False),
         pl.col("rounds").fill_null(0),
-        pl.col("error_category").fill_null("none"),
+        # "not_run": attempted but no row (a run killed early); "none": ran without error.
+        pl.when(pl.col("rounds").is_null())
+        .then(pl.lit("not_run"))
+        .otherwise(pl.col("error_category").fill_null("none"))
+        .alias("error_category"),
         partial_score=(
             OBJECT_WEIGHT * pl.col("object_score").fill_null(0.0)
             + CONDITION_WEIGHT * pl.col("condition_score").fill_null(0.0)

@@ -5,8 +5,9 @@ Replies are untrusted text: nothing here evaluates them. The rules, in order:
 1. The last fenced block (```...```, any info string such as ```dsl) whose body has a DSL
    statement (a line with `:` and `->`); models often show a fragment first and the
    complete program last. An unclosed fence at the end counts (the reply was cut off).
-2. Without such a block: the lines that look like statements or comments, in order, so
-   prose around an unfenced program is dropped.
+2. Without such a block: the lines from the first to the last that look like statements,
+   so prose before and after an unfenced program is dropped, while a malformed line inside
+   it stays (and is reported at its line, as the model wrote it).
 3. Nothing that looks like DSL: the empty string (the loop reports "no program").
 """
 
@@ -47,11 +48,8 @@ def extract_program(text: str | None) -> str:
     for block in reversed(fenced_blocks(text)):
         if _has_statement(block):
             return block.strip("\n")
-    lines = [
-        line
-        for line in text.splitlines()
-        if _STATEMENT.match(line) or line.lstrip().startswith(("#", "//"))
-    ]
-    if not any(_STATEMENT.match(line) for line in lines):
+    lines = text.splitlines()
+    hits = [i for i, line in enumerate(lines) if _STATEMENT.match(line)]
+    if not hits:
         return ""
-    return "\n".join(lines)
+    return "\n".join(lines[hits[0] : hits[-1] + 1])

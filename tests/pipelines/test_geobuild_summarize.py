@@ -1,0 +1,101 @@
+"""geobuild-summarize: the denominator counts every attempted problem, final-round tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pipelines.cli
+from pipelines.geobuild_rows import RoundWriter
+from pipelines.geobuild_summarize import summary_tables
+from pipelines.results import write_run_record
+
+PROBLEMS = [
+    {"id": "1", "category": "Circles", "difficulty": 2},  # solved at round 2
+    {"id": "2", "category": "Circles", "difficulty": 3},  # every round errored
+    {"id": "3", "category": "Angles", "difficulty": 3},  # no row at all (killed early)
+]
+
+
+def _verdict(missing: list[str], failed: list[str]) -> str:
+    conditions = [{"type": t, "condition": t, "reason": "off"} for t in failed]
+    return json.dumps({"missing_objects": missing, "failed_conditions": conditions})
+
+
+def _write(root: Path, round_number: int, rows: list[dict[str, object]]) -> None:
+    batch = {k: np.array([r[k] for r in rows], dtype=object) for k in rows[0]}
+    batch["sampling_params"] = np.array([{}] * len(rows), dtype=object)
+    RoundWriter(str(root / f"round={round_number}"), {"model": "m"})(batch)
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    root = tmp_path / "geobuild" / "model=m"
+    write_run_record(root, {"problems": PROBLEMS})
+    base = {"object_score": 0.5, "condition_score": 0.0, "success": False}
+    _write(root, 1, [
+        {**base, "problem_id": "1", "round": 1, "request_key": "a", "error_category": "syntax",
+         "verdict": _verdict(["point A"], [])},
+        {**base, "problem_id": "2", "round": 1, "request_key": "b", "error_category": "syntax",
+         "verdict": _verdict(["point B"], [])},
+    ])  # fmt: skip
+    _write(root, 2, [
+        {"problem_id": "1", "round": 2, "request_key": "c", "error_category": None,
+         "verdict": _verdict([], []), "object_score": 1.0, "condition_score": 1.0,
+         "success": True},
+        {**base, "problem_id": "2", "round": 2, "request_key": "d", "error_category": "geometric",
+         "verdict": _verdict(["segment AB", "point C"], ["parallel"])},
+    ])  # fmt: skip
+    return tmp_path
+
+
+def test_denominator_counts_every_attempted_problem(results: Path) -> None:
+    overall = summary_tables(results)["overall"].row(0, named=True)
+    assert overall["problems"] == 3 and overall["solved"] == 1
+    assert overall["success_rate"] == pytest.approx(1 / 3)
+    assert overall["mean_rounds_to_success"] == pytest.approx(2.0)
+    # Partial: 1.0 (solved), 0.3 x 0.5 (final round of 2), 0 (no row).
+    assert overall["mean_partial_score"] == pytest.approx((1.0 + 0.15 + 0.0) / 3)
+
+
+def test_by_category_and_difficulty(results: Path) -> None:
+    tables = summary_tables(results)
+    by_category = {r["category"]: r for r in tables["by_category"].iter_rows(named=True)}
+    assert by_category["Circles"]["success_rate"] == 0.5
+    assert by_category["Angles"]["problems"] == 1 and by_category["Angles"]["solved"] == 0
+    by_difficulty = {
+        r["difficulty"]: r["problems"] for r in tables["by_difficulty"].iter_rows(named=True)
+    }
+    assert by_difficulty == {2: 1, 3: 2}
+
+
+def test_final_round_errors_and_failures(results: Path) -> None:
+    tables = summary_tables(results)
+    errors = dict(tables["error_categories"].select("error_category", "count").iter_rows())
+    assert errors == {
+        "none": 1,
+        "not_run": 1,
+        "geometric": 1,
+    }  # round-1 syntax errors are not final
+    missing = dict(tables["missing_objects"].select("object_type", "count").iter_rows())
+    assert missing == {"segment": 1, "point": 1}
+    failed = dict(tables["failed_conditions"].select("condition_type", "count").iter_rows())
+    assert failed == {"parallel": 1}
+
+
+def test_cli_prints_tables_and_refuses_empty_dirs(
+    results: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(
+        pipelines.cli.COMMANDS, "geobuild-summarize", ("pipelines.geobuild_summarize", "s")
+    )
+    assert pipelines.cli.main(["geobuild-summarize", str(results)]) == 0
+    assert "success_rate" in capsys.readouterr().out
+    assert pipelines.cli.main(["geobuild-summarize", str(tmp_path / "none")]) == 2
+    assert "no GeoBuild results" in capsys.readouterr().err
