@@ -98,6 +98,13 @@ def solve_problem(problem: Problem, restarts: int = 8, budget: Budget | None = N
         model = build_model(problem)
     except Unsupported as err:
         return SolveResult(problem.id, DATA_ERROR, None, (), float("nan"), 0, str(err))
+    if model.space.size() == 0:
+        # Nothing to place (no points named anywhere): the empty figure is the only one.
+        program = write_program(model, model.state(np.zeros(0)))
+        status = SOLVED if _accepted(problem, program) else NO_CONSTRUCTION
+        return SolveResult(
+            problem.id, status, program if status == SOLVED else None, (), 0.0, 0, notes
+        )
     seed = problem_seed(problem.id)
     started = time.monotonic()
     best_x: np.ndarray | None = None

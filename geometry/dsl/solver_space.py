@@ -2,7 +2,9 @@
 
 `Space` is filled while residuals are built (each builder asks it for the points, lines and
 circles a condition names, and it allocates the unknowns those need); `State` is the view of
-one candidate vector `x` that residual functions read coordinates from.
+one candidate vector `x` that residual functions read coordinates from. The vector helpers
+and the residual pieces several builders share (not_collinear, on_line, sin/cos between
+lines) live here too.
 
 Unknowns beyond the problem's own points, and why they exist:
 - a line named by a letter (`l`) gets two anchor points, since the program must draw it;

@@ -147,6 +147,12 @@ def test_uninterpretable_data_is_a_data_error(condition: dict) -> None:
     assert result.program is None and result.reason
 
 
+def test_problem_without_points_is_trivially_solved() -> None:
+    result = solve_problem(problem([]))
+    assert result.status == SOLVED
+    assert_valid(problem([]), result.program)
+
+
 # Real problems spread over the data set, each a textbook figure that can be drawn.
 REAL_IDS = ["367", "17", "75", "164", "401", "625", "880", "1027", "1129", "2626"]
 
