@@ -1,8 +1,9 @@
 """Train one probe: AdamW + cross-entropy, early stopping on validation F1 (paper App. B).
 
 Reads top to bottom: the config, two metric helpers, then `train_probe` with one loop.
-Validation (macro F1) runs every `eval_every` steps and at the end of each epoch; the best-F1 weights
-are copied to CPU and restored when training stops (patience spent or epochs done).
+Validation (macro F1) runs every `eval_every` steps and at the end of each epoch; the
+best-F1 weights are copied to CPU and restored when training stops (patience spent or
+epochs done).
 """
 
 from __future__ import annotations

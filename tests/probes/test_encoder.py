@@ -32,7 +32,7 @@ def test_head_flattens_every_token(arch: str, tokens: int | None, width: int | N
 def test_class_token_is_first_token() -> None:
     visual, _m, _s = load_encoder(TINY_ARCH, None)
     images = torch.randn(1, 3, 224, 224)
-    visual.output_tokens = True
+    visual.output_tokens = True  # type: ignore[assignment]  # open_clip attribute
     _pooled, patches = visual(images)
     # open_clip's own patch tokens are our tokens after the class token
     assert torch.allclose(all_tokens(visual, images)[:, 1:], patches, atol=1e-5)
