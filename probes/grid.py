@@ -174,7 +174,10 @@ def _loader(
     shuffle: bool,
 ) -> DataLoader:
     data, train = dict(trial.data), dict(trial.train)
-    images = ProbeImages(examples, setup, int(data["image_size"]), mean, std)
+    # Worker processes would each fill (and, between epochs, drop) their own cache; with
+    # workers, rendering again (~1000 images/s per worker) is cheaper than that memory.
+    cache = int(train["num_workers"]) == 0
+    images = ProbeImages(examples, setup, int(data["image_size"]), mean, std, cache=cache)
     generator = torch.Generator().manual_seed(int(data["seed"]))
     return DataLoader(
         images,
