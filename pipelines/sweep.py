@@ -62,6 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=16, help="rows per engine call")
     parser.add_argument("--replicas", type=int, default=1, help="engine replicas per model")
     parser.add_argument("--shard-rows", type=int, default=256)
+    parser.add_argument(
+        "--baseline-delay", type=float, default=0.0, help="seconds per batch (latency stand-in)"
+    )
     parser.add_argument("--gpus", type=float, default=None, help="GPUs to plan for (autoscaling)")
     parser.add_argument(
         "--cpu-parallel",
@@ -108,8 +111,9 @@ def _dry_run_chars(tasks: list[str], seed: int) -> dict[str, float]:
     return {s: sum(v) / len(v) for s, v in chars.items()}
 
 
-def print_plan(jobs: list[Job], chars: dict[str, float], out: Any = sys.stdout) -> None:
+def print_plan(jobs: list[Job], chars: dict[str, float], out: Any = None) -> None:
     """The dry-run table: per model what runs, rows, tokens, GPU-hours; totals last."""
+    out = out or sys.stdout
     rows = tokens = hours = 0.0
     print(f"{'model':34} {'engine':8} {'tp':>3} {'setups':18} {'rows':>7} {'Mtok':>7} "
           f"{'GPU-h':>7}  state", file=out)  # fmt: skip
@@ -255,7 +259,11 @@ def execute(jobs: list[Job], args: argparse.Namespace, files: list[Path], tasks:
     queue = [j for j in jobs if j.runnable or (geobuild and j.reason is None)]
     here = ray.get_runtime_context().get_node_id()
     sampling = {"temperature": 0.0, "max_tokens": args.max_tokens, "seed": args.seed}
-    opts = {"pool_size": args.replicas, "batch_size": args.batch_size}
+    opts = {
+        "pool_size": args.replicas,
+        "batch_size": args.batch_size,
+        "baseline_delay_s": args.baseline_delay,
+    }
     cpu_parallel = args.cpu_parallel or max(1, int(ray.cluster_resources().get("CPU", 0) // 4))
     running: list[_Running] = []
     cache: dict[Path, int] = {}

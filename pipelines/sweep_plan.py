@@ -108,17 +108,15 @@ def expected_keys(
     sampling: SamplingConfig,
 ) -> set[str]:
     """The request keys `evaluate` would write for one model x setup."""
-    from pipelines.evaluate import _select
+    from pipelines.evaluate import _item_reader
 
+    read = _item_reader(tasks, [setup], limit)  # the very filter evaluate applies
     keys: set[str] = set()
-    select = _select(tasks, [setup], limit)
     for path in files:
-        table = pq.read_table(path)
-        batch = {n: np.array(table.column(n).to_pylist(), dtype=object) for n in table.names}
-        batch = select(batch)
-        if len(batch["item_id"]):
-            with_keys = add_requests(batch, cfg.repo, cfg.revision, sampling)
-            keys.update(str(k) for k in with_keys["request_key"])
+        table = read({"path": np.array([str(path)])})
+        if table.num_rows:
+            with_keys = add_requests(table, cfg.repo, cfg.revision, sampling)
+            keys.update(str(k) for k in with_keys.column("request_key").to_pylist())
     return keys
 
 

@@ -12,5 +12,7 @@ RUNTIME_ENV="${RUNTIME_ENV:-$GPU_ENV}"
 # The working dir travels to the cluster; virtualenvs and results never do.
 EXCLUDES='[".venv", "results", "out", ".git", "**/__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"]'
 ENV_JSON=$("${PYTHON:-python3}" -c 'import json,sys; e=json.loads(sys.argv[1]); e.setdefault("excludes", json.loads(sys.argv[2])); print(json.dumps(e))' "$RUNTIME_ENV" "$EXCLUDES")
-exec "$RAY" job submit --address "$RAY_ADDRESS" --working-dir . --runtime-env-json "$ENV_JSON" \
+# JOB_ARGS: extra `ray job submit` options, e.g. "--submission-id sweep-1 --no-wait".
+# shellcheck disable=SC2086
+exec "$RAY" job submit --address "$RAY_ADDRESS" ${JOB_ARGS:-} --working-dir . --runtime-env-json "$ENV_JSON" \
   -- python -m pipelines sweep --models configs/models --out "$OUT" "$@"
