@@ -29,11 +29,15 @@ OUTPUT_COLUMNS = (
 )
 
 
-def check_columns(batch: Mapping[str, Any], needed: Iterable[str], step: str) -> None:
-    """Fail with the step's name and the missing columns, not a KeyError deep inside."""
-    missing = [c for c in needed if c not in batch]
+def check_columns(batch: Iterable[str], needed: Iterable[str], step: str) -> None:
+    """Fail with the step's name and the missing columns, not a KeyError deep inside.
+
+    `batch` is anything listing column names: a numpy batch dict, `Table.column_names`.
+    """
+    have = set(batch)
+    missing = [c for c in needed if c not in have]
     if missing:
-        raise KeyError(f"{step}: batch lacks columns {missing}; has {sorted(batch)}")
+        raise KeyError(f"{step}: batch lacks columns {missing}; has {sorted(have)}")
 
 
 def message_parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -17,9 +17,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from actors.baselines import OracleEngine
+from actors.contract import OUTPUT_COLUMNS
 from geometry.item import SETUPS
 from geometry.tasks.registry import all_tasks
 from pipelines.engines import EngineOptions
@@ -28,7 +30,7 @@ from pipelines.generate import generate
 from pipelines.model_config import resolve_model
 from pipelines.ray_session import ensure_ray
 from pipelines.requests import SamplingConfig, add_requests
-from pipelines.results import ShardWriter
+from pipelines.results import ShardWriter, restore_types
 from pipelines.scoring import parse_and_score
 from pipelines.summarize import load_results
 
@@ -40,17 +42,16 @@ def plain_loop(files: list[Path], out: Path) -> int:
     rows = 0
     for f in files:
         table = pq.read_table(f)
-        for batch_table in table.to_batches(max_chunksize=64):
-            batch = {
-                n: np.array(batch_table.column(n).to_pylist(), dtype=object)
-                for n in batch_table.schema.names
-            }
-            batch = add_requests(batch, "oracle", "none", SamplingConfig())
-            batch = parse_and_score(oracle(batch))
-            batch.pop("image")
-            batch.pop("messages")
-            writer(batch)
-            rows += len(batch["request_key"])
+        for chunk in table.to_batches(max_chunksize=256):
+            batch = add_requests(pa.Table.from_batches([chunk]), "oracle", "none", SamplingConfig())
+            needed = ("request_key", "answer_type", "options", "answer")
+            answers = oracle(
+                {n: np.array(batch.column(n).to_pylist(), dtype=object) for n in needed}
+            )
+            for column in OUTPUT_COLUMNS:
+                batch = batch.append_column(column, pa.array(list(answers[column])))
+            writer(parse_and_score(restore_types(batch)))
+            rows += batch.num_rows
     return rows
 
 

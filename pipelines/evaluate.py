@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from geometry.answers import grammar_for
 from geometry.item import SETUPS
@@ -22,7 +25,13 @@ from pipelines.engines import STAGES, EngineOptions, MissingKeyError, NoGPUError
 from pipelines.generate import MANIFEST, SHARD_GLOB, parse_list
 from pipelines.model_config import ENGINES, ModelConfig, ModelConfigError, resolve_model
 from pipelines.requests import SamplingConfig, add_requests
-from pipelines.results import ShardWriter, finished_keys, model_dir, write_run_record
+from pipelines.results import (
+    ShardWriter,
+    finished_keys,
+    model_dir,
+    restore_types,
+    write_run_record,
+)
 from pipelines.scoring import parse_and_score
 
 BENCHMARK = "noregeo"
@@ -65,35 +74,37 @@ def _item_files(items: Path) -> list[Path]:
     return files
 
 
-def _select(tasks: list[str], setups: list[str], limit: int | None) -> Any:
-    """Ray Data filter keeping the chosen tasks, setups and first `limit` items per task."""
+# Light steps ask for a quarter CPU: on a 2-CPU node, engine actors holding a CPU each would
+# otherwise leave no room for a default 1-CPU task, and the pipeline would stall.
+LIGHT_CPUS = 0.25
 
-    def keep(batch: dict[str, np.ndarray]) -> np.ndarray:
-        task_ok = np.isin(batch["task"], tasks)
-        setup_ok = np.isin(batch["setup"], setups)
-        if limit is None:
-            return task_ok & setup_ok
-        index = np.array([int(str(i).rsplit("-", 1)[1]) for i in batch["item_id"]])
-        return task_ok & setup_ok & (index < limit)
 
-    def select(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        mask = keep(batch)
-        return {k: v[mask] for k, v in batch.items()}
+def _item_reader(tasks: list[str], setups: list[str], limit: int | None) -> Any:
+    """Ray Data step: an item shard path in, its rows of the chosen tasks/setups out.
 
-    return select
+    Reading by our own step (not `read_parquet`) keeps its CPU request fractional.
+    """
+
+    def read(batch: dict[str, np.ndarray]) -> pa.Table:
+        tables = [pq.read_table(str(path)) for path in batch["path"]]
+        table = pa.concat_tables(tables)
+        keep = pc.and_(
+            pc.is_in(table["task"], pa.array(tasks)), pc.is_in(table["setup"], pa.array(setups))
+        )
+        if limit is not None:
+            index = [int(i.rsplit("-", 1)[1]) for i in table["item_id"].to_pylist()]
+            keep = pc.and_(keep, pa.array([i < limit for i in index]))
+        return table.filter(keep)
+
+    return read
 
 
 def _drop_done(done: frozenset[str]) -> Any:
-    def drop(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        mask = np.array([k not in done for k in batch["request_key"]], dtype=bool)
-        return {k: v[mask] for k, v in batch.items()}
+    def drop(batch: pa.Table) -> pa.Table:
+        keep = [k not in done for k in batch.column("request_key").to_pylist()]
+        return batch.filter(pa.array(keep, pa.bool_()))
 
     return drop
-
-
-def _without_heavy_columns(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Images and messages are not stored with results (the item table has them)."""
-    return {k: v for k, v in batch.items() if k not in ("image", "messages")}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -176,17 +187,20 @@ def evaluate(
         api_key(cfg)  # fail before anything is written
     root = model_dir(out, BENCHMARK, cfg.name)
     done = frozenset(finished_keys(root))
-    ds = ray.data.read_parquet([str(f) for f in files])
-    ds = ds.map_batches(_select(tasks, setups, limit))
+    wanted = [f for f in files if f.stem.removeprefix("part-") in tasks]
+    paths = ray.data.from_items([{"path": str(f)} for f in wanted], override_num_blocks=len(wanted))
+    light: dict[str, Any] = {"num_cpus": LIGHT_CPUS, "batch_format": "pyarrow"}
+    ds = paths.map_batches(_item_reader(tasks, setups, limit), batch_size=1, num_cpus=LIGHT_CPUS)
     ds = ds.map_batches(
         add_requests,  # type: ignore[arg-type]  # Ray's stub does not know fn_kwargs
         fn_kwargs={"model": cfg.repo, "revision": cfg.revision, "sampling": sampling},
+        **light,
     )
     if done:
-        ds = ds.map_batches(_drop_done(done))
+        ds = ds.map_batches(_drop_done(done), **light)
     ds = STAGES[cfg.engine](ds, cfg, opts)
-    ds = ds.map_batches(_without_heavy_columns)
-    ds = ds.map_batches(parse_and_score)
+    ds = ds.map_batches(restore_types, batch_size=None, **light)
+    ds = ds.map_batches(parse_and_score, **light)
     ds = ds.map_batches(
         ShardWriter,
         fn_constructor_kwargs={
@@ -197,7 +211,7 @@ def evaluate(
         },
         batch_size=shard_rows,
         compute=ray.data.ActorPoolStrategy(size=1),
-        num_cpus=0.25,
+        **light,
     )
     write_run_record(
         root,

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+import pyarrow as pa
 
 from actors.contract import check_columns, image_part, text_part
 from geometry.answers import grammar_for
@@ -85,41 +85,21 @@ def png_bytes(value: Any) -> bytes | None:
     return None
 
 
-def add_requests(
-    batch: dict[str, np.ndarray], model: str, revision: str, sampling: SamplingConfig
-) -> dict[str, np.ndarray]:
-    """Ray Data step: adds `request_key`, `messages` and `sampling_params` to item rows."""
-    check_columns(batch, ITEM_COLUMNS_NEEDED, "add_requests")
+def add_requests(batch: pa.Table, model: str, revision: str, sampling: SamplingConfig) -> pa.Table:
+    """Ray Data step (pyarrow batches): item rows in; `request_key`, `messages` and
+    `sampling_params` added; the image dropped (the messages carry it)."""
+    check_columns(batch.column_names, ITEM_COLUMNS_NEEDED, "add_requests")
+    cols = {name: batch.column(name).to_pylist() for name in ITEM_COLUMNS_NEEDED}
     keys, messages, params = [], [], []
-    for i in range(len(batch["item_id"])):
-        image = png_bytes(batch["image"][i])
-        options = [str(o) for o in (batch["options"][i] if batch["options"][i] is not None else [])]
-        p = sampling_params(sampling, str(batch["answer_type"][i]), options)
-        system, prompt = str(batch["system_prompt"][i]), str(batch["prompt"][i])
-        keys.append(
-            request_key(
-                str(batch["item_id"][i]),
-                str(batch["setup"][i]),
-                model,
-                revision,
-                system,
-                prompt,
-                image,
-                p,
-            )
-        )
+    for i in range(batch.num_rows):
+        image = png_bytes(cols["image"][i])
+        p = sampling_params(sampling, cols["answer_type"][i], list(cols["options"][i] or []))
+        system, prompt = cols["system_prompt"][i], cols["prompt"][i]
+        item, setup = cols["item_id"][i], cols["setup"][i]
+        keys.append(request_key(item, setup, model, revision, system, prompt, image, p))
         messages.append(build_messages(system, prompt, image))
         params.append(p)
-    out = dict(batch)
-    out["request_key"] = np.array(keys, dtype=object)
-    out["messages"] = _object_array(messages)
-    out["sampling_params"] = _object_array(params)
-    return out
-
-
-def _object_array(values: list[Any]) -> np.ndarray:
-    """A 1-D object array even when every element is a list of equal length."""
-    arr = np.empty(len(values), dtype=object)
-    for i, value in enumerate(values):  # slice assignment would broadcast nested lists
-        arr[i] = value
-    return arr
+    out = batch.drop_columns(["image"])
+    out = out.append_column("request_key", pa.array(keys, pa.string()))
+    out = out.append_column("messages", pa.array(messages))
+    return out.append_column("sampling_params", pa.array(params))

@@ -101,36 +101,48 @@ def finished_keys(root: Path) -> set[str]:
     return keys
 
 
-_STORED = [n for n in RESULT_SCHEMA.names if n != "sampling_params"]
-
-
 def _null_if_nan(value: Any) -> Any:
-    """Missing values come back from Ray's numpy batches as NaN (a column of all-None
-    strings turns into floats): store them as nulls."""
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
+def restore_types(batch: pa.Table) -> pa.Table:
+    """Ray Data step (pyarrow, one block at a time) after an engine: result columns back to
+    their schema types.
+
+    Engines see numpy batches, where a block's all-null string column arrives as a float
+    array of NaN; passed through, it would make the block's schema clash with its
+    neighbours' when Ray concatenates them.
+    """
+    for field in RESULT_SCHEMA:
+        if field.name not in batch.column_names or field.name == "sampling_params":
+            continue
+        column = batch.column(field.name)
+        if column.type != field.type:
+            values = [_null_if_nan(plain(v)) for v in column.to_pylist()]
+            index = batch.column_names.index(field.name)
+            batch = batch.set_column(index, field.name, pa.array(values, field.type))
+    return batch
+
+
 class ShardWriter:
-    """Ray Data step: writes each batch's rows, one shard per setup; returns row counts."""
+    """Ray Data step (pyarrow batches): writes each batch, one shard per setup."""
 
     def __init__(self, root: str, model: str, revision: str, engine: str):
         self.root = Path(root)
         self.constants = {"model": model, "revision": revision, "engine": engine}
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        n = len(batch["request_key"])
+    def __call__(self, batch: pa.Table) -> dict[str, np.ndarray]:
         rows_by_setup: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for i in range(n):
-            row = {name: _null_if_nan(plain(batch[name][i])) for name in _STORED if name in batch}
-            row.update(self.constants)
-            row["sampling_params"] = json.dumps(plain(batch["sampling_params"][i]), sort_keys=True)
+        for row in batch.to_pylist():
+            row = {name: row.get(name) for name in RESULT_SCHEMA.names} | self.constants
+            row["sampling_params"] = json.dumps(plain(row["sampling_params"]), sort_keys=True)
             rows_by_setup[str(row["setup"])].append(row)
         for setup, rows in rows_by_setup.items():
             keys = sorted(r["request_key"] for r in rows)
             name = hashlib.sha256("".join(keys).encode()).hexdigest()[:24]
             table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
             write_parquet_atomic(self.root / f"setup={setup}" / f"part-{name}.parquet", table)
-        return {"rows": np.array([n], dtype=np.int64)}
+        return {"rows": np.array([batch.num_rows], dtype=np.int64)}
 
 
 def _git_commit() -> str | None:

@@ -6,7 +6,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-import numpy as np
+import pyarrow as pa
 
 from actors.contract import OUTPUT_COLUMNS, check_columns
 from geometry.answers import Parsed, parse_answer, score_answer
@@ -38,25 +38,35 @@ def score_row(text: Any, answer: str, answer_type: str, options: list[str]) -> d
     }
 
 
-def parse_and_score(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    check_columns(batch, NEEDS, "parse_and_score")
+SCORE_FIELDS = pa.schema(
+    [
+        ("parsed", pa.string()),
+        ("valid", pa.bool_()),
+        ("parse_error", pa.string()),
+        ("correct", pa.bool_()),
+        ("abs_error", pa.float64()),
+        ("sq_error", pa.float64()),
+    ]
+)
+
+
+def parse_and_score(batch: pa.Table) -> pa.Table:
+    """Ray Data step (pyarrow batches): adds the SCORE_FIELDS columns."""
+    check_columns(batch.column_names, NEEDS, "parse_and_score")
+    cols = {
+        n: batch.column(n).to_pylist()
+        for n in ("generated_text", "answer", "answer_type", "options")
+    }
     rows = [
-        score_row(t, str(a), str(at), [str(o) for o in (opts if opts is not None else [])])
-        for t, a, at, opts in zip(
-            batch["generated_text"],
-            batch["answer"],
-            batch["answer_type"],
-            batch["options"],
+        score_row(text, answer, answer_type, list(options or []))
+        for text, answer, answer_type, options in zip(
+            cols["generated_text"],
+            cols["answer"],
+            cols["answer_type"],
+            cols["options"],
             strict=True,
         )
     ]
-    out = dict(batch)
-    for column in ("parsed", "parse_error"):
-        out[column] = np.array([r[column] for r in rows], dtype=object)
-    out["valid"] = np.array([r["valid"] for r in rows], dtype=bool)
-    out["correct"] = np.array([r["correct"] for r in rows], dtype=bool)
-    for column in ("abs_error", "sq_error"):
-        out[column] = np.array(
-            [np.nan if r[column] is None else r[column] for r in rows], dtype=np.float64
-        )
-    return out
+    for field in SCORE_FIELDS:
+        batch = batch.append_column(field, pa.array([r[field.name] for r in rows], field.type))
+    return batch
