@@ -42,6 +42,7 @@ bench: setup
 	$(PY) bench/render.py
 	$(PY) bench/generate.py
 	$(PY) bench/evaluate.py
+	$(PY) bench/probe.py
 
 clean:
 	rm -rf out .pytest_cache .mypy_cache .ruff_cache

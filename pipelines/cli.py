@@ -20,6 +20,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "pipelines.geobuild_check",
         "validate GeoBuild programs against the data set",
     ),
+    "geobuild": ("pipelines.geobuild", "run the GeoBuild agent loop (multi-round, with feedback)"),
+    "geobuild-summarize": (
+        "pipelines.geobuild_summarize",
+        "GeoBuild success, rounds, error and partial-score tables",
+    ),
+    "geobuild-solve": (
+        "pipelines.geobuild_solve",
+        "solve every GeoBuild problem numerically: reference programs and a constructibility audit",
+    ),
+    "probe": ("pipelines.probe", "train vision-encoder linear probes (Ray grid)"),
+    "probe-summarize": ("pipelines.probe_summarize", "probe accuracy tables (paper Tables 4-5)"),
 }
 
 

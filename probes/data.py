@@ -17,7 +17,7 @@ import torch
 from torch.utils.data import Dataset
 
 from geometry.figure import Draw
-from geometry.items import _labelled_draws, item_seed
+from geometry.items import item_seed, task_draws
 from geometry.render import render_image
 from geometry.tasks.registry import get_task
 
@@ -63,7 +63,7 @@ def draw_splits(task_id: str, sizes: dict[str, int], seed: int) -> dict[str, lis
         if count % 2:
             raise ValueError(f"{split} size {count} must be even to balance yes/no")
         stream = item_seed(seed, task_id, f"probe-{split}")
-        draws = [d for d, _pair, _s in _labelled_draws(task, OVERDRAW * count, stream)]
+        draws = [d for d, _pair, _s in task_draws(task.task_id, OVERDRAW * count, stream)]
         chosen = _balanced_new(task_id, draws, count, seen)
         if len(chosen) < count:
             raise RuntimeError(
