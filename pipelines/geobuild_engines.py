@@ -65,10 +65,38 @@ def _programs_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
     )
 
 
+def _solver_config(model: str, revision: str | None) -> ModelConfig:
+    """`--engine solver --model DATASET`: the solver reads the problems it answers."""
+    if not Path(model).exists():
+        raise UsageError(f"--model {model}: the solver engine needs the data set path")
+    fields: dict[str, Any] = {
+        "name": "solver",
+        "repo": str(Path(model).resolve()),
+        "revision": revision or "solver",
+        "engine": "solver",
+        "modality": "text",
+    }
+    return ModelConfig.model_construct(**fields)
+
+
+def _solver_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    import ray
+
+    from actors.solver_engine import SolverEngine
+
+    return ds.map_batches(
+        SolverEngine,
+        fn_constructor_kwargs={"dataset": cfg.repo},
+        batch_size=opts.batch_size,
+        compute=ray.data.ActorPoolStrategy(size=opts.pool_size),
+        num_cpus=0.5,
+    )
+
+
 # GeoBuild-only engines: name -> (resolve --model/--revision to a config, stage builder).
-# The solver baseline (geometry/dsl/solver.py) registers here beside `programs`.
 GEOBUILD_ENGINES: dict[str, tuple[Callable[[str, str | None], ModelConfig], StageBuilder]] = {
     "programs": (_programs_config, _programs_stage),
+    "solver": (_solver_config, _solver_stage),
 }
 
 

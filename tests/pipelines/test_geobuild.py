@@ -193,7 +193,7 @@ def test_bad_input_exits_2_and_writes_nothing(
 @pytest.mark.parametrize(
     ("engine", "model", "message"),
     [
-        ("oracle", "x", "engines for geobuild: hf, http, vllm, programs"),
+        ("oracle", "x", "engines for geobuild: hf, http, vllm, programs, solver"),
         ("warp", "x", "unknown engine"),
         ("hf", "/no/such/model", "unknown model"),
         ("programs", "/no/such.jsonl", "JSONL"),
@@ -213,16 +213,20 @@ def test_missing_dataset_exits_2(script: Path, tmp_path: Path, capsys) -> None:
     assert "not found" in capsys.readouterr().err
 
 
-def test_tiny_lm_runs_two_problems_two_rounds(ray_local, tmp_path: Path) -> None:
-    import torch
-
-    from pipelines.tiny_model import build_tiny_model
-
-    torch.set_num_threads(1)
-    model = build_tiny_model("llm", tmp_path / "tiny", seed=0)
+def test_tiny_lm_runs_two_problems_two_rounds(
+    ray_local, tiny_llm_dir: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
-    assert _run(out, model, "--limit", "2", "--max-rounds", "2", "--max-tokens", "24",
+    assert _run(out, tiny_llm_dir, "--limit", "2", "--max-rounds", "2", "--max-tokens", "24",
                 engine="hf") == 0  # fmt: skip
     rows = _rows(out)
     assert rows.height >= 2 and rows["error_category"].null_count() == 0
     assert rows["feedback_text"].null_count() == 0 and not any(rows["success"])
+
+
+def test_solver_engine_solves_at_round_one(ray_local, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert _run(out, DATA, "--ids", "367,370", "--max-rounds", "2", engine="solver") == 0
+    rows = _rows(out)
+    assert rows["round"].to_list() == [1, 1]  # solved problems get no second round
+    assert rows["success"].all()
