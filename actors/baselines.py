@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from actors.contract import check_columns
+from actors.contract import check_columns, with_outputs
 
 NEEDS = ("request_key", "answer_type", "options")
 
@@ -24,14 +24,7 @@ NEEDS = ("request_key", "answer_type", "options")
 def _with_outputs(
     batch: dict[str, np.ndarray], texts: list[str], started: float
 ) -> dict[str, np.ndarray]:
-    n = len(texts)
-    out = dict(batch)
-    out["generated_text"] = np.array(texts, dtype=object)
-    out["num_input_tokens"] = np.zeros(n, dtype=np.int64)
-    out["num_generated_tokens"] = np.zeros(n, dtype=np.int64)
-    out["time_taken_llm"] = np.full(n, (time.perf_counter() - started) / max(n, 1))
-    out["engine_error"] = np.array([None] * n, dtype=object)
-    return out
+    return with_outputs(batch, texts, (time.perf_counter() - started) / max(len(texts), 1))
 
 
 class _Baseline:

@@ -88,3 +88,23 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     return value
+
+
+def with_outputs(
+    batch: Mapping[str, np.ndarray], texts: list[str], seconds_per_row: float = 0.0
+) -> dict[str, np.ndarray]:
+    """`batch` plus OUTPUT_COLUMNS for engines that make no tokens (baselines, replays)."""
+    n = len(texts)
+    out = dict(batch)
+    out["generated_text"] = _objects(texts)
+    out["num_input_tokens"] = np.zeros(n, dtype=np.int64)
+    out["num_generated_tokens"] = np.zeros(n, dtype=np.int64)
+    out["time_taken_llm"] = np.full(n, seconds_per_row)
+    out["engine_error"] = _objects([None] * n)
+    return out
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array

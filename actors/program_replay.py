@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from actors.contract import OUTPUT_COLUMNS, check_columns
+from actors.contract import check_columns, with_outputs
 
 
 def load_script(path: Path | str) -> dict[tuple[str, int], str]:
@@ -50,16 +49,4 @@ class ProgramReplay:
             self.script.get((str(batch["problem_id"][i]), int(batch["round"][i])), "")
             for i in range(n)
         ]
-        values: dict[str, list[Any]] = {
-            "generated_text": texts,
-            "num_input_tokens": [0] * n,
-            "num_generated_tokens": [0] * n,
-            "time_taken_llm": [0.0] * n,
-            "engine_error": [None] * n,
-        }
-        out = dict(batch)
-        for column in OUTPUT_COLUMNS:
-            array = np.empty(n, dtype=object)
-            array[:] = values[column]
-            out[column] = array
-        return out
+        return with_outputs(batch, texts)

@@ -7,11 +7,9 @@ no construction was found. Solutions are cached per problem, so later rounds are
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from actors.contract import OUTPUT_COLUMNS, check_columns
+from actors.contract import check_columns, with_outputs
 
 
 class SolverEngine:
@@ -36,17 +34,4 @@ class SolverEngine:
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         check_columns(batch, ("problem_id",), "SolverEngine")
-        n = len(batch["problem_id"])
-        values: dict[str, list[Any]] = {
-            "generated_text": [self.reply(str(p)) for p in batch["problem_id"]],
-            "num_input_tokens": [0] * n,
-            "num_generated_tokens": [0] * n,
-            "time_taken_llm": [0.0] * n,
-            "engine_error": [None] * n,
-        }
-        out = dict(batch)
-        for column in OUTPUT_COLUMNS:
-            array = np.empty(n, dtype=object)
-            array[:] = values[column]
-            out[column] = array
-        return out
+        return with_outputs(batch, [self.reply(str(p)) for p in batch["problem_id"]])

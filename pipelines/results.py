@@ -26,25 +26,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from actors.contract import plain
+from geometry.item import ITEM_SCHEMA
 from pipelines.atomic import TMP_PREFIX, sweep_temporaries, write_bytes_atomic, write_parquet_atomic
 
+# The item columns (images aside: the item table keeps them), then the run's own.
 RESULT_SCHEMA = pa.schema(
-    [
-        ("item_id", pa.string()),
-        ("task", pa.string()),
-        ("task_name", pa.string()),
-        ("kind", pa.string()),
-        ("category", pa.string()),
-        ("answer_type", pa.string()),
-        ("options", pa.list_(pa.string())),
-        ("setup", pa.string()),
-        ("system_prompt", pa.string()),
-        ("prompt", pa.string()),
-        ("answer", pa.string()),
-        ("geometry", pa.string()),
-        ("pair_id", pa.string()),
-        ("seed", pa.int64()),
-        ("generator_version", pa.string()),
+    [f for f in ITEM_SCHEMA if f.name != "image"]
+    + [
         ("model", pa.string()),
         ("revision", pa.string()),
         ("engine", pa.string()),
