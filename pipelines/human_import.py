@@ -1,0 +1,26 @@
+"""`python -m pipelines human-import ANNOTATIONS.csv --items ITEMS --out RESULTS`.
+
+Majority vote per item, scored like a model and stored as the model `human` (dotted setup);
+see pipelines/human.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pipelines.human import TIE_RULE, import_annotations
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("annotations", type=Path, help="CSV with item_id, annotator, answer")
+    parser.add_argument("--items", type=Path, required=True, help="the exported item directory")
+    parser.add_argument("--out", type=Path, required=True, help="results directory")
+
+
+def run(args: argparse.Namespace) -> int:
+    shard, ties = import_annotations(args.annotations, args.items, args.out)
+    if ties:
+        print(f"{len(ties)} tie(s), {TIE_RULE}: {', '.join(ties)}")
+    print(f"human results in {shard}")
+    return 0
