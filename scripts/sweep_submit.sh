@@ -7,7 +7,9 @@ set -euo pipefail
 : "${RAY_ADDRESS:?set RAY_ADDRESS to the Ray dashboard address, e.g. http://HEAD:8265}"
 RAY="${RAY:-ray}"
 OUT="${SWEEP_OUT:-/mnt/shared/results/sweep-45}"
-GPU_ENV='{"pip": ["ray[data,llm]==2.60.0"], "env_vars": {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}}'
+# No env_vars here: ensure_ray sets OMP_NUM_THREADS/TOKENIZERS_PARALLELISM, and Ray refuses a job
+# runtime env and a driver runtime env that set the same variable.
+GPU_ENV='{"pip": ["ray[data,llm]==2.60.0"]}'
 RUNTIME_ENV="${RUNTIME_ENV:-$GPU_ENV}"
 # The working dir travels to the cluster; virtualenvs and results never do.
 EXCLUDES='[".venv", "results", "out", ".git", "**/__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"]'
