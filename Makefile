@@ -11,7 +11,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup test lint demo bench clean
+.PHONY: setup test lint demo bench clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -43,6 +43,17 @@ bench: setup
 	$(PY) bench/generate.py
 	$(PY) bench/evaluate.py
 	$(PY) bench/probe.py
+
+# Submits the sweep to the Ray cluster at $RAY_ADDRESS with `ray job submit`; results go to
+# $SWEEP_OUT (storage every node sees). See scripts/sweep_submit.sh for the knobs.
+sweep-45-models: setup
+	PYTHON=$(PY) RAY=$(VENV)/bin/ray scripts/sweep_submit.sh $(SWEEP_ARGS)
+
+cluster-up: setup
+	$(VENV)/bin/ray up -y cluster.yaml
+
+cluster-down: setup
+	$(VENV)/bin/ray down -y cluster.yaml
 
 clean:
 	rm -rf out .pytest_cache .mypy_cache .ruff_cache

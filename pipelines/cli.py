@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "pipelines.geobuild_solve",
         "solve every GeoBuild problem numerically: reference programs and a constructibility audit",
     ),
+    "sweep": (
+        "pipelines.sweep",
+        "run every model config x setup (and GeoBuild) across the cluster",
+    ),
     "probe": ("pipelines.probe", "train vision-encoder linear probes (Ray grid)"),
     "probe-summarize": ("pipelines.probe_summarize", "probe accuracy tables (paper Tables 4-5)"),
 }

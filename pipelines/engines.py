@@ -125,6 +125,7 @@ def vllm_processor_config(cfg: ModelConfig, opts: EngineOptions, has_images: boo
         "revision": cfg.revision,
         "structured_outputs_config": {"backend": "xgrammar"},
     }
+    engine_kwargs.update(cfg.engine_kwargs)  # per-model extras (tokenizer_mode, ...)
     if has_images:
         engine_kwargs["limit_mm_per_prompt"] = {"image": max(cfg.max_images, 1)}
     return vLLMEngineProcessorConfig(
@@ -169,7 +170,7 @@ def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         )
     config = vllm_processor_config(cfg, opts, has_images=cfg.modality == "image-text")
     processor = build_processor(config, postprocess=_vllm_postprocess)
-    return processor(ds).map_batches(normalise_engine_errors)
+    return processor(ds).map_batches(normalise_engine_errors, num_cpus=0.25)
 
 
 STAGES: dict[str, Callable[[Any, ModelConfig, EngineOptions], Any]] = {
