@@ -64,10 +64,10 @@ def table2(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def category_accuracy(df: pl.DataFrame) -> pl.DataFrame:
-    """Per model, setup and category: accuracy (%) over every item of the category."""
+    """Per model, setup and category: accuracy (%, unrounded) over the category's items."""
     coded = with_codes(df)
     return coded.group_by("model", "setup", "category", "code").agg(
-        _percent(pl.col("correct").mean()).alias("accuracy")
+        (pl.col("correct").mean() * 100).alias("accuracy")
     )
 
 
@@ -77,7 +77,6 @@ def table3_long(df: pl.DataFrame) -> pl.DataFrame:
     per_model = category_accuracy(df.filter(pl.col("model") != HUMAN)).with_columns(
         pl.col("accuracy") / 100
     )
-    # Means and stds of unrounded accuracies, rounded once at the end.
     return (
         per_model.group_by("category", "code", "setup")
         .agg(
@@ -150,7 +149,8 @@ def gap_by_category(df: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame()
     return (
         wide.drop_nulls(["full", "dotted"])
-        .with_columns((pl.col("full") - pl.col("dotted")).round(1).alias("gap"))
+        .with_columns((pl.col("full") - pl.col("dotted")).alias("gap"))
+        .with_columns(pl.col("full", "dotted", "gap").round(1))
         .select("code", "category", "model", "dotted", "full", "gap")
         .sort("code", "model")
     )

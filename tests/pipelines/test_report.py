@@ -1,0 +1,222 @@
+"""report: values recomputed from the raw result rows, CSV/Markdown copies, figures, notes."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from PIL import Image
+
+from pipelines import cli
+from pipelines.human import dotted_items
+from pipelines.summarize import load_results
+
+BASELINES = ("oracle", "random", "constant")
+
+
+def _register(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(cli.COMMANDS, "report", ("pipelines.report", "report"))
+    monkeypatch.setitem(cli.COMMANDS, "human-import", ("pipelines.human_import", "import"))
+
+
+def baseline_results(small_items: Path, root: Path) -> Path:
+    """Baselines through `evaluate` (6 items per task) + 12 human-voted items, built once
+    per session directory (the browser test reuses it)."""
+    out = root / "report_results"
+    done = out / "done"
+    if done.exists():
+        return out
+    for engine in BASELINES:
+        args = ["evaluate", "--items", str(small_items), "--engine", engine, "--model", engine]
+        assert cli.main([*args, "--limit", "6", "--out", str(out)]) == 0
+    rows = dotted_items(small_items)[:12]
+    annotations = root / "annotations.csv"
+    with annotations.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["item_id", "annotator", "answer"])
+        for i, row in enumerate(rows):
+            truth = json.loads(row["answer"])
+            typed = truth.get("answer", f"{truth.get('x')}, {truth.get('y')}")
+            writer.writerow([row["item_id"], "a1", typed if i % 3 else "0"])
+    cmd = ["human-import", str(annotations), "--items", str(small_items), "--out", str(out)]
+    assert cli.main(cmd) == 0
+    done.write_text("")
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(small_items: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    with pytest.MonkeyPatch.context() as mp:
+        _register(mp)
+        results = baseline_results(small_items, tmp_path_factory.getbasetemp())
+        out = tmp_path_factory.mktemp("report")
+        assert cli.main(["report", str(results), "--out", str(out)]) == 0
+    return results, out
+
+
+def _csv(out: Path, name: str) -> pl.DataFrame:
+    return pl.read_csv(out / "tables" / f"{name}.csv")
+
+
+def test_table2_oracle_is_100_everywhere_and_cells_match_raw_rows(report) -> None:
+    results, out = report
+    table2 = _csv(out, "table2")
+    oracle = table2.filter(pl.col("model") == "oracle").drop("setup", "model")
+    assert oracle.height == 3 and (oracle.to_numpy() == 100.0).all()
+    raw = load_results(results)
+    for row in table2.iter_rows(named=True):
+        for group in table2.columns[2:]:
+            kind, code = group.split("-")
+            part = raw.filter(
+                (pl.col("model") == row["model"])
+                & (pl.col("setup") == row["setup"])
+                & pl.col("task").str.starts_with(f"{kind}-{code}-")
+            )
+            expected = (
+                round(float(np.mean(part["correct"].to_numpy())) * 100, 1) if part.height else None
+            )
+            assert (
+                row[group] == pytest.approx(expected)
+                if expected is not None
+                else row[group] is None
+            )
+
+
+def test_human_row_only_in_dotted_block_and_not_in_table3(report) -> None:
+    _results, out = report
+    table2 = _csv(out, "table2")
+    assert table2.filter(pl.col("model") == "human")["setup"].to_list() == ["dotted"]
+    assert table2["model"].to_list()[-1] != "human" or table2["setup"].to_list()[-1] == "dotted"
+    assert set(_csv(out, "table3_long")["models"].to_list()) == {len(BASELINES)}
+
+
+def test_table3_is_mean_and_sample_std_across_models(report) -> None:
+    results, out = report
+    raw = load_results(results).filter(pl.col("model") != "human")
+    long = _csv(out, "table3_long")
+    for row in long.iter_rows(named=True):
+        per_model = []
+        for model in BASELINES:
+            part = raw.filter(
+                (pl.col("model") == model)
+                & (pl.col("setup") == row["setup"])
+                & (pl.col("task").str.split("-").list.get(1) == row["code"])
+            )
+            per_model.append(part["correct"].to_numpy().mean() * 100)
+        assert row["mean"] == pytest.approx(round(np.mean(per_model), 1), abs=0.051)
+        assert row["std"] == pytest.approx(round(np.std(per_model, ddof=1), 1), abs=0.051)
+    display = _csv(out, "table3")
+    first = long.filter(pl.col("code") == "ACM", pl.col("setup") == "full").row(0, named=True)
+    acm = display.filter(pl.col("Task category").str.contains("ACM"))
+    assert acm["Text with full images"][0] == f"{first['mean']} ± {first['std']}"
+
+
+def test_gap_is_full_minus_dotted_per_task(report) -> None:
+    _results, out = report
+    gap = _csv(out, "gap_tasks")
+    full, dotted = _csv(out, "accuracy_tasks_full"), _csv(out, "accuracy_tasks_dotted")
+    tasks = gap.filter(pl.col("task") != "mean")
+    assert "human" not in gap.columns  # the human ran the dotted setup only
+    for model in BASELINES:
+        expected = full[model].to_numpy() - dotted[model].to_numpy()
+        assert np.allclose(tasks[model].to_numpy(), expected, atol=0.051)
+        mean_row = gap.filter(pl.col("task") == "mean")[model][0]
+        assert mean_row == pytest.approx(expected.mean(), abs=0.051)
+
+
+def test_mse_table_uses_valid_numeric_answers(report) -> None:
+    results, out = report
+    raw = load_results(results)
+    mse = _csv(out, "mse_tasks_text")
+    assert set(mse["task"].to_list()) == set(
+        raw.filter(pl.col("answer_type") != "choice")["task"].to_list()
+    )
+    assert np.allclose(mse["oracle"].to_numpy(), 0.0, atol=1e-6)
+    part = raw.filter(
+        (pl.col("model") == "random")
+        & (pl.col("setup") == "text")
+        & (pl.col("task") == "N-ECL-SLT")
+    )
+    sq = [s for s, v in zip(part["sq_error"], part["valid"], strict=True) if v and s is not None]
+    value = mse.filter(pl.col("task") == "N-ECL-SLT")["random"][0]
+    assert value == pytest.approx(sum(sq) / len(sq), abs=1e-3)
+
+
+def _markdown_rows(path: Path) -> list[list[str]]:
+    lines = path.read_text().splitlines()
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in lines if line != lines[1]]
+
+
+def test_every_table_has_matching_csv_and_markdown(report) -> None:
+    _results, out = report
+    names = sorted(p.stem for p in (out / "tables").glob("*.csv"))
+    assert sorted(p.stem for p in (out / "tables").glob("*.md")) == names
+    assert {"table2", "table3", "pair_consistency", "invalid_rates", "gap_tasks"} <= set(names)
+    for name in names:
+        with (out / "tables" / f"{name}.csv").open() as f:
+            csv_rows = list(csv.reader(f))
+        md_rows = _markdown_rows(out / "tables" / f"{name}.md")
+        assert len(md_rows) == len(csv_rows), name
+        for csv_row, md_row in zip(csv_rows, md_rows, strict=True):
+            for a, b in zip(csv_row, md_row, strict=True):
+                try:
+                    assert float(a) == pytest.approx(float(b), abs=1e-4), name
+                except ValueError:
+                    assert a.strip('"') == b.replace("\\|", "|"), name
+    html = (out / "index.html").read_text()
+    assert html.count("<table>") == len(names)
+
+
+def test_figures_are_valid_pngs_referenced_by_the_page(report) -> None:
+    _results, out = report
+    figures = sorted((out / "figures").glob("*.png"))
+    # accuracy and MSE per setup (3 each), the gap heatmap and the category distribution
+    assert len(figures) == 8
+    html = (out / "index.html").read_text()
+    for figure in figures:
+        with Image.open(figure) as image:
+            image.verify()
+        assert f'src="figures/{figure.name}"' in html
+    assert "http://" not in html and "https://" not in html  # no network assets
+
+
+def test_sections_without_data_say_so(report, tmp_path: Path, monkeypatch) -> None:
+    _results, out = report
+    html = (out / "index.html").read_text()
+    assert "No data: " in html and "no audit given" in html and "no probe results" in html
+    _register(monkeypatch)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli.main(["report", str(empty), "--out", str(tmp_path / "r")]) == 0
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert page.count('class="empty"') == 4  # NoReGeo, GeoBuild, audit, probes
+    assert "<table>" not in page
+
+
+def test_audit_counts(report, tmp_path: Path, monkeypatch) -> None:
+    results, _out = report
+    audit = tmp_path / "audit.csv"
+    audit.write_text(
+        "id,status,conflicts,reason,restarts,residual,seconds\n"
+        "1,solved,,,1,1e-12,0.1\n2,solved,,,1,1e-12,0.3\n"
+        '3,no_construction,"angle_value(angle=ABC, value=25) | point_on_line(point=D, line=BC)",'
+        "x,8,0.01,2.0\n"
+    )
+    _register(monkeypatch)
+    out = tmp_path / "r"
+    assert cli.main(["report", str(results), "--out", str(out), "--audit", str(audit)]) == 0
+    status = dict(_csv(out, "audit_status").select("status", "problems").iter_rows())
+    assert status == {"solved": 2, "no_construction": 1}
+    conflicts = dict(_csv(out, "audit_conflicts").iter_rows())
+    assert conflicts == {"angle_value": 1, "point_on_line": 1}
+
+
+def test_missing_results_dir_exits_2(tmp_path: Path, monkeypatch, capsys) -> None:
+    _register(monkeypatch)
+    assert cli.main(["report", str(tmp_path / "nope"), "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err.startswith("error:")
+    assert not (tmp_path / "r").exists()
