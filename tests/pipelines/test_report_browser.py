@@ -1,0 +1,61 @@
+"""The report page in headless Chromium: every image decodes, every table is in the DOM."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from pipelines import cli
+from tests.pipelines.test_report import _register, baseline_results
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--virtual-time-budget=10000",  # let the load event and our image check run first
+]
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install -y chromium)"
+)
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
+    command = [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+
+
+def test_page_renders_with_every_image_and_table(
+    small_items: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch
+) -> None:
+    _register(monkeypatch)
+    results = baseline_results(small_items, tmp_path_factory.getbasetemp())
+    out = tmp_path / "report"
+    assert cli.main(["report", str(results), "--out", str(out)]) == 0
+    url = (out / "index.html").resolve().as_uri()
+
+    dom = _chromium(tmp_path, "--dump-dom", url).stdout
+    body = re.search(r"<body[^>]*>", dom)
+    assert body is not None
+    figures = len(list((out / "figures").glob("*.png")))
+    assert f'data-images-loaded="{figures}/{figures}"' in body.group(0)
+    assert 'data-images-ok="true"' in body.group(0)
+    assert dom.count("<table>") == len(list((out / "tables").glob("*.csv")))
+
+    shot = tmp_path / "page.png"
+    _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1400,4000", url)
+    with Image.open(shot) as image:
+        assert image.size == (1400, 4000)
+        colours = image.convert("RGB").getcolors(maxcolors=1_000_000)
+    assert colours is not None and len(colours) > 50  # rendered content, not a blank page
