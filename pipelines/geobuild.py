@@ -350,3 +350,67 @@ def _with_images(message: dict[str, Any], images: dict[str, bytes]) -> dict[str,
 def image_bytes(url: str) -> bytes:
     """The bytes of a base64 data URL."""
     return base64.b64decode(url.partition("base64,")[2])
+
+
+# -- the sweep's entry ---------------------------------------------------------------------
+def sweep_model(
+    cfg: ModelConfig,
+    out: Path,
+    limit: int | None,
+    *,
+    max_rounds: int | None = None,
+    max_tokens: int | None = None,
+) -> int:
+    """GeoBuild for one sweep model with the loop's default settings; returns rows written.
+
+    `sweep --benchmarks geobuild` calls this once per model with the materialised config
+    (local repos already filled in), so the config is used as given, never re-resolved by
+    name. The data set is `$GEOBUILD_DATASET`, else `<repo>/../shared/geobuildbench`;
+    `limit` keeps the first N problems. `max_rounds` and `max_tokens` override the CLI
+    defaults (tests use them to keep a CPU run short). NoReGeo's answer baselines have no
+    GeoBuild program: they write nothing and return 0.
+    """
+    import os
+
+    from geometry.dsl.dataset import load_problems
+    from pipelines.engines import STAGES
+    from pipelines.model_config import BASELINES
+
+    if cfg.engine in BASELINES:
+        print(f"GeoBuild not run for {cfg.name}: {cfg.engine} is a NoReGeo answer baseline")
+        return 0
+    default = Path(__file__).resolve().parents[2] / "shared" / "geobuildbench"
+    dataset = Path(os.environ.get("GEOBUILD_DATASET") or default)
+    if not dataset.exists():
+        raise FileNotFoundError(
+            f"GeoBuild data not found at {dataset}; set GEOBUILD_DATASET to the directory "
+            "holding geoqa3_dataset_en.json"
+        )
+    # The CLI's own defaults, so a sweep run and `python -m pipelines geobuild` agree.
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    required = ["--dataset", str(dataset), "--engine", cfg.engine, "--model", cfg.name]
+    args = parser.parse_args([*required, "--out", str(out)])
+    problems = select_problems(load_problems(dataset, args.lang), None, limit)
+    loop = Loop(
+        dataset=str(dataset.resolve()),
+        lang=args.lang,
+        engine=Engine(cfg, STAGES[cfg.engine]),
+        feedback=args.feedback,
+        with_image=cfg.modality == "image-text",
+        max_rounds=max_rounds or args.max_rounds,
+        sampling={
+            "temperature": args.temperature,
+            "max_tokens": max_tokens or args.max_tokens,
+            "seed": args.seed,
+        },
+        opts=EngineOptions(pool_size=args.pool_size, batch_size=args.batch_size),
+        executors=args.executors,
+        image_size=args.image_size,
+        shard_rows=args.shard_rows,
+        out=out,
+    )
+    rounds = range(1, loop.max_rounds + 1)
+    before = sum(read_round(loop.root, k).height for k in rounds)
+    loop.run(problems)
+    return sum(read_round(loop.root, k).height for k in rounds) - before
