@@ -31,7 +31,7 @@ from pipelines.atomic import write_bytes_atomic
 from pipelines.cli import UsageError
 from pipelines.engines import EngineOptions
 from pipelines.generate import MANIFEST, parse_list
-from pipelines.model_config import ModelConfig, ModelConfigError, load_configs
+from pipelines.model_config import BASELINES, ModelConfig, ModelConfigError, load_configs
 from pipelines.requests import SamplingConfig
 from pipelines.sweep_plan import (
     ASSUMPTIONS,
@@ -146,6 +146,13 @@ def _materialise(cfg: ModelConfig, out: Path) -> ModelConfig:
     return cfg
 
 
+def _geobuild_only_reason(cfg: ModelConfig, gpus: float) -> str | None:
+    """Why a model cannot run when GeoBuild is the only benchmark (None: it can)."""
+    if cfg.engine in BASELINES:
+        return "not run: answer baselines have no GeoBuild program"
+    return cpu_runnable_reason(cfg, gpus)
+
+
 def _geobuild_entry() -> tuple[Any, str | None]:
     """GeoBuild's per-model entry `pipelines.geobuild.sweep_model(cfg, out, limit) -> int`."""
     try:
@@ -196,7 +203,7 @@ def _run_model(
             Path(out),
             shard_rows,
         )
-    if geobuild:
+    if geobuild and model.engine not in BASELINES:  # answer baselines write no programs
         entry, _ = _geobuild_entry()
         written["geobuild"] = int(entry(model, Path(out), limit))
     return written
@@ -354,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
         )
         if run_noregeo
         else [  # fmt: skip
-            Job(cfg=c, setups=[], reason=cpu_runnable_reason(c, gpus)) for c in configs
+            Job(cfg=c, setups=[], reason=_geobuild_only_reason(c, gpus)) for c in configs
         ]
     )
     if args.dry_run:

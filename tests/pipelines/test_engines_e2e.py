@@ -67,8 +67,9 @@ def test_http_engine_never_writes_the_key(
     with LoopbackServer(answer=_truth_answer) as server:
         cfg = tmp_path / "api-model.yaml"
         cfg.write_text(
-            f"name: api-model\nrepo: gpt-test\nengine: http\nmodality: image-text\n"
-            f"setups: [text, dotted, full]\napi_base: {server.base_url}\napi_key_env: GEOSEE_TEST_KEY\n"
+            "name: api-model\nrepo: gpt-test\nengine: http\nmodality: image-text\n"
+            f"setups: [text, dotted, full]\napi_base: {server.base_url}\n"
+            "api_key_env: GEOSEE_TEST_KEY\n"
         )
         out = tmp_path / "results"
         df = _run(small_items, out, "http", str(cfg))

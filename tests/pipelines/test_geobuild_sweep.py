@@ -52,7 +52,7 @@ def test_tiny_lm_runs_one_problem_one_round(
 
 
 def test_sweep_geobuild_only_leaves_baselines_without_rows(ray_local, tmp_path: Path) -> None:
-    """The sweep calls sweep_model for a baseline, which writes nothing and does not fail it."""
+    """A GeoBuild-only sweep lists a baseline as not run, with the reason, and writes nothing."""
     out = tmp_path / "results"
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep", "run the model sweep"))
@@ -60,5 +60,5 @@ def test_sweep_geobuild_only_leaves_baselines_without_rows(ray_local, tmp_path: 
         assert cli.main([*argv, "--progress-interval", "5"]) == 0
     status = json.loads((out / "sweep" / "status.json").read_text())
     assert status["geobuild"] is None  # sweep_model was found
-    assert status["states"] == {"oracle": "done"}
+    assert status["states"] == {"oracle": "not run: answer baselines have no GeoBuild program"}
     assert not (out / "geobuild").exists()

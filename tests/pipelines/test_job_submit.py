@@ -39,8 +39,12 @@ def ray_head() -> Iterator[str]:
     """Dashboard address of a fresh head; stopped by its own process group afterwards."""
     temp = tempfile.mkdtemp(prefix="rh", dir="/tmp")  # short: unix socket paths are limited
     gcs, dash, client, node_mgr, obj_mgr, agent_grpc, agent_http, metrics, rt_env = _free_ports(9)
-    # Ray 2.60 heads may require a token: give this head its own, and this process the same.
-    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)}
+    # Ray 2.60 heads may require a token. A Ray client in this process (another test's
+    # ray.init) has already read ~/.ray/auth_token and keeps it: reuse that token if it
+    # exists, so the client and this head agree whatever ran before.
+    token_file = Path.home() / ".ray" / "auth_token"
+    token = token_file.read_text().strip() if token_file.is_file() else secrets.token_hex(16)
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
     saved = {k: os.environ.get(k) for k in auth}
     os.environ.update(auth)
     env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
