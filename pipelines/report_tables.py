@@ -174,11 +174,22 @@ def gap_summary(per_category: pl.DataFrame) -> pl.DataFrame:
 
 
 def pair_table(df: pl.DataFrame) -> pl.DataFrame:
-    """U-task pair consistency (%) with the pair count, per model, setup and task."""
+    """U-task pair consistency (%): rows (setup, task, pairs), one column per model."""
     pairs = pair_consistency(df)
     if pairs.is_empty():
         return pairs
-    return pairs.with_columns(_percent(pl.col("pair_consistency")))
+    cells = pairs.with_columns(_percent(pl.col("pair_consistency")))
+    wide = cells.pivot(on="model", index=["setup", "task"], values="pair_consistency")
+    counts = cells.group_by("setup", "task").agg(pl.col("pairs").max())
+    rank = {s: i for i, s in enumerate(SETUPS)}
+    models = [m for m in model_order(pairs) if m in wide.columns]
+    return (
+        wide.join(counts, on=["setup", "task"])
+        .select("setup", "task", "pairs", *models)
+        .with_columns(_s=pl.col("setup").replace_strict(rank, return_dtype=pl.Int64))
+        .sort("_s", "task")
+        .drop("_s")
+    )
 
 
 def intervals(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:

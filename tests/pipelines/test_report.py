@@ -220,3 +220,22 @@ def test_missing_results_dir_exits_2(tmp_path: Path, monkeypatch, capsys) -> Non
     assert cli.main(["report", str(tmp_path / "nope"), "--out", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err.startswith("error:")
     assert not (tmp_path / "r").exists()
+
+
+def test_pair_consistency_counts_pairs_with_both_items_right(report) -> None:
+    results, out = report
+    raw = load_results(results).filter(pl.col("pair_id").is_not_null())
+    table = _csv(out, "pair_consistency")
+    assert (table["oracle"].to_numpy() == 100.0).all()
+    for row in table.iter_rows(named=True):
+        part = raw.filter(
+            (pl.col("model") == "random")
+            & (pl.col("setup") == row["setup"])
+            & (pl.col("task") == row["task"])
+        )
+        both: dict[str, list[bool]] = {}
+        for pair, correct in zip(part["pair_id"], part["correct"], strict=True):
+            both.setdefault(pair, []).append(correct)
+        full = [all(v) for v in both.values() if len(v) == 2]
+        assert row["pairs"] == len(full)
+        assert row["random"] == pytest.approx(round(100 * sum(full) / len(full), 1))
