@@ -31,12 +31,7 @@ lint: setup
 	$(VENV)/bin/mypy geometry actors pipelines probes
 
 demo: setup
-	$(PY) -m pipelines generate --out $(DEMO_DIR)/items --per-task 20 --seed 0
-	for e in oracle random constant; do \
-	  $(PY) -m pipelines evaluate --items $(DEMO_DIR)/items --engine $$e --model $$e \
-	    --out $(DEMO_DIR)/results || exit 1; \
-	done
-	$(PY) -m pipelines summarize $(DEMO_DIR)/results
+	DEMO_DIR=$(DEMO_DIR) PY=$(PY) bash scripts/demo.sh
 
 bench: setup
 	$(PY) bench/render.py

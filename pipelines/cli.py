@@ -33,6 +33,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "pipelines.sweep",
         "run every model config x setup (and GeoBuild) across the cluster",
     ),
+    "report": (
+        "pipelines.report",
+        "HTML report: paper tables, heatmaps, gaps, GeoBuild, audit, probes",
+    ),
+    "human-export": ("pipelines.human_export", "dotted items as pages of 10 for human annotators"),
+    "human-import": (
+        "pipelines.human_import",
+        "majority-voted annotations stored as the model `human`",
+    ),
     "probe": ("pipelines.probe", "train vision-encoder linear probes (Ray grid)"),
     "probe-summarize": ("pipelines.probe_summarize", "probe accuracy tables (paper Tables 4-5)"),
 }
