@@ -4,6 +4,9 @@
 - `random` answers by chance, seeded by the request key so a resumed run answers the same;
 - `constant` always gives the first option (with balanced labels, a majority answer), 0 for
   numbers and (0, 0) for points.
+
+They take Arrow batches (`batch_format="pyarrow"`): they read a few small columns and never
+the messages, whose conversion to numpy objects and back would cost more than the answers.
 """
 
 from __future__ import annotations
@@ -14,41 +17,59 @@ import random
 import time
 from typing import Any
 
-import numpy as np
+import pyarrow as pa
 
-from actors.contract import check_columns, with_outputs
+from actors.contract import check_columns
 
 NEEDS = ("request_key", "answer_type", "options")
-
-
-def _with_outputs(
-    batch: dict[str, np.ndarray], texts: list[str], started: float
-) -> dict[str, np.ndarray]:
-    return with_outputs(batch, texts, (time.perf_counter() - started) / max(len(texts), 1))
+OUTPUT_TYPES = {
+    "generated_text": pa.string(),
+    "num_input_tokens": pa.int64(),
+    "num_generated_tokens": pa.int64(),
+    "time_taken_llm": pa.float64(),
+    "engine_error": pa.string(),
+}
 
 
 class _Baseline:
     """`delay_s` sleeps once per batch: a stand-in for model latency in benchmarks and tests."""
 
+    name = "baseline"
+    needs: tuple[str, ...] = NEEDS
+
     def __init__(self, delay_s: float = 0.0):
         self.delay_s = delay_s
 
-    def _start(self) -> float:
+    def answers(self, columns: dict[str, list[Any]]) -> list[str]:
+        raise NotImplementedError
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        check_columns(batch.column_names, self.needs, self.name)
         started = time.perf_counter()
         if self.delay_s > 0:
             time.sleep(self.delay_s)
-        return started
+        texts = self.answers({c: batch.column(c).to_pylist() for c in self.needs})
+        n = len(texts)
+        values: dict[str, list[Any]] = {
+            "generated_text": texts,
+            "num_input_tokens": [0] * n,
+            "num_generated_tokens": [0] * n,
+            "time_taken_llm": [(time.perf_counter() - started) / max(n, 1)] * n,
+            "engine_error": [None] * n,
+        }
+        for column, kind in OUTPUT_TYPES.items():
+            batch = batch.append_column(column, pa.array(values[column], kind))
+        return batch
 
 
 class OracleEngine(_Baseline):
-    """Answers with the item's stored answer, in the model output format."""
+    """Answers with the item's stored answer, which has the exact model-output shape."""
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        check_columns(batch, (*NEEDS, "answer"), "oracle")
-        started = self._start()
-        # The stored answer JSON already has the exact model-output shape.
-        texts = [str(a) for a in batch["answer"]]
-        return _with_outputs(batch, texts, started)
+    name = "oracle"
+    needs = (*NEEDS, "answer")
+
+    def answers(self, columns: dict[str, list[Any]]) -> list[str]:
+        return [str(a) for a in columns["answer"]]
 
 
 def _rng(request_key: str) -> random.Random:
@@ -73,24 +94,22 @@ def constant_answer(answer_type: str, options: list[str]) -> dict[str, Any]:
 
 
 class RandomEngine(_Baseline):
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        check_columns(batch, NEEDS, "random")
-        started = self._start()
-        texts = [
-            json.dumps(random_answer(str(t), list(o) if o is not None else [], _rng(str(k))))
+    name = "random"
+
+    def answers(self, columns: dict[str, list[Any]]) -> list[str]:
+        return [
+            json.dumps(random_answer(t, list(o or []), _rng(k)))
             for k, t, o in zip(
-                batch["request_key"], batch["answer_type"], batch["options"], strict=True
+                columns["request_key"], columns["answer_type"], columns["options"], strict=True
             )
         ]
-        return _with_outputs(batch, texts, started)
 
 
 class ConstantEngine(_Baseline):
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        check_columns(batch, NEEDS, "constant")
-        started = self._start()
-        texts = [
-            json.dumps(constant_answer(str(t), list(o) if o is not None else []))
-            for t, o in zip(batch["answer_type"], batch["options"], strict=True)
+    name = "constant"
+
+    def answers(self, columns: dict[str, list[Any]]) -> list[str]:
+        return [
+            json.dumps(constant_answer(t, list(o or [])))
+            for t, o in zip(columns["answer_type"], columns["options"], strict=True)
         ]
-        return _with_outputs(batch, texts, started)

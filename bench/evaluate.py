@@ -6,7 +6,7 @@
 2. The whole pipeline with the plain oracle against a plain in-process loop doing the same
    request building, parsing, scoring and Parquet writing. Target: within 3x.
 
-Usage: python bench/evaluate.py [--items DIR] [--delay 0.6] [--batch-size 64]
+Usage: python bench/evaluate.py [--items DIR] [--delay 1.0] [--batch-size 64]
 """
 
 from __future__ import annotations
@@ -15,24 +15,38 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from actors.baselines import OracleEngine
-from actors.contract import OUTPUT_COLUMNS
 from geometry.item import SETUPS
 from geometry.tasks.registry import all_tasks
 from pipelines.engines import EngineOptions
 from pipelines.evaluate import evaluate
 from pipelines.generate import generate
-from pipelines.model_config import resolve_model
+from pipelines.model_config import ModelConfig, resolve_model
 from pipelines.ray_session import ensure_ray
 from pipelines.requests import SamplingConfig, add_requests
 from pipelines.results import ShardWriter, restore_types
 from pipelines.scoring import parse_and_score
 from pipelines.summarize import load_results
+
+
+def synthetic_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    """A stand-in for a model engine: the oracle sleeping `baseline_delay_s` per batch, in a
+    fixed pool of `pool_size` actors, as hf and vllm engines run."""
+    import ray
+
+    return ds.map_batches(
+        OracleEngine,
+        fn_constructor_kwargs={"delay_s": opts.baseline_delay_s},
+        batch_size=opts.batch_size,
+        compute=ray.data.ActorPoolStrategy(size=opts.pool_size),
+        num_cpus=opts.cpus_per_actor,
+        batch_format="pyarrow",
+    )
 
 
 def plain_loop(files: list[Path], out: Path) -> int:
@@ -44,13 +58,7 @@ def plain_loop(files: list[Path], out: Path) -> int:
         table = pq.read_table(f)
         for chunk in table.to_batches(max_chunksize=256):
             batch = add_requests(pa.Table.from_batches([chunk]), "oracle", "none", SamplingConfig())
-            needed = ("request_key", "answer_type", "options", "answer")
-            answers = oracle(
-                {n: np.array(batch.column(n).to_pylist(), dtype=object) for n in needed}
-            )
-            for column in OUTPUT_COLUMNS:
-                batch = batch.append_column(column, pa.array(list(answers[column])))
-            writer(parse_and_score(restore_types(batch)))
+            writer(parse_and_score(restore_types(oracle(batch))))
             rows += batch.num_rows
     return rows
 
@@ -60,7 +68,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--items", type=Path, default=None, help="item dir (default: generate one)")
-    parser.add_argument("--delay", type=float, default=0.6, help="synthetic seconds per batch")
+    parser.add_argument("--delay", type=float, default=1.0, help="synthetic seconds per batch")
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()
     ensure_ray()
@@ -76,11 +84,13 @@ def main() -> None:
     pool = 2
     opts = EngineOptions(pool_size=pool, batch_size=args.batch_size, baseline_delay_s=args.delay)
     started = time.perf_counter()
+    synthetic = tmp / "synthetic"
     rows = evaluate(
-        files, cfg, tasks, list(SETUPS), None, SamplingConfig(), opts, tmp / "synthetic"
-    )
+        files, cfg, tasks, list(SETUPS), None, SamplingConfig(), opts, synthetic,
+        engine_stage=synthetic_stage,
+    )  # fmt: skip
     wall = time.perf_counter() - started
-    engine_time = float(load_results(tmp / "synthetic", model="oracle")["time_taken_llm"].sum())
+    engine_time = float(load_results(synthetic, model="oracle")["time_taken_llm"].sum())
     busy = engine_time / (wall * pool)
     print(f"synthetic engine: {rows} rows, {pool} actors, {args.delay}s per batch")
     print(f"  batches of {args.batch_size}: wall {wall:.1f}s, engine time {engine_time:.1f}s")

@@ -21,9 +21,16 @@ import pyarrow.parquet as pq
 from geometry.answers import grammar_for
 from geometry.item import SETUPS
 from pipelines.cli import UsageError
-from pipelines.engines import STAGES, EngineOptions, MissingKeyError, NoGPUError, api_key
+from pipelines.engines import (
+    STAGES,
+    EngineOptions,
+    EngineStage,
+    MissingKeyError,
+    NoGPUError,
+    api_key,
+)
 from pipelines.generate import MANIFEST, SHARD_GLOB, parse_list
-from pipelines.model_config import ENGINES, ModelConfig, ModelConfigError, resolve_model
+from pipelines.model_config import BASELINES, ENGINES, ModelConfig, ModelConfigError, resolve_model
 from pipelines.requests import SamplingConfig, add_requests
 from pipelines.results import (
     ShardWriter,
@@ -107,6 +114,13 @@ def _drop_done(done: frozenset[str]) -> Any:
     return drop
 
 
+def _score_block(batch: pa.Table) -> pa.Table:
+    """One block at a time, before Ray joins blocks: types restored, answers scored, the
+    messages (images included) dropped; the item table keeps them."""
+    batch = parse_and_score(restore_types(batch))
+    return batch.drop_columns([c for c in ("messages",) if c in batch.column_names])
+
+
 def run(args: argparse.Namespace) -> int:
     files = _item_files(args.items)
     manifest = json.loads((args.items / MANIFEST).read_text())
@@ -168,6 +182,7 @@ def evaluate(
     opts: EngineOptions,
     out: Path,
     shard_rows: int = 256,
+    engine_stage: EngineStage | None = None,
 ) -> int:
     """Run the pipeline; returns the number of rows written by this call."""
     import ray
@@ -193,26 +208,22 @@ def evaluate(
     ds = paths.map_batches(_item_reader(tasks, setups, limit), batch_size=1, num_cpus=LIGHT_CPUS)
     ds = ds.map_batches(
         add_requests,  # type: ignore[arg-type]  # Ray's stub does not know fn_kwargs
-        fn_kwargs={"model": cfg.repo, "revision": cfg.revision, "sampling": sampling},
+        fn_kwargs={
+            "model": cfg.repo,
+            "revision": cfg.revision,
+            "sampling": sampling,
+            "with_messages": cfg.engine not in BASELINES,
+        },
         **light,
     )
     if done:
         ds = ds.map_batches(_drop_done(done), **light)
-    ds = STAGES[cfg.engine](ds, cfg, opts)
-    ds = ds.map_batches(restore_types, batch_size=None, **light)
-    ds = ds.map_batches(parse_and_score, **light)
-    ds = ds.map_batches(
-        ShardWriter,
-        fn_constructor_kwargs={
-            "root": str(root.resolve()),
-            "model": cfg.name,
-            "revision": cfg.revision,
-            "engine": cfg.engine,
-        },
-        batch_size=shard_rows,
-        compute=ray.data.ActorPoolStrategy(size=1),
-        **light,
-    )
+    ds = (engine_stage or STAGES[cfg.engine])(ds, cfg, opts)
+    ds = ds.map_batches(_score_block, batch_size=None, **light)
+    # The writer keeps no state between batches: plain tasks, which start at once, where an
+    # actor would first spawn and import.
+    writer = ShardWriter(str(root.resolve()), cfg.name, cfg.revision, cfg.engine)
+    ds = ds.map_batches(writer, batch_size=shard_rows, **light)
     write_run_record(
         root,
         {

@@ -85,9 +85,19 @@ def png_bytes(value: Any) -> bytes | None:
     return None
 
 
-def add_requests(batch: pa.Table, model: str, revision: str, sampling: SamplingConfig) -> pa.Table:
+def add_requests(
+    batch: pa.Table,
+    model: str,
+    revision: str,
+    sampling: SamplingConfig,
+    with_messages: bool = True,
+) -> pa.Table:
     """Ray Data step (pyarrow batches): item rows in; `request_key`, `messages` and
-    `sampling_params` added; the image dropped (the messages carry it)."""
+    `sampling_params` added; the image dropped (the messages carry it).
+
+    Engines that never read the messages (the answer baselines) skip them: base64 images
+    are most of a row's bytes. The request key does not depend on them either way.
+    """
     check_columns(batch.column_names, ITEM_COLUMNS_NEEDED, "add_requests")
     cols = {name: batch.column(name).to_pylist() for name in ITEM_COLUMNS_NEEDED}
     keys, messages, params = [], [], []
@@ -97,9 +107,11 @@ def add_requests(batch: pa.Table, model: str, revision: str, sampling: SamplingC
         system, prompt = cols["system_prompt"][i], cols["prompt"][i]
         item, setup = cols["item_id"][i], cols["setup"][i]
         keys.append(request_key(item, setup, model, revision, system, prompt, image, p))
-        messages.append(build_messages(system, prompt, image))
+        if with_messages:
+            messages.append(build_messages(system, prompt, image))
         params.append(p)
     out = batch.drop_columns(["image"])
     out = out.append_column("request_key", pa.array(keys, pa.string()))
-    out = out.append_column("messages", pa.array(messages))
+    if with_messages:
+        out = out.append_column("messages", pa.array(messages))
     return out.append_column("sampling_params", pa.array(params))
