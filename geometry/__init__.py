@@ -1,4 +1,4 @@
-"""Pure-Python geometry: exact coordinates, NoReGeo tasks, prompts, scoring, rendering, GeoBuild DSL.
+"""Pure-Python geometry: NoReGeo tasks, prompts, scoring, rendering; the GeoBuild DSL.
 
 Imports neither Ray nor torch, so every part of it runs and tests anywhere.
 """

@@ -361,7 +361,7 @@ def bisector_foot(a: Point, b: Point, c: Point) -> tuple[Number, Number]:
 
 
 def triangle_type(a: Point, b: Point, c: Point) -> str:
-    """"acute", "right" or "obtuse", by comparing squared sides exactly.
+    """ "acute", "right" or "obtuse", by comparing squared sides exactly.
 
     >>> triangle_type((0, 0), (4, 0), (0, 3)), triangle_type((0, 0), (4, 0), (2, 3))
     ('right', 'acute')
@@ -402,6 +402,7 @@ def segments_cross(a: Point, b: Point, c: Point, d: Point) -> bool:
     >>> segments_cross((0, 0), (2, 0), (2, 0), (3, 5))
     True
     """
+
     def on_segment(p: Point, q: Point, r: Point) -> bool:
         return min(p[0], q[0]) <= r[0] <= max(p[0], q[0]) and min(p[1], q[1]) <= r[1] <= max(
             p[1], q[1]

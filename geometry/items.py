@@ -47,9 +47,7 @@ def balanced_labels(options: Sequence[str], count: int, rng: random.Random) -> l
     return [order[i % len(order)] for i in range(count)]
 
 
-def _labelled_draws(
-    task: TaskSpec, per_task: int, seed: int
-) -> list[tuple[Draw, str | None, int]]:
+def _labelled_draws(task: TaskSpec, per_task: int, seed: int) -> list[tuple[Draw, str | None, int]]:
     """(draw, pair_id, item seed) for each of the task's `per_task` items, in index order."""
     label_rng = random.Random(item_seed(seed, task.task_id, "labels"))
     out: list[tuple[Draw, str | None, int]] = []

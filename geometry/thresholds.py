@@ -95,6 +95,4 @@ def draw_until_valid(
             return make(rng)
         except Degenerate as err:
             last = str(err)
-    raise RuntimeError(
-        f"task {task}: no valid draw in {max_tries} tries; last rejection: {last}"
-    )
+    raise RuntimeError(f"task {task}: no valid draw in {max_tries} tries; last rejection: {last}")

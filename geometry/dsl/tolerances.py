@@ -46,6 +46,7 @@ def angles_close(a_deg: float, b_deg: float) -> bool:
 def ratio_close(a: float, b: float) -> bool:
     return abs(a - b) <= RATIO_REL * max(abs(a), abs(b), 1e-12)
 
+
 # Executor: a line or circle that misses touching a circle by less than this fraction of the
 # radius touches it (one intersection point), so tangents computed in floats still meet.
 TOUCH_REL = 1e-6

@@ -53,11 +53,17 @@ def _task(
 ) -> None:
     name = make.__name__
     if task_id.startswith("U-"):
-        register(TaskSpec(task_id, name, category, answer_type, options,
-                          generate_pair=_pair(task_id, make)))  # type: ignore[arg-type]
+        register(
+            TaskSpec(
+                task_id, name, category, answer_type, options, generate_pair=_pair(task_id, make)
+            )
+        )  # type: ignore[arg-type]
     else:
-        register(TaskSpec(task_id, name, category, answer_type, options,
-                          generate=_one(task_id, options, make)))  # type: ignore[arg-type]
+        register(
+            TaskSpec(
+                task_id, name, category, answer_type, options, generate=_one(task_id, options, make)
+            )
+        )  # type: ignore[arg-type]
 
 
 _AREA = "Area comparison"

@@ -159,8 +159,14 @@ def shape_symmetry(rng: random.Random, label: str | None) -> Draw:
     pts = _symmetric_polygon(rng)
     if label == "no":
         i = rng.randrange(len(pts))
-        dx, dy = rng.choice([(dx, dy) for dx in (-2, -1, 0, 1, 2) for dy in (-2, -1, 0, 1, 2)
-                             if 0 < abs(dx) + abs(dy) <= 2])
+        dx, dy = rng.choice(
+            [
+                (dx, dy)
+                for dx in (-2, -1, 0, 1, 2)
+                for dy in (-2, -1, 0, 1, 2)
+                if 0 < abs(dx) + abs(dy) <= 2
+            ]
+        )
         pts[i] = shift(pts[i], (dx, dy))
     check_polygon(pts)
     require(is_simple_polygon(pts), "self-intersecting polygon")

@@ -238,9 +238,13 @@ class _Handler(BaseHTTPRequestHandler):
                 threading.Thread(target=owner.stop, daemon=True).start()
 
     def _send(self, reply: Reply) -> None:
-        body = reply.body if reply.body is not None else json.dumps(
-            {"error": {"message": f"scripted status {reply.status}", "code": reply.status}}
-        ).encode()
+        body = (
+            reply.body
+            if reply.body is not None
+            else json.dumps(
+                {"error": {"message": f"scripted status {reply.status}", "code": reply.status}}
+            ).encode()
+        )
         self.send_response(reply.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

@@ -84,10 +84,14 @@ def test_point_errors_are_euclidean_and_mean_squared() -> None:
         ("12", "number", []),  # bare number, not an object
     ],
 )
-def test_malformed_outputs_are_invalid_and_wrong(text: str, answer_type: str, options: list[str]) -> None:
+def test_malformed_outputs_are_invalid_and_wrong(
+    text: str, answer_type: str, options: list[str]
+) -> None:
     parsed = parse_answer(text, answer_type, options)
     assert not parsed.valid and parsed.error
-    truth = {"x": 1, "y": 2} if answer_type == "point" else {"answer": options[0] if options else 12}
+    truth = (
+        {"x": 1, "y": 2} if answer_type == "point" else {"answer": options[0] if options else 12}
+    )
     assert score_answer(parsed, json.dumps(truth), answer_type).correct is False
 
 
@@ -106,7 +110,12 @@ def _accepts(grammar: str, text: str) -> bool:
 @pytest.mark.parametrize(
     ("answer_type", "options", "good", "bad"),
     [
-        ("choice", YES_NO, ['{"answer": "yes"}', '{"answer":"no"}'], ['{"answer": "Yes"}', '{"answer": 1}']),
+        (
+            "choice",
+            YES_NO,
+            ['{"answer": "yes"}', '{"answer":"no"}'],
+            ['{"answer": "Yes"}', '{"answer": 1}'],
+        ),
         ("choice", THREE, ['{"answer": "bisector"}'], ['{"answer": "bisect"}']),
         (
             "number",
@@ -121,7 +130,12 @@ def _accepts(grammar: str, text: str) -> bool:
                 '{"answer": 00}',
             ],
         ),
-        ("point", [], ['{"x": 1.5, "y": -2}'], ['{"y": 1, "x": 2}', '{"x": 1}', '{"x": 1, "y": 00000}']),
+        (
+            "point",
+            [],
+            ['{"x": 1.5, "y": -2}'],
+            ['{"y": 1, "x": 2}', '{"x": 1}', '{"x": 1, "y": 00000}'],
+        ),
     ],
 )
 def test_grammar_is_bounded_and_matches_the_parser(

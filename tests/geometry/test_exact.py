@@ -83,9 +83,7 @@ def test_triangle_centres_meet_their_definitions(tri: tuple[tuple[int, int], ...
     for p, q in ((a, b), (b, c), (c, a)):
         assert math.isclose(_line_distance(i, p, q), float(r), rel_tol=1e-9, abs_tol=1e-9)
     d = bisector_foot(a, b, c)
-    assert math.isclose(
-        _fdist(d, a) / _fdist(d, c), _fdist(b, a) / _fdist(b, c), rel_tol=1e-9
-    )
+    assert math.isclose(_fdist(d, a) / _fdist(d, c), _fdist(b, a) / _fdist(b, c), rel_tol=1e-9)
     # the foot lies on AC
     assert _line_distance(d, a, c) < 1e-9
 

@@ -41,7 +41,10 @@ def test_rows_share_item_fields_across_setups() -> None:
         assert row.system_prompt == SYSTEM_PROMPT
         assert row.generator_version == GENERATOR_VERSION
         assert (row.task, row.task_name, row.kind, row.answer_type) == (
-            "N-BCT-MT", "midpoint", "numeric", "point"
+            "N-BCT-MT",
+            "midpoint",
+            "numeric",
+            "point",
         )
         assert row.seed == item_seed(1, "N-BCT-MT", int(row.item_id[-4:]))
 
@@ -103,8 +106,12 @@ def test_rows_do_not_depend_on_the_python_hash_seed() -> None:
     )
     outputs = {
         subprocess.run(
-            [sys.executable, "-c", script], capture_output=True, text=True, check=True,
-            env={**os.environ, "PYTHONHASHSEED": hash_seed}, cwd=REPO,
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+            cwd=REPO,
         ).stdout
         for hash_seed in ("1", "2")
     }

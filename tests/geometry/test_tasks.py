@@ -25,10 +25,31 @@ PER_TASK = 100
 SEED = 20240
 TASK_IDS = list(all_tasks())
 DESIGN_ORDER = [
-    "C-ACM-PST", "C-ACM-TST", "C-BCT-CT", "C-SYM-SST", "N-BCT-MT", "N-BCT-PAT", "N-BCT-PPT",
-    "N-BCT-TAT", "N-BCT-TPT", "N-ECL-IT", "N-ECL-SLT", "N-GTR-RT", "N-GTR-RPT", "N-RLT-BT",
-    "N-SCP-ICCT", "N-SCP-ICRT", "N-SCP-OCCT", "N-SCP-TTT", "U-CPR-CDT", "U-PAP-PLT", "U-PAP-PT",
-    "U-PAP-RAT", "U-RLT-SLT", "U-SCP-STT", "U-SYM-ST",
+    "C-ACM-PST",
+    "C-ACM-TST",
+    "C-BCT-CT",
+    "C-SYM-SST",
+    "N-BCT-MT",
+    "N-BCT-PAT",
+    "N-BCT-PPT",
+    "N-BCT-TAT",
+    "N-BCT-TPT",
+    "N-ECL-IT",
+    "N-ECL-SLT",
+    "N-GTR-RT",
+    "N-GTR-RPT",
+    "N-RLT-BT",
+    "N-SCP-ICCT",
+    "N-SCP-ICRT",
+    "N-SCP-OCCT",
+    "N-SCP-TTT",
+    "U-CPR-CDT",
+    "U-PAP-PLT",
+    "U-PAP-PT",
+    "U-PAP-RAT",
+    "U-RLT-SLT",
+    "U-SCP-STT",
+    "U-SYM-ST",
 ]
 EPS = 1e-6
 
@@ -47,8 +68,12 @@ def _pts(geo: Geo, labels: str) -> list[P]:
 
 def _shoelace(pts: list[P]) -> float:
     n = len(pts)
-    return abs(sum(pts[i][0] * pts[(i + 1) % n][1] - pts[(i + 1) % n][0] * pts[i][1]
-                   for i in range(n))) / 2
+    return (
+        abs(
+            sum(pts[i][0] * pts[(i + 1) % n][1] - pts[(i + 1) % n][0] * pts[i][1] for i in range(n))
+        )
+        / 2
+    )
 
 
 def _perimeter(pts: list[P]) -> float:
@@ -92,8 +117,12 @@ def _incenter(a: P, b: P, c: P) -> P:
 def _circumcenter(a: P, b: P, c: P) -> P:
     # |X - a|^2 = |X - b|^2 and |X - a|^2 = |X - c|^2 are linear in X
     return _solve(
-        2 * (b[0] - a[0]), 2 * (b[1] - a[1]), b[0] ** 2 + b[1] ** 2 - a[0] ** 2 - a[1] ** 2,
-        2 * (c[0] - a[0]), 2 * (c[1] - a[1]), c[0] ** 2 + c[1] ** 2 - a[0] ** 2 - a[1] ** 2,
+        2 * (b[0] - a[0]),
+        2 * (b[1] - a[1]),
+        b[0] ** 2 + b[1] ** 2 - a[0] ** 2 - a[1] ** 2,
+        2 * (c[0] - a[0]),
+        2 * (c[1] - a[1]),
+        c[0] ** 2 + c[1] ** 2 - a[0] ** 2 - a[1] ** 2,
     )
 
 
@@ -139,11 +168,15 @@ def _special_line(a: P, b: P, c: P, d: P) -> str:
     ac = (c[0] - a[0], c[1] - a[1])
     t = ((b[0] - a[0]) * ac[0] + (b[1] - a[1]) * ac[1]) / (ac[0] ** 2 + ac[1] ** 2)
     foot = (a[0] + t * ac[0], a[1] + t * ac[1])
-    found = [name for name, ok in (
-        ("median", math.dist(d, mid) < EPS),
-        ("altitude", math.dist(d, foot) < EPS),
-        ("bisector", abs(_angle(a, b, d) - _angle(d, b, c)) < EPS),
-    ) if ok]
+    found = [
+        name
+        for name, ok in (
+            ("median", math.dist(d, mid) < EPS),
+            ("altitude", math.dist(d, foot) < EPS),
+            ("bisector", abs(_angle(a, b, d) - _angle(d, b, c)) < EPS),
+        )
+        if ok
+    ]
     assert len(found) == 1, found
     return found[0]
 
@@ -177,10 +210,12 @@ def _thales(a: P, b: P, c: P) -> bool:
 
 
 RECOMPUTE: dict[str, Callable[[Geo], Any]] = {
-    "C-ACM-PST": lambda g: _compare("ABCD", "EFGH", _shoelace(_pts(g, "ABCD")),
-                                    _shoelace(_pts(g, "EFGH"))),
-    "C-ACM-TST": lambda g: _compare("ABC", "DEF", _shoelace(_pts(g, "ABC")),
-                                    _shoelace(_pts(g, "DEF"))),
+    "C-ACM-PST": lambda g: _compare(
+        "ABCD", "EFGH", _shoelace(_pts(g, "ABCD")), _shoelace(_pts(g, "EFGH"))
+    ),
+    "C-ACM-TST": lambda g: _compare(
+        "ABC", "DEF", _shoelace(_pts(g, "ABC")), _shoelace(_pts(g, "DEF"))
+    ),
     "C-BCT-CT": lambda g: _yes(_shoelace(_pts(g, "ABC")) == 0),
     "C-SYM-SST": lambda g: _yes(_y_symmetric(_pts(g, "".join(g["points"])))),
     "N-BCT-MT": lambda g: tuple((p + q) / 2 for p, q in zip(*_pts(g, "AB"), strict=True)),
@@ -207,10 +242,20 @@ RECOMPUTE: dict[str, Callable[[Geo], Any]] = {
 }
 # Labelled triangles and parallelograms whose area must be far from zero.
 SHAPES: dict[str, tuple[str, ...]] = {
-    "C-ACM-PST": ("ABCD", "EFGH"), "C-ACM-TST": ("ABC", "DEF"), "N-BCT-PAT": ("ABCD",),
-    "N-BCT-PPT": ("ABCD",), "N-BCT-TAT": ("ABC",), "N-BCT-TPT": ("ABC",), "N-RLT-BT": ("ABC",),
-    "N-SCP-ICCT": ("ABC",), "N-SCP-ICRT": ("ABC",), "N-SCP-OCCT": ("ABC",),
-    "N-SCP-TTT": ("ABC",), "U-PAP-RAT": ("ABC",), "U-RLT-SLT": ("ABC",), "U-SCP-STT": ("ABC",),
+    "C-ACM-PST": ("ABCD", "EFGH"),
+    "C-ACM-TST": ("ABC", "DEF"),
+    "N-BCT-PAT": ("ABCD",),
+    "N-BCT-PPT": ("ABCD",),
+    "N-BCT-TAT": ("ABC",),
+    "N-BCT-TPT": ("ABC",),
+    "N-RLT-BT": ("ABC",),
+    "N-SCP-ICCT": ("ABC",),
+    "N-SCP-ICRT": ("ABC",),
+    "N-SCP-OCCT": ("ABC",),
+    "N-SCP-TTT": ("ABC",),
+    "U-PAP-RAT": ("ABC",),
+    "U-RLT-SLT": ("ABC",),
+    "U-SCP-STT": ("ABC",),
 }
 
 
