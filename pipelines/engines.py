@@ -28,6 +28,11 @@ class EngineOptions:
     baseline_delay_s: float = 0.0  # baselines sleep this long per batch (latency stand-in)
 
 
+# Light steps ask for a quarter CPU: on a 2-CPU node, engine actors holding a CPU each would
+# otherwise leave no room for a default 1-CPU task, and the pipeline would stall. Steps with
+# equal requests also fuse into one task.
+LIGHT_CPUS = 0.25
+
 # (dataset, model config, options) -> the dataset with the engine's step appended.
 EngineStage = Callable[[Any, ModelConfig, EngineOptions], Any]
 
@@ -77,11 +82,20 @@ def baseline_stage(engine: str) -> EngineStage:
         return ds.map_batches(
             cls(delay_s=opts.baseline_delay_s),
             batch_size=opts.batch_size,
-            num_cpus=opts.cpus_per_actor,
+            num_cpus=LIGHT_CPUS,  # as the steps around it, or Ray will not fuse them
             batch_format="pyarrow",
         )
 
     return build
+
+
+def oracle_actor_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    """The oracle in a fixed pool of actors, sleeping `baseline_delay_s` per batch: a model
+    engine's shape without a model, for benchmarks and fault-tolerance checks."""
+    from actors.baselines import OracleEngine
+
+    kwargs = {"delay_s": opts.baseline_delay_s}
+    return _actor_stage(ds, OracleEngine, kwargs, opts, batch_format="pyarrow")
 
 
 def cluster_gpus() -> float:
@@ -184,7 +198,7 @@ def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         )
     config = vllm_processor_config(cfg, opts, has_images=cfg.modality == "image-text")
     processor = build_processor(config, postprocess=_vllm_postprocess)
-    return processor(ds).map_batches(normalise_engine_errors, num_cpus=0.25)
+    return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
 
 
 STAGES: dict[str, EngineStage] = {

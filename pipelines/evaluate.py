@@ -22,6 +22,7 @@ from geometry.answers import grammar_for
 from geometry.item import SETUPS
 from pipelines.cli import UsageError
 from pipelines.engines import (
+    LIGHT_CPUS,
     STAGES,
     EngineOptions,
     EngineStage,
@@ -79,11 +80,6 @@ def _item_files(items: Path) -> list[Path]:
     if not files or not (items / MANIFEST).is_file():
         raise UsageError(f"--items {items} holds no item table (no {MANIFEST}); run `generate`")
     return files
-
-
-# Light steps ask for a quarter CPU: on a 2-CPU node, engine actors holding a CPU each would
-# otherwise leave no room for a default 1-CPU task, and the pipeline would stall.
-LIGHT_CPUS = 0.25
 
 
 def _item_reader(tasks: list[str], setups: list[str], limit: int | None) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from geometry.item import SETUPS
-from pipelines.engines import EngineOptions
+from pipelines.engines import EngineOptions, oracle_actor_stage
 from pipelines.evaluate import evaluate
 from pipelines.generate import generate
 from pipelines.model_config import resolve_model
@@ -88,6 +88,7 @@ def _evaluate(items: Path, out: Path, delay_s: float) -> int:
         EngineOptions(pool_size=1, batch_size=BATCH, baseline_delay_s=delay_s),
         out,
         shard_rows=BATCH,  # a shard per engine call: progress shows on disk early
+        engine_stage=oracle_actor_stage,  # actors, as model engines run (baselines are tasks)
     )
 
 
