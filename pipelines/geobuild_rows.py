@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from actors.contract import plain
 from pipelines.atomic import sweep_temporaries, write_parquet_atomic
-from pipelines.results import shard_files
+from pipelines.results import null_if_nan, shard_files
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -94,7 +94,7 @@ class RoundWriter:
         rows = []
         for i in range(n):
             row = {
-                name: _null_if_nan(plain(batch[name][i]))
+                name: null_if_nan(plain(batch[name][i]))
                 for name in RESULT_SCHEMA.names
                 if name in batch
             }
@@ -106,7 +106,3 @@ class RoundWriter:
         table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
         write_parquet_atomic(self.directory / f"part-{name}.parquet", table)
         return {"rows": np.array([n], dtype=np.int64)}
-
-
-def _null_if_nan(value: Any) -> Any:
-    return None if isinstance(value, float) and value != value else value

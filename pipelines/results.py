@@ -89,7 +89,8 @@ def finished_keys(root: Path) -> set[str]:
     return keys
 
 
-def _null_if_nan(value: Any) -> Any:
+def null_if_nan(value: Any) -> Any:
+    """Ray's numpy batches carry a missing value of an all-null column as NaN."""
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
@@ -106,7 +107,7 @@ def restore_types(batch: pa.Table) -> pa.Table:
             continue
         column = batch.column(field.name)
         if column.type != field.type:
-            values = [_null_if_nan(plain(v)) for v in column.to_pylist()]
+            values = [null_if_nan(plain(v)) for v in column.to_pylist()]
             index = batch.column_names.index(field.name)
             batch = batch.set_column(index, field.name, pa.array(values, field.type))
     return batch
