@@ -74,19 +74,21 @@ def text_part(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
-def plain(value: Any) -> Any:
+def plain(value: Any, drop_none: bool = False) -> Any:
     """Numpy scalars and arrays (as Ray hands back Arrow lists and structs) to plain Python.
 
     Columns returned in Ray's numpy form would be pickled instead of stored as Arrow.
+    `drop_none` drops the None-valued keys Arrow adds to structs (the union of all keys).
     """
     if isinstance(value, np.ndarray):
-        return [plain(v) for v in value]
+        return [plain(v, drop_none) for v in value.tolist()]
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
+        kept = (kv for kv in value.items() if kv[1] is not None or not drop_none)
+        return {str(k): plain(v, drop_none) for k, v in kept}
     if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
+        return [plain(v, drop_none) for v in value]
     return value
 
 

@@ -20,22 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from actors.contract import OUTPUT_COLUMNS, check_columns, message_parts
+from actors.contract import OUTPUT_COLUMNS, check_columns, message_parts, plain
 
 DEFAULT_MAX_TOKENS = 256
-
-
-def _plain(value: Any) -> Any:
-    """Nested lists/dicts from what Ray's numpy batches hold (object arrays of arrays/dicts)."""
-    if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()] if value.dtype == object else value.tolist()
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def _decode_image(url: str) -> Any:
@@ -164,8 +151,8 @@ class HFEngine:
         return result
 
     def _prepare(self, index: int, messages: Any, sampling_params: Any) -> _Request:
-        messages = _plain(messages)
-        params = _plain(sampling_params) or {}
+        messages = plain(messages)
+        params = plain(sampling_params) or {}
         images: list[Any] = []
         chat = []
         for message in messages:

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from actors.contract import check_columns
+from actors.contract import check_columns, plain
 from geometry.answers import json_schema_for
 
 logger = logging.getLogger(__name__)
@@ -89,20 +89,6 @@ class _Retryable(_Failed):
         self.wait_s = wait_s
 
 
-def _plain(value: Any, drop_none: bool = True) -> Any:
-    """Arrow/numpy values as JSON-ready Python; by default drops the None keys Arrow adds."""
-    if isinstance(value, np.ndarray):
-        return [_plain(v, drop_none) for v in value.tolist()]
-    if isinstance(value, list | tuple):
-        return [_plain(v, drop_none) for v in value]
-    if isinstance(value, Mapping):
-        kept = (kv for kv in value.items() if kv[1] is not None or not drop_none)
-        return {str(k): _plain(v, drop_none) for k, v in kept}
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def _arrow_ready(column: np.ndarray) -> np.ndarray:
     """A column as Python lists/dicts: Ray cannot turn nested numpy arrays back into Arrow.
 
@@ -113,7 +99,7 @@ def _arrow_ready(column: np.ndarray) -> np.ndarray:
         return column
     out = np.empty(len(column), dtype=object)
     for i, value in enumerate(column):  # item by item: numpy would stack equal-length lists
-        out[i] = _plain(value, drop_none=False)
+        out[i] = plain(value)
     return out
 
 
@@ -142,7 +128,7 @@ def response_format_for(answer_type: Any, options: Any, sampling_params: Mapping
     """
     schema: Any
     if answer_type:
-        schema = json_schema_for(str(answer_type), [str(o) for o in (_plain(options) or [])])
+        schema = json_schema_for(str(answer_type), [str(o) for o in (plain(options) or [])])
     else:
         schema = (sampling_params.get("structured_outputs") or {}).get("json")
         if schema is None:
@@ -155,8 +141,8 @@ def build_request(
     model: str, messages: Any, sampling_params: Any, answer_type: Any, options: Any
 ) -> dict[str, Any]:
     """The chat-completions JSON body for one row."""
-    params = _plain(sampling_params) or {}
-    body: dict[str, Any] = {"model": model, "messages": _plain(messages)}
+    params = plain(sampling_params) or {}
+    body: dict[str, Any] = {"model": model, "messages": plain(messages, drop_none=True)}
     for name in ("temperature", "max_tokens", "seed"):
         if params.get(name) is not None:
             body[name] = params[name]

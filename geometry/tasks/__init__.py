@@ -52,18 +52,13 @@ def _task(
     options: tuple[str, ...] = (),
 ) -> None:
     name = make.__name__
+    # The generators return their own Draw types through `make`'s loose signature.
     if task_id.startswith("U-"):
-        register(
-            TaskSpec(
-                task_id, name, category, answer_type, options, generate_pair=_pair(task_id, make)
-            )
-        )  # type: ignore[arg-type]
+        pair = _pair(task_id, make)  # type: ignore[arg-type]
+        register(TaskSpec(task_id, name, category, answer_type, options, generate_pair=pair))
     else:
-        register(
-            TaskSpec(
-                task_id, name, category, answer_type, options, generate=_one(task_id, options, make)
-            )
-        )  # type: ignore[arg-type]
+        one = _one(task_id, options, make)  # type: ignore[arg-type]
+        register(TaskSpec(task_id, name, category, answer_type, options, generate=one))
 
 
 _AREA = "Area comparison"
