@@ -28,7 +28,6 @@ from pipelines.engines import (
     EngineStage,
     MissingKeyError,
     NoGPUError,
-    api_key,
 )
 from pipelines.generate import MANIFEST, SHARD_GLOB, parse_list
 from pipelines.model_config import BASELINES, ENGINES, ModelConfig, ModelConfigError, resolve_model
@@ -186,16 +185,6 @@ def evaluate(
     from pipelines.ray_session import ensure_ray
 
     ensure_ray()
-    if cfg.engine == "vllm":
-        from pipelines.engines import cluster_gpus
-
-        if cluster_gpus() < cfg.tensor_parallel_size:
-            raise NoGPUError(
-                f"the vllm engine needs {cfg.tensor_parallel_size} GPU(s) for {cfg.name}; this "
-                f"Ray cluster has {cluster_gpus():g}. Use --engine hf on CPU, or a GPU cluster"
-            )
-    if cfg.engine == "http" and cfg.api_key_env:
-        api_key(cfg)  # fail before anything is written
     root = model_dir(out, BENCHMARK, cfg.name)
     done = frozenset(finished_keys(root))
     wanted = [f for f in files if f.stem.removeprefix("part-") in tasks]
@@ -214,6 +203,7 @@ def evaluate(
     )
     if done:
         ds = ds.map_batches(_drop_done(done), **light)
+    # Building the stage refuses (no GPUs for vllm, no API key) before anything is written.
     ds = (engine_stage or STAGES[cfg.engine])(ds, cfg, opts)
     ds = ds.map_batches(_score_block, batch_size=None, **light)
     # The writer keeps no state between batches: plain tasks, which start at once, where an

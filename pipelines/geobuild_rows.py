@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from actors.contract import plain
-from pipelines.atomic import sweep_temporaries, write_parquet_atomic
-from pipelines.results import null_if_nan, shard_files
+from pipelines.atomic import write_parquet_atomic
+from pipelines.results import finished_keys, null_if_nan, shard_files
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -61,14 +61,7 @@ def round_dir(root: Path, round_number: int) -> Path:
 
 def finished_problems(root: Path, round_number: int) -> set[str]:
     """Problem ids a round already holds (after sweeping a killed writer's temporaries)."""
-    directory = round_dir(root, round_number)
-    if not directory.exists():
-        return set()
-    sweep_temporaries(directory)
-    done: set[str] = set()
-    for shard in shard_files(directory):
-        done.update(pq.read_table(shard, columns=["problem_id"]).column(0).to_pylist())
-    return done
+    return finished_keys(round_dir(root, round_number), column="problem_id")
 
 
 def read_round(root: Path, round_number: int, with_images: bool = False) -> pl.DataFrame:

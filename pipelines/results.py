@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from actors.contract import plain
 from geometry.item import ITEM_SCHEMA
 from pipelines.atomic import TMP_PREFIX, sweep_temporaries, write_bytes_atomic, write_parquet_atomic
+from pipelines.scoring import SCORE_FIELDS
 
 # The item columns (images aside: the item table keeps them), then the run's own.
 RESULT_SCHEMA = pa.schema(
@@ -39,12 +40,9 @@ RESULT_SCHEMA = pa.schema(
         ("sampling_params", pa.string()),  # JSON text, grammar included
         ("request_key", pa.string()),
         ("generated_text", pa.string()),
-        ("parsed", pa.string()),
-        ("valid", pa.bool_()),
-        ("parse_error", pa.string()),
-        ("correct", pa.bool_()),
-        ("abs_error", pa.float64()),
-        ("sq_error", pa.float64()),
+    ]
+    + list(SCORE_FIELDS)
+    + [
         ("num_input_tokens", pa.int64()),
         ("num_generated_tokens", pa.int64()),
         ("time_taken_llm", pa.float64()),
@@ -78,14 +76,15 @@ def shard_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("part-*.parquet") if not p.name.startswith(TMP_PREFIX))
 
 
-def finished_keys(root: Path) -> set[str]:
-    """Request keys already written under `root` (after sweeping a killed run's temporaries)."""
+def finished_keys(root: Path, column: str = "request_key") -> set[str]:
+    """Values of `column` already written under `root` (request keys by default), after
+    sweeping a killed run's temporaries."""
     if not root.exists():
         return set()
     sweep_temporaries(root)
     keys: set[str] = set()
     for shard in shard_files(root):
-        keys.update(pq.read_table(shard, columns=["request_key"]).column(0).to_pylist())
+        keys.update(pq.read_table(shard, columns=[column]).column(0).to_pylist())
     return keys
 
 
