@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-INPUT_COLUMNS = ("request_key", "messages", "sampling_params", "answer_type", "options")
 OUTPUT_COLUMNS = (
     "generated_text",
     "num_input_tokens",
@@ -47,22 +46,6 @@ def message_parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return [{"type": "text", "text": content}]
     # Ray hands content over as a numpy array, whose truth value is ambiguous: test None.
     return [] if content is None else list(content)
-
-
-def message_text(message: Mapping[str, Any]) -> str:
-    return "".join(p.get("text") or "" for p in message_parts(message) if p.get("type") == "text")
-
-
-def message_images(message: Mapping[str, Any]) -> list[bytes]:
-    """PNG bytes of every data-URL image part of a message."""
-    images = []
-    for part in message_parts(message):
-        if part.get("type") != "image_url":
-            continue
-        url = (part.get("image_url") or {}).get("url") or ""
-        _, _, payload = url.partition("base64,")
-        images.append(base64.b64decode(payload))
-    return images
 
 
 def image_part(png: bytes) -> dict[str, Any]:
@@ -98,15 +81,16 @@ def with_outputs(
     """`batch` plus OUTPUT_COLUMNS for engines that make no tokens (baselines, replays)."""
     n = len(texts)
     out = dict(batch)
-    out["generated_text"] = _objects(texts)
+    out["generated_text"] = object_array(texts)
     out["num_input_tokens"] = np.zeros(n, dtype=np.int64)
     out["num_generated_tokens"] = np.zeros(n, dtype=np.int64)
     out["time_taken_llm"] = np.full(n, seconds_per_row)
-    out["engine_error"] = _objects([None] * n)
+    out["engine_error"] = object_array([None] * n)
     return out
 
 
-def _objects(values: list[Any]) -> np.ndarray:
+def object_array(values: list[Any]) -> np.ndarray:
+    """A 1-D object array, even of equal-length lists (numpy would stack them)."""
     array = np.empty(len(values), dtype=object)
     array[:] = values
     return array

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from actors.contract import OUTPUT_COLUMNS, check_columns, message_parts, plain
+from actors.contract import OUTPUT_COLUMNS, check_columns, message_parts, object_array, plain
 
 DEFAULT_MAX_TOKENS = 256
 
@@ -147,7 +147,7 @@ class HFEngine:
             self._run_chunk(requests[start : start + self.batch_size], out)
         result = dict(batch)
         for column, values in out.items():
-            result[column] = _object_array(values)
+            result[column] = object_array(values)
         return result
 
     def _prepare(self, index: int, messages: Any, sampling_params: Any) -> _Request:
@@ -268,9 +268,3 @@ class HFEngine:
 
 def _describe(err: Exception) -> str:
     return f"{type(err).__name__}: {err}"
-
-
-def _object_array(values: list[Any]) -> np.ndarray:
-    array = np.empty(len(values), dtype=object)
-    array[:] = values
-    return array

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+
 import numpy as np
 import pyarrow as pa
 
-from actors.contract import message_images, message_text
 from geometry.answers import grammar_for
 from pipelines.requests import (
     SamplingConfig,
@@ -36,8 +37,9 @@ def test_messages_put_the_image_before_the_question() -> None:
     assert [m["role"] for m in messages] == ["system", "user"]
     user = messages[1]["content"]
     assert [p["type"] for p in user] == ["image_url", "text"]
-    assert message_images(messages[1]) == [b"PNG"]
-    assert message_text(messages[1]) == "question?"
+    image_url = user[0]["image_url"]["url"]
+    assert base64.b64decode(image_url.removeprefix("data:image/png;base64,")) == b"PNG"
+    assert user[1] == {"type": "text", "text": "question?"}
     assert [p["type"] for p in build_messages("sys", "q", None)[1]["content"]] == ["text"]
 
 
