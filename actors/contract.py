@@ -1,7 +1,8 @@
 """The one row contract every engine shares (ray.data.llm's, so the GPU path is Ray's own).
 
-In: `messages` (OpenAI chat format; content is a list of parts, `{"type": "text", "text":
-...}` or `{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`),
+In: `messages` (OpenAI chat format; content is one string for text-only models, else a list
+of parts, `{"type": "text", "text": ...}` or `{"type": "image_url", "image_url": {"url":
+"data:image/png;base64,..."}}`: see `chat_message`),
 `sampling_params` (`temperature`, `max_tokens`, `seed`, `structured_outputs` =
 `{"grammar": EBNF}`), plus `answer_type` and `options` from which HTTP engines derive a
 JSON schema. Out: every input column, plus OUTPUT_COLUMNS. A row that fails carries its
@@ -55,6 +56,23 @@ def image_part(png: bytes) -> dict[str, Any]:
 
 def text_part(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
+
+
+def chat_message(role: str, parts: list[dict[str, Any]], text_only: bool) -> dict[str, Any]:
+    """One chat message in the shape the model's family expects.
+
+    Text-only models get their content as one string: the chat templates of Llama-3.x,
+    Qwen2.5 and most text models print `content` as it comes, so a list of parts (which Ray
+    hands to the template as a numpy array) would render as its repr, e.g. `<ndarray>`, and
+    the grammar would still force a valid-looking answer to a prompt the model never saw.
+    Image-text models keep the list of parts their processors expand into image tokens.
+    """
+    if not text_only:
+        return {"role": role, "content": parts}
+    images = [p for p in parts if p.get("type") != "text"]
+    if images:
+        raise ValueError(f"a text-only model cannot take {images[0].get('type')} parts")
+    return {"role": role, "content": "".join(str(p["text"]) for p in parts)}
 
 
 def plain(value: Any, drop_none: bool = False) -> Any:

@@ -198,6 +198,7 @@ def evaluate(
             "revision": cfg.revision,
             "sampling": sampling,
             "with_messages": cfg.engine not in BASELINES,
+            "text_only": cfg.modality == "text",
         },
         **light,
     )

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from actors.contract import image_part, text_part
+from actors.contract import chat_message, image_part, text_part
 from geometry.dsl.dataset import LANGUAGES, Problem, load_problems
 from geometry.dsl.prompts import FEEDBACK_MODES, problem_prompt, system_prompt
 from pipelines.atomic import write_bytes_atomic
@@ -148,6 +148,7 @@ class Loop:
         self.opts, self.executors, self.image_size = opts, executors, image_size
         self.shard_rows = shard_rows
         self.root = model_dir(out, BENCHMARK, self.cfg.name)
+        self.text_only = self.cfg.modality == "text"
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -225,8 +226,8 @@ class Loop:
 
     def opening(self, problem: Problem) -> list[dict[str, Any]]:
         return [
-            {"role": "system", "content": [text_part(system_prompt())]},
-            {"role": "user", "content": [text_part(problem_prompt(problem, self.lang))]},
+            chat_message("system", [text_part(system_prompt())], self.text_only),
+            chat_message("user", [text_part(problem_prompt(problem, self.lang))], self.text_only),
         ]
 
     def continued(self, previous: int, ids: set[str]) -> dict[str, list[dict[str, Any]]]:
@@ -238,13 +239,12 @@ class Loop:
             if row["problem_id"] not in ids:
                 continue
             messages = [_with_images(m, images) for m in json.loads(row["messages_json"])]
-            messages.append(
-                {"role": "assistant", "content": [text_part(row["generated_text"] or "")]}
-            )
+            reply = [text_part(row["generated_text"] or "")]
+            messages.append(chat_message("assistant", reply, self.text_only))
             feedback = [text_part(row["feedback_text"])]
             if row.get("feedback_image") is not None:
                 feedback.insert(0, image_part(row["feedback_image"]))
-            messages.append({"role": "user", "content": feedback})
+            messages.append(chat_message("user", feedback, self.text_only))
             out[row["problem_id"]] = messages
         return out
 
@@ -326,6 +326,8 @@ def _drop_messages(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def _without_images(message: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(message["content"], str):  # a text-only model's message
+        return message
     parts = []
     for part in message["content"]:
         if part.get("type") == "image_url":
@@ -338,6 +340,8 @@ def _without_images(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def _with_images(message: dict[str, Any], images: dict[str, bytes]) -> dict[str, Any]:
+    if isinstance(message["content"], str):
+        return message
     parts = []
     for part in message["content"]:
         if part.get("type") == "image_url":

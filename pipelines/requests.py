@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from actors.contract import check_columns, image_part, text_part
+from actors.contract import chat_message, check_columns, image_part, text_part
 from geometry.answers import grammar_for
 
 ITEM_COLUMNS_NEEDED = (
@@ -38,13 +38,18 @@ class SamplingConfig:
     seed: int = 0
 
 
-def build_messages(system_prompt: str, prompt: str, image: bytes | None) -> list[dict[str, Any]]:
-    """OpenAI chat messages; the image (if any) comes before the question, as one part."""
+def build_messages(
+    system_prompt: str, prompt: str, image: bytes | None, text_only: bool = False
+) -> list[dict[str, Any]]:
+    """OpenAI chat messages; the image (if any) comes before the question, as one part.
+
+    `text_only` models get string content (see `actors.contract.chat_message`).
+    """
     user: list[dict[str, Any]] = [image_part(image)] if image is not None else []
     user.append(text_part(prompt))
     return [
-        {"role": "system", "content": [text_part(system_prompt)]},
-        {"role": "user", "content": user},
+        chat_message("system", [text_part(system_prompt)], text_only),
+        chat_message("user", user, text_only),
     ]
 
 
@@ -91,9 +96,11 @@ def add_requests(
     revision: str,
     sampling: SamplingConfig,
     with_messages: bool = True,
+    text_only: bool = False,
 ) -> pa.Table:
     """Ray Data step (pyarrow batches): item rows in; `request_key`, `messages` and
-    `sampling_params` added; the image dropped (the messages carry it).
+    `sampling_params` added; the image dropped (the messages carry it). `text_only` models
+    get string content.
 
     Engines that never read the messages (the answer baselines) skip them: base64 images
     are most of a row's bytes. The request key does not depend on them either way.
@@ -108,7 +115,7 @@ def add_requests(
         item, setup = cols["item_id"][i], cols["setup"][i]
         keys.append(request_key(item, setup, model, revision, system, prompt, image, p))
         if with_messages:
-            messages.append(build_messages(system, prompt, image))
+            messages.append(build_messages(system, prompt, image, text_only))
         params.append(p)
     out = batch.drop_columns(["image"])
     out = out.append_column("request_key", pa.array(keys, pa.string()))

@@ -5,7 +5,8 @@ checkpoints but needs no hub access. `--kind llm` writes a Llama-style causal LM
 writes a Llava-style image-text model (CLIP-style vision tower + tiny Llama + `<image>`
 token + a 32 px image processor). Both carry a byte-level BPE tokenizer trained here on a
 small built-in corpus (every byte is in its alphabet, so every grammar string can be
-tokenized) and a chat template that takes string or list-of-parts content. Weights are
+tokenized) and their family's chat template: string content for the text LM, string or
+list-of-parts content for the image-text model. Weights are
 random and seeded: the same seed gives the same files.
 """
 
@@ -19,16 +20,31 @@ from typing import Any
 from pipelines.cli import UsageError
 
 KINDS = ("llm", "vlm")
-MAX_POSITIONS = 2048
+# Longer than the default --max-tokens (2,048) plus the longest GeoBuild prompt, so the
+# README's offline runs fit their context.
+MAX_POSITIONS = 8192
 VOCAB_SIZE = 512
 IMAGE_SIZE = 32
 PATCH_SIZE = 8
 
 BOS, EOS, PAD, IMAGE = "<|begin|>", "<|end|>", "<|pad|>", "<image>"
 
-# Roles are written as plain text so the template stays readable; the end-of-turn marker is
+# Roles are written as plain text so the templates stay readable; the end-of-turn marker is
 # the EOS token so a chat model would learn to stop there.
-CHAT_TEMPLATE = (
+#
+# Each tiny model keeps its family's contract, so tests see what real models would do:
+# the text LM's template prints `content` as it comes, as Llama-3.x and Qwen2.5 templates do
+# (a list of parts would render as its repr), and the image-text model's template walks a
+# list of parts and puts its image placeholder where an image part stands, as Llava and
+# Qwen2-VL processors do.
+TEXT_CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{%- for message in messages -%}"
+    "<|{{ message['role'] }}|>{{ message['content'] }}{{ eos_token }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<|assistant|>{%- endif -%}"
+)
+VLM_CHAT_TEMPLATE = (
     "{{ bos_token }}"
     "{%- for message in messages -%}"
     "<|{{ message['role'] }}|>"
@@ -74,7 +90,7 @@ _CORPUS = [
 ]
 
 
-def _train_tokenizer() -> Any:
+def _train_tokenizer(chat_template: str) -> Any:
     """A byte-level BPE tokenizer wrapped as a transformers fast tokenizer."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -99,7 +115,7 @@ def _train_tokenizer() -> Any:
         padding_side="left",
         model_max_length=MAX_POSITIONS,
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = chat_template
     return tokenizer
 
 
@@ -108,10 +124,11 @@ def _llama_config(tokenizer: Any) -> Any:
 
     return LlamaConfig(
         vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
+        # head_dim 64: vLLM's CPU attention kernels refuse smaller heads (16 was refused).
+        hidden_size=128,
+        intermediate_size=256,
         num_hidden_layers=2,
-        num_attention_heads=4,
+        num_attention_heads=2,
         num_key_value_heads=2,
         max_position_embeddings=MAX_POSITIONS,
         tie_word_embeddings=True,
@@ -124,7 +141,7 @@ def _llama_config(tokenizer: Any) -> Any:
 def _build_llm(out: Path) -> None:
     from transformers import LlamaForCausalLM
 
-    tokenizer = _train_tokenizer()
+    tokenizer = _train_tokenizer(TEXT_CHAT_TEMPLATE)
     model = LlamaForCausalLM(_llama_config(tokenizer))
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
@@ -139,12 +156,12 @@ def _build_vlm(out: Path) -> None:
         LlavaProcessor,
     )
 
-    tokenizer = _train_tokenizer()
+    tokenizer = _train_tokenizer(VLM_CHAT_TEMPLATE)
     vision = CLIPVisionConfig(
-        hidden_size=32,
-        intermediate_size=64,
+        hidden_size=64,
+        intermediate_size=128,
         num_hidden_layers=2,
-        num_attention_heads=2,
+        num_attention_heads=1,
         image_size=IMAGE_SIZE,
         patch_size=PATCH_SIZE,
         projection_dim=32,
@@ -169,7 +186,7 @@ def _build_vlm(out: Path) -> None:
         patch_size=PATCH_SIZE,
         vision_feature_select_strategy="default",
         num_additional_image_tokens=1,
-        chat_template=CHAT_TEMPLATE,
+        chat_template=VLM_CHAT_TEMPLATE,
     )
     model.save_pretrained(out)
     processor.save_pretrained(out)

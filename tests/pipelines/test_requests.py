@@ -6,6 +6,7 @@ import base64
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from geometry.answers import grammar_for
 from pipelines.requests import (
@@ -100,3 +101,15 @@ def test_null_or_empty_images_give_text_only_messages() -> None:
         out = add_requests(_batch(missing), "m", "r", SamplingConfig()).to_pylist()[0]
         assert [p["type"] for p in out["messages"][1]["content"]] == ["text"], missing
     assert png_bytes(np.float32("nan")) is None  # how Ray's numpy batches carry null blocks
+
+
+def test_text_only_models_get_string_content_and_image_models_parts() -> None:
+    text = build_messages("sys", "Are A, B, C collinear?", None, text_only=True)
+    assert text == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "Are A, B, C collinear?"},
+    ]
+    parts = build_messages("sys", "q", b"PNG", text_only=False)
+    assert [p["type"] for p in parts[1]["content"]] == ["image_url", "text"]
+    with pytest.raises(ValueError, match="text-only model cannot take image_url"):
+        build_messages("sys", "q", b"PNG", text_only=True)
