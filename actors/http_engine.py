@@ -2,8 +2,18 @@
 
 A callable class for Ray Data `map_batches` over the shared row contract (actors/contract.py).
 Each row becomes one POST {base_url}/chat/completions carrying the row's messages, its
-sampling parameters and a strict JSON-schema `response_format` derived from `answer_type`
-and `options` (geometry/answers.py). Rows run concurrently, at most `max_concurrency` in
+sampling parameters and its answer constraint, in one of two forms (`constraint`):
+
+- "json_schema" (default; OpenAI's API and most servers): a strict JSON-schema
+  `response_format` derived from `answer_type` and `options` (geometry/answers.py). JSON
+  schemas cannot bound whitespace, and vLLM's xgrammar backend allows any amount of it, so
+  a weak model served by vLLM can write `{"answer"` and then tabs until `max_tokens`.
+- "grammar" (vLLM's OpenAI server): the row's own bounded EBNF grammar as vLLM's
+  request-level `structured_outputs` (`{"grammar": ...}`), exactly what the `vllm` engine
+  gives the model. vLLM refuses requests that carry it together with a JSON-schema
+  `response_format` (one constraint kind per request), so it is sent alone.
+
+Rows run concurrently, at most `max_concurrency` in
 flight; 429, 5xx, timeouts and connection errors are retried with exponential backoff.
 A row that still fails gets `engine_error` and `generated_text` = None; the batch goes on.
 
@@ -24,13 +34,13 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 import httpx
 import numpy as np
 
 from actors.contract import check_columns, plain
-from geometry.answers import json_schema_for
+from geometry.answers import grammar_for, json_schema_for
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +49,9 @@ MAX_BACKOFF_S = 60.0  # cap on one wait, whether from backoff or a server's Retr
 JITTER_FRACTION = 0.1  # spreads retries of rows that failed together
 EXCERPT_CHARS = 200
 REDACTED = "[REDACTED]"
+# How a row's answer constraint is sent (module docstring); ModelConfig.api_constraint.
+Constraint = Literal["json_schema", "grammar"]
+CONSTRAINTS: tuple[str, ...] = get_args(Constraint)
 
 
 class _Secret:
@@ -137,18 +150,48 @@ def response_format_for(answer_type: Any, options: Any, sampling_params: Mapping
     return {"type": "json_schema", "json_schema": spec}
 
 
+def structured_outputs_for(
+    answer_type: Any, options: Any, sampling_params: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """vLLM's request-level `structured_outputs` for a row: its own grammar (or JSON schema).
+
+    The row's `structured_outputs` go as they are (Arrow's None-filled keys dropped: vLLM
+    counts every non-None key as a constraint kind). A row with an answer type but no
+    constraint gets the bounded grammar of its answer; a row with neither goes unconstrained.
+    """
+    given = sampling_params.get("structured_outputs") or {}
+    structured = {str(k): v for k, v in given.items() if v is not None}
+    if structured:
+        return structured
+    if answer_type:
+        return {"grammar": grammar_for(str(answer_type), [str(o) for o in (plain(options) or [])])}
+    return None
+
+
 def build_request(
-    model: str, messages: Any, sampling_params: Any, answer_type: Any, options: Any
+    model: str,
+    messages: Any,
+    sampling_params: Any,
+    answer_type: Any,
+    options: Any,
+    constraint: Constraint = "json_schema",
 ) -> dict[str, Any]:
-    """The chat-completions JSON body for one row."""
+    """The chat-completions JSON body for one row; `constraint` picks how the answer is bound."""
     params = plain(sampling_params) or {}
     body: dict[str, Any] = {"model": model, "messages": plain(messages, drop_none=True)}
     for name in ("temperature", "max_tokens", "seed"):
         if params.get(name) is not None:
             body[name] = params[name]
-    response_format = response_format_for(answer_type, options, params)
-    if response_format is not None:
-        body["response_format"] = response_format
+    if constraint == "grammar":
+        structured = structured_outputs_for(answer_type, options, params)
+        if structured is not None:
+            body["structured_outputs"] = structured
+    elif constraint == "json_schema":
+        response_format = response_format_for(answer_type, options, params)
+        if response_format is not None:
+            body["response_format"] = response_format
+    else:
+        raise ValueError(f"unknown constraint {constraint!r}; valid: {', '.join(CONSTRAINTS)}")
     return body
 
 
@@ -164,7 +207,12 @@ class HTTPEngine:
         max_retries: int = 5,
         backoff_s: float = 1.0,
         timeout_s: float = 120.0,
+        constraint: Constraint = "json_schema",
     ) -> None:
+        if constraint not in CONSTRAINTS:
+            raise ValueError(
+                f"HTTPEngine: unknown constraint {constraint!r}; valid: {', '.join(CONSTRAINTS)}"
+            )
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         if max_retries < 0:
@@ -186,6 +234,7 @@ class HTTPEngine:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.timeout_s = timeout_s
+        self.constraint = constraint
         limits = httpx.Limits(
             max_connections=max_concurrency, max_keepalive_connections=max_concurrency
         )
@@ -196,7 +245,8 @@ class HTTPEngine:
     def __repr__(self) -> str:
         return (
             f"HTTPEngine(base_url={self.base_url!r}, model={self.model!r}, "
-            f"api_key_env={self.api_key_env!r}, max_concurrency={self.max_concurrency})"
+            f"api_key_env={self.api_key_env!r}, max_concurrency={self.max_concurrency}, "
+            f"constraint={self.constraint!r})"
         )
 
     def close(self) -> None:
@@ -238,7 +288,9 @@ class HTTPEngine:
     ) -> _Result:
         """One row, start to finish; every failure becomes an `engine_error`, never a raise."""
         try:
-            body = build_request(self.model, messages, sampling_params, answer_type, options)
+            body = build_request(
+                self.model, messages, sampling_params, answer_type, options, self.constraint
+            )
         except Exception as exc:  # a malformed row must not fail its batch
             return _Result(error=self._redact(f"bad row: {type(exc).__name__}: {exc}"))
         attempt = 0

@@ -123,7 +123,12 @@ def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
 
     if not cfg.api_base:
         raise ValueError(f"model {cfg.name} has no api_base; the http engine needs one")
-    kwargs = {"base_url": cfg.api_base, "model": cfg.repo, "api_key_env": cfg.api_key_env}
+    kwargs = {
+        "base_url": cfg.api_base,
+        "model": cfg.repo,
+        "api_key_env": cfg.api_key_env,
+        "constraint": cfg.api_constraint,
+    }
     # Workers on other nodes (or started before the key was exported) do not see the
     # driver's environment: hand the variable over in the actors' runtime env, never as an
     # argument, so it stays out of results, reprs and task specs.

@@ -56,6 +56,12 @@ class ModelConfig(BaseModel):
     max_images: int = Field(1, ge=0, description="Images per prompt the engine must accept.")
     api_base: str | None = Field(None, description="Base URL of an OpenAI-compatible API.")
     api_key_env: str | None = Field(None, description="Env variable holding the API key.")
+    api_constraint: Literal["json_schema", "grammar"] = Field(
+        "json_schema",
+        description="How the http engine bounds answers: json_schema (response_format; "
+        "OpenAI's API) or grammar (the row's bounded EBNF as vLLM's structured_outputs; "
+        "vLLM servers, whose JSON-schema mode lets weak models write whitespace forever).",
+    )
     chat_template_notes: str = Field("", description="Anything special about its chat template.")
     verified: bool = Field(
         True,

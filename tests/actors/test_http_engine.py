@@ -13,8 +13,8 @@ import pytest
 from ray.data.block import BlockAccessor
 
 from actors.contract import OUTPUT_COLUMNS, image_part, text_part
-from actors.http_engine import MAX_BACKOFF_S, HTTPEngine, _retry_after_s
-from geometry.answers import json_schema_for
+from actors.http_engine import MAX_BACKOFF_S, HTTPEngine, _retry_after_s, build_request
+from geometry.answers import grammar_for, json_schema_for
 from tests.actors.loopback_server import LoopbackServer, Reply, always, fail_first
 
 KEY_ENV = "GEOSEE_TEST_API_KEY"
@@ -31,6 +31,7 @@ def make_batch(
 ) -> dict[str, np.ndarray]:
     """Rows in the numpy format Ray Data hands over after Arrow (None-filled part keys)."""
     rows = []
+    options = ["yes", "no"] if answer_type == "choice" else []
     for i, prompt in enumerate(prompts):
         user = [image_part(b"\x89PNG fake"), text_part(prompt)] if image else [text_part(prompt)]
         rows.append(
@@ -40,9 +41,15 @@ def make_batch(
                     {"role": "system", "content": [text_part("Answer in JSON.")]},
                     {"role": "user", "content": user},
                 ],
-                "sampling_params": {"temperature": 0.0, "max_tokens": 32, "seed": 7},
+                "sampling_params": {
+                    "temperature": 0.0,
+                    "max_tokens": 32,
+                    "seed": 7,
+                    # As pipelines/requests.py builds them: the bounded grammar rides along.
+                    "structured_outputs": {"grammar": grammar_for(answer_type, options)},
+                },
                 "answer_type": answer_type,
-                "options": ["yes", "no"] if answer_type == "choice" else [],
+                "options": options,
             }
         )
     batch = BlockAccessor.for_block(pa.Table.from_pylist(rows)).to_numpy()
@@ -124,6 +131,8 @@ def test_request_carries_schema_params_auth_and_clean_parts(api_key: str) -> Non
             "strict": True,
         },
     }
+    # OpenAI refuses unknown request fields: vLLM's structured_outputs is not sent.
+    assert "structured_outputs" not in body
     user_parts = body["messages"][1]["content"]
     # Arrow's None-filled keys are gone; the image part passes through untouched.
     assert user_parts == [image_part(b"\x89PNG fake"), text_part("q0")]
@@ -221,3 +230,89 @@ def test_retry_after_header_is_waited_for() -> None:
         out = fast_engine(server.base_url)(make_batch(["q0"]))
     assert time.perf_counter() - started >= 0.3
     assert out["generated_text"][0] == "q0"
+
+
+@pytest.mark.parametrize("answer_type", ["choice", "number", "point"])
+def test_grammar_mode_sends_the_rows_bounded_grammar_alone(answer_type: str) -> None:
+    with LoopbackServer() as server:
+        engine = fast_engine(server.base_url, "tiny", constraint="grammar")
+        out = engine(make_batch(["q0"], answer_type=answer_type))
+    assert out["engine_error"][0] is None
+    body = server.requests[0].json
+    options = ["yes", "no"] if answer_type == "choice" else []
+    assert body["structured_outputs"] == {"grammar": grammar_for(answer_type, options)}
+    # Bounded: optional single spaces, never a whitespace loop the model can stay in.
+    assert body["structured_outputs"]["grammar"].endswith('ws ::= " "?')
+    # vLLM refuses a request with two constraint kinds (grammar and a JSON schema).
+    assert "response_format" not in body
+    assert (body["model"], body["temperature"], body["max_tokens"], body["seed"]) == (
+        "tiny",
+        0.0,
+        32,
+        7,
+    )
+
+
+def test_grammar_mode_drops_arrow_null_keys_of_mixed_constraints() -> None:
+    # Rows with different constraint kinds: through Arrow every row gets the union of keys,
+    # and vLLM would count a None-valued `json` next to `grammar` as a second constraint.
+    schema = {"type": "object"}
+    rows = [
+        {
+            "messages": [{"role": "user", "content": f"q{i}"}],
+            "sampling_params": {"max_tokens": 8, "structured_outputs": structured},
+        }
+        for i, structured in enumerate([{"grammar": 'root ::= "x"'}, {"json": schema}])
+    ]
+    batch = BlockAccessor.for_block(pa.Table.from_pylist(rows)).to_numpy()
+    assert isinstance(batch, dict)
+    assert batch["sampling_params"][0]["structured_outputs"]["json"] is None  # the Arrow union
+    with LoopbackServer() as server:
+        fast_engine(server.base_url, constraint="grammar")(batch)
+    sent = sorted((r.json for r in server.requests), key=lambda b: str(b["messages"]))
+    assert [b["structured_outputs"] for b in sent] == [
+        {"grammar": 'root ::= "x"'},
+        {"json": schema},
+    ]
+
+
+def test_grammar_mode_derives_a_missing_grammar_and_leaves_untyped_rows_free() -> None:
+    typed = build_request("m", [], {"max_tokens": 8}, "number", [], "grammar")
+    assert typed["structured_outputs"] == {"grammar": grammar_for("number")}
+    untyped = build_request("m", [], {"max_tokens": 8}, None, None, "grammar")
+    assert "structured_outputs" not in untyped and "response_format" not in untyped
+
+
+def test_unknown_constraint_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="'regex'.*json_schema, grammar"):
+        HTTPEngine("http://127.0.0.1:9/v1", "m", constraint="regex")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'regex'"):
+        build_request("m", [], {}, "number", [], "regex")  # type: ignore[arg-type]
+
+
+def test_http_stage_passes_the_configs_constraint_to_the_engine() -> None:
+    from pipelines.engines import EngineOptions, http_stage
+    from pipelines.model_config import ModelConfig
+
+    class Recorder:
+        kwargs: dict[str, Any] = {}
+
+        def map_batches(self, fn: Any, **kwargs: Any) -> Recorder:
+            self.kwargs = kwargs
+            return self
+
+    modes: list[str] = []
+    for mode in ("json_schema", "grammar"):
+        cfg = ModelConfig(
+            name="served",
+            repo="tiny",
+            engine="http",
+            api_base="http://127.0.0.1:9/v1",
+            api_key_env="PATH",  # any variable that is set: the stage reads it at build time
+            api_constraint=mode,  # type: ignore[arg-type]
+        )
+        recorder = Recorder()
+        http_stage(recorder, cfg, EngineOptions())
+        modes.append(recorder.kwargs["fn_constructor_kwargs"]["constraint"])
+    assert modes == ["json_schema", "grammar"]
+    assert ModelConfig(name="x", repo="r").api_constraint == "json_schema"
