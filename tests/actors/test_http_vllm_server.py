@@ -164,8 +164,9 @@ def _evaluate(items: Path, out: Path, config: Path, *extra: str) -> pl.DataFrame
 
 @pytest.fixture(scope="module")
 def grammar_run(
-    vllm_server: Served, small_items: Path, tmp_path_factory: pytest.TempPathFactory
+    small_items: Path, vllm_server: Served, tmp_path_factory: pytest.TempPathFactory
 ) -> pl.DataFrame:
+    # small_items first: Ray starts before the server loads, not while it competes for CPUs.
     folder = tmp_path_factory.mktemp("grammar_run")
     config = _config(folder, vllm_server, "grammar")
     # Default max_tokens (2048): the grammar alone must end every answer.
