@@ -10,11 +10,11 @@ sampling parameters and its answer constraint, in one of two forms (`constraint`
   a weak model served by vLLM can write `{"answer"` and then tabs until `max_tokens`.
 - "grammar" (vLLM's OpenAI server): the row's own bounded EBNF grammar as vLLM's
   request-level `structured_outputs` (`{"grammar": ...}`), exactly what the `vllm` engine
-  gives the model. vLLM refuses requests that carry it together with a JSON-schema
-  `response_format` (one constraint kind per request), so it is sent alone.
+  gives the model. vLLM (0.32) merges a `response_format` into `structured_outputs` and
+  refuses a request with two constraint kinds, so the grammar is sent alone.
 
-Rows run concurrently, at most `max_concurrency` in
-flight; 429, 5xx, timeouts and connection errors are retried with exponential backoff.
+Rows run concurrently, at most `max_concurrency` in flight; 429, 5xx, timeouts and
+connection errors are retried with exponential backoff.
 A row that still fails gets `engine_error` and `generated_text` = None; the batch goes on.
 
 The API key is read from an environment variable at init (on a Ray worker, pass it with
