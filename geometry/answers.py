@@ -132,6 +132,12 @@ def _json_decimal(text: str) -> Decimal:
         raise _Rejected(f"number {text[:40]} is out of range") from None
 
 
+# One decoder for every answer: json.loads with hooks builds a new one per call.
+_DECODER = json.JSONDecoder(
+    parse_float=_json_decimal, parse_int=_json_decimal, parse_constant=_reject_constant
+)
+
+
 def _json_depth(text: str) -> int:
     """The deepest nesting of arrays and objects in `text`, brackets inside strings aside."""
     depth = deepest = 0
@@ -203,15 +209,12 @@ def parse_answer(
     text = text.strip()
     if len(text) > MAX_ANSWER_CHARS:
         return Parsed(None, f"output of {len(text)} characters exceeds {MAX_ANSWER_CHARS}")
-    if (depth := _json_depth(text)) > MAX_JSON_DEPTH:
+    # Counting brackets is C-fast; only texts with enough of them need the scan.
+    brackets = text.count("[") + text.count("{")
+    if brackets > MAX_JSON_DEPTH and (depth := _json_depth(text)) > MAX_JSON_DEPTH:
         return Parsed(None, f"JSON nested {depth} deep exceeds {MAX_JSON_DEPTH}")
     try:
-        obj = json.loads(
-            text,
-            parse_float=_json_decimal,
-            parse_int=_json_decimal,
-            parse_constant=_reject_constant,
-        )
+        obj = _DECODER.decode(text)
     except _Rejected as err:
         return Parsed(None, str(err))
     except ValueError as err:  # JSONDecodeError
