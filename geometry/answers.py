@@ -4,6 +4,10 @@ Scoring follows the NoReGeo paper: choices by exact match; numbers within +-0.5;
 if both coordinates are within +-0.5; anything that is not valid JSON with the right keys is
 invalid and wrong. Tolerance checks use exact decimal arithmetic on the texts, so 0.5 off is
 right and 0.5001 off is wrong whatever binary floats would round to.
+
+Parsing is bounded, so no model output can raise or yield an infinite error: texts longer
+than MAX_ANSWER_CHARS, JSON nested deeper than MAX_JSON_DEPTH and numbers beyond
+MAX_ANSWER_MAGNITUDE are invalid answers, never exceptions.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_05UP, Context, Decimal, DecimalException
 from typing import Any
 
 from geometry.thresholds import ANSWER_TOLERANCE
@@ -19,6 +23,19 @@ from geometry.thresholds import ANSWER_TOLERANCE
 # Bounds of the number grammar: weak models otherwise emit digits until max_tokens.
 MAX_INT_DIGITS = 4
 MAX_FRAC_DIGITS = 4
+# The largest magnitude the number grammar can express (9999.9999); JSON schemas sent to
+# engines without a grammar carry it as minimum/maximum.
+GRAMMAR_MAX = Decimal("9" * MAX_INT_DIGITS + "." + "9" * MAX_FRAC_DIGITS)
+# Numbers beyond this are invalid answers. Every true answer lies within the grammar's
+# range, so nothing larger can be right, and bounding answers keeps the squared error of a
+# point (1e300 would square to inf) and every float conversion finite.
+MAX_ANSWER_MAGNITUDE = Decimal(10) ** 6
+# A valid answer is a few dozen characters; longer texts are refused before JSON parsing,
+# which bounds the parser's time and the digits of every number.
+MAX_ANSWER_CHARS = 4096
+# A valid answer is one flat object (depth 1); Python's JSON parser recurses per level and
+# raises RecursionError near 1,000, so deeper texts are refused before it runs.
+MAX_JSON_DEPTH = 16
 
 
 def _bounded_digits(n: int) -> str:
@@ -68,7 +85,8 @@ def grammar_for(answer_type: str, options: list[str] | tuple[str, ...] = ()) -> 
 
 def json_schema_for(answer_type: str, options: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
     """A JSON schema of the answer object, for OpenAI-compatible `response_format`."""
-    number = {"type": "number"}
+    # Bounded like the grammar: an API model is asked for nothing the grammar would forbid.
+    number = {"type": "number", "minimum": -float(GRAMMAR_MAX), "maximum": float(GRAMMAR_MAX)}
     if answer_type == "choice":
         properties: dict[str, Any] = {"answer": {"type": "string", "enum": list(options)}}
     elif answer_type == "number":
@@ -97,8 +115,49 @@ class Parsed:
         return self.error is None
 
 
+class _Rejected(ValueError):
+    """A JSON value the parser refuses to build (NaN, an exponent beyond Decimal's range)."""
+
+
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a valid answer number")
+    raise _Rejected(f"{name} is not a valid answer number")
+
+
+def _json_decimal(text: str) -> Decimal:
+    """JSON number text as an exact Decimal. Exponents libmpdec cannot hold (1e99999999999999999999)
+    raise DecimalException, which json.loads would pass on as a crash."""
+    try:
+        return Decimal(text)
+    except DecimalException:
+        raise _Rejected(f"number {text[:40]} is out of range") from None
+
+
+# One decoder for every answer: json.loads with hooks builds a new one per call.
+_DECODER = json.JSONDecoder(
+    parse_float=_json_decimal, parse_int=_json_decimal, parse_constant=_reject_constant
+)
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in `text`, brackets inside strings aside."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def _strict_number(value: Any) -> Decimal:
@@ -107,7 +166,26 @@ def _strict_number(value: Any) -> Decimal:
         raise ValueError(f"expected a JSON number, got {type(value).__name__}")
     if not value.is_finite():
         raise ValueError("number is not finite")
+    # copy_abs, unlike abs(), applies no context, so 1e1000000 cannot raise Overflow here.
+    if value.copy_abs() > MAX_ANSWER_MAGNITUDE:
+        raise ValueError(f"number {value:.6e} is outside +-{MAX_ANSWER_MAGNITUDE:.0e}")
     return value
+
+
+def read_number(text: str) -> Decimal | None:
+    """A number typed as plain text ("12.5", "-3", "1e2"), bounded like a JSON answer's
+    numbers: None when it is no finite number, too long, or beyond MAX_ANSWER_MAGNITUDE.
+
+    >>> read_number(" 12.50 "), read_number("1e200"), read_number("nan")
+    (Decimal('12.50'), None, None)
+    """
+    text = text.strip()
+    if len(text) > MAX_ANSWER_CHARS:
+        return None
+    try:
+        return _strict_number(_json_decimal(text))
+    except ValueError:
+        return None
 
 
 def parse_answer(
@@ -123,18 +201,24 @@ def parse_answer(
     (Decimal('1.5'), Decimal('-2'))
     >>> parse_answer('{"answer": NaN}', "number").error
     'NaN is not a valid answer number'
+    >>> parse_answer('{"answer": 1e200}', "number").error
+    'number 1.000000e+200 is outside +-1e+6'
     """
     if text is None or not text.strip():
         return Parsed(None, "empty output")
+    text = text.strip()
+    if len(text) > MAX_ANSWER_CHARS:
+        return Parsed(None, f"output of {len(text)} characters exceeds {MAX_ANSWER_CHARS}")
+    # Counting brackets is C-fast; only texts with enough of them need the scan.
+    brackets = text.count("[") + text.count("{")
+    if brackets > MAX_JSON_DEPTH and (depth := _json_depth(text)) > MAX_JSON_DEPTH:
+        return Parsed(None, f"JSON nested {depth} deep exceeds {MAX_JSON_DEPTH}")
     try:
-        obj = json.loads(
-            text.strip(),
-            parse_float=Decimal,
-            parse_int=Decimal,
-            parse_constant=_reject_constant,
-        )
-    except ValueError as err:  # JSONDecodeError is a ValueError, and so are rejected constants
-        return Parsed(None, str(err) if "valid answer" in str(err) else f"not valid JSON: {err}")
+        obj = _DECODER.decode(text)
+    except _Rejected as err:
+        return Parsed(None, str(err))
+    except ValueError as err:  # JSONDecodeError
+        return Parsed(None, f"not valid JSON: {err}")
     if not isinstance(obj, dict):
         return Parsed(None, f"expected a JSON object, got {type(obj).__name__}")
     expected = {"x", "y"} if answer_type == "point" else {"answer"}
@@ -150,7 +234,7 @@ def parse_answer(
             return Parsed(_strict_number(obj["answer"]))
         if answer_type == "point":
             return Parsed((_strict_number(obj["x"]), _strict_number(obj["y"])))
-    except (ValueError, InvalidOperation) as err:
+    except ValueError as err:
         return Parsed(None, str(err))
     raise ValueError(f"unknown answer type {answer_type!r}; valid: choice, number, point")
 
@@ -164,11 +248,30 @@ class Score:
     sq_error: float | None  # numbers: d^2; points: mean of dx^2 and dy^2; else None
 
 
+# Differences are rounded to 50 digits with ROUND_05UP, which never rounds an inexact result
+# onto a number with fewer digits: a difference just above 0.5 stays above 0.5, so the
+# +-0.5 boundary is decided exactly however many digits (1e-999999) an answer carries.
+_DIFF_CONTEXT = Context(prec=50, rounding=ROUND_05UP)
+
+
+def _difference(value: Decimal, truth: Decimal) -> Decimal:
+    return _DIFF_CONTEXT.subtract(value, truth).copy_abs()
+
+
 def _truth(answer_json: str, answer_type: str) -> str | Decimal | tuple[Decimal, Decimal]:
-    truth = json.loads(answer_json, parse_float=Decimal, parse_int=Decimal)
-    if answer_type == "point":
-        return (truth["x"], truth["y"])
-    return truth["answer"]
+    """The item's answer; items come from our generator, so a malformed one is a bug and
+    raises, naming it."""
+    try:
+        truth = json.loads(answer_json, parse_float=Decimal, parse_int=Decimal)
+        if answer_type == "choice" and isinstance(truth["answer"], str):
+            return str(truth["answer"])
+        if answer_type == "number":
+            return _strict_number(truth["answer"])
+        if answer_type == "point":
+            return (_strict_number(truth["x"]), _strict_number(truth["y"]))
+    except (ValueError, TypeError, KeyError):
+        pass
+    raise ValueError(f"item answer {answer_json[:200]!r} is not a {answer_type} answer")
 
 
 def score_answer(parsed: Parsed, answer_json: str, answer_type: str) -> Score:
@@ -180,11 +283,11 @@ def score_answer(parsed: Parsed, answer_json: str, answer_type: str) -> Score:
         return Score(parsed.value == truth, None, None)
     if answer_type == "number":
         assert isinstance(parsed.value, Decimal) and isinstance(truth, Decimal)
-        diff = abs(parsed.value - truth)
+        diff = _difference(parsed.value, truth)
         return Score(diff <= ANSWER_TOLERANCE, float(diff), float(diff) ** 2)
     assert isinstance(parsed.value, tuple) and isinstance(truth, tuple)
-    dx = abs(parsed.value[0] - truth[0])
-    dy = abs(parsed.value[1] - truth[1])
+    dx = _difference(parsed.value[0], truth[0])
+    dy = _difference(parsed.value[1], truth[1])
     correct = dx <= ANSWER_TOLERANCE and dy <= ANSWER_TOLERANCE
     fx, fy = float(dx), float(dy)
     return Score(correct, math.hypot(fx, fy), (fx * fx + fy * fy) / 2)

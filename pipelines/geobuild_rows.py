@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from actors.contract import plain
 from pipelines.atomic import write_parquet_atomic
-from pipelines.results import finished_keys, null_if_nan, shard_files
+from pipelines.results import finished_keys, null_if_nan
+from pipelines.shards import read_shards
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -65,13 +65,14 @@ def finished_problems(root: Path, round_number: int) -> set[str]:
 
 
 def read_round(root: Path, round_number: int, with_images: bool = False) -> pl.DataFrame:
-    """Every row of a round (figure bytes only when asked for)."""
+    """Every row of a round (figure bytes only when asked for), one per request key;
+    unreadable shards are quarantined with a warning (pipelines.shards)."""
     columns = [n for n in RESULT_SCHEMA.names if with_images or n != "feedback_image"]
-    shards = shard_files(round_dir(root, round_number)) if root.exists() else []
-    tables = [pq.read_table(s, columns=columns) for s in shards]
-    table = pa.concat_tables(tables) if tables else RESULT_SCHEMA.empty_table().select(columns)
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
+    frame = read_shards(round_dir(root, round_number), columns)
+    if frame is None:
+        empty = pl.from_arrow(RESULT_SCHEMA.empty_table().select(columns))
+        assert isinstance(empty, pl.DataFrame)
+        frame = empty
     return frame.sort("problem_id")
 
 

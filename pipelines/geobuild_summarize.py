@@ -16,7 +16,7 @@ import polars as pl
 
 from geometry.dsl.validator import CONDITION_WEIGHT, OBJECT_WEIGHT
 from pipelines.cli import UsageError
-from pipelines.results import shard_files
+from pipelines.shards import read_shards
 
 BENCHMARK = "geobuild"
 _COLUMNS = [
@@ -74,12 +74,8 @@ def problem_outcomes(results: Path, model: str | None = None) -> pl.DataFrame:
     frames = []
     for root in _model_dirs(results, model):
         problems = attempted(root).with_columns(model_dir=pl.lit(root.name))
-        shards = shard_files(root)
-        rows = (
-            pl.read_parquet(shards, columns=_COLUMNS)
-            if shards
-            else pl.DataFrame(schema={c: pl.String for c in _COLUMNS})
-        )
+        read = read_shards(root, _COLUMNS)
+        rows = read if read is not None else pl.DataFrame(schema={c: pl.String for c in _COLUMNS})
         final = (
             rows.with_columns(pl.col("round").cast(pl.Int64))
             .sort("round")

@@ -21,13 +21,14 @@ import random
 import re
 from collections import Counter
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from geometry.answers import read_number
 from geometry.prompts import format_instruction
 from pipelines.atomic import write_bytes_atomic, write_parquet_atomic
 from pipelines.cli import UsageError
@@ -105,19 +106,24 @@ def _json(obj: Any) -> bytes:
 
 
 def _number(text: str) -> Decimal | None:
+    """A typed number, bounded like the models' answers (a typed 1e200 cannot be read)."""
     text = text.strip().removeprefix("+")
     if re.fullmatch(r"-?\d+,\d+", text):  # a decimal comma: "12,5"
         text = text.replace(",", ".")
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        return None
-    return value if value.is_finite() else None
+    return read_number(text)
+
+
+# Beyond this many digits after the point, "f" formatting would spell out every zero of a
+# typed 1e-999999; JSON's exponent form says the same in a few characters.
+_PLAIN_FRAC_DIGITS = 30
 
 
 def _plain(value: Decimal) -> str:
     """A JSON number text: `12.50` -> `12.5`, `1E+2` -> `100`."""
-    text = format(value.normalize(), "f")
+    value = value.normalize()
+    if value.adjusted() < -_PLAIN_FRAC_DIGITS:
+        return str(value)
+    text = format(value, "f")
     return "0" if text == "-0" else text
 
 

@@ -23,12 +23,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from actors.contract import plain
 from geometry.item import ITEM_SCHEMA
-from pipelines.atomic import TMP_PREFIX, sweep_temporaries, write_bytes_atomic, write_parquet_atomic
+from pipelines.atomic import sweep_temporaries, write_bytes_atomic, write_parquet_atomic
 from pipelines.scoring import SCORE_FIELDS
+from pipelines.shards import read_shards
+from pipelines.shards import shard_files as shard_files  # re-exported for existing readers
 
 # The item columns (images aside: the item table keeps them), then the run's own.
 RESULT_SCHEMA = pa.schema(
@@ -72,20 +73,15 @@ def model_dir(out: Path, benchmark: str, model: str) -> Path:
     return out / benchmark / f"model={model_slug(model)}"
 
 
-def shard_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("part-*.parquet") if not p.name.startswith(TMP_PREFIX))
-
-
 def finished_keys(root: Path, column: str = "request_key") -> set[str]:
     """Values of `column` already written under `root` (request keys by default), after
-    sweeping a killed run's temporaries."""
+    sweeping a killed run's temporaries. Unreadable shards are quarantined (see
+    pipelines.shards), so their keys are not finished and get recomputed."""
     if not root.exists():
         return set()
     sweep_temporaries(root)
-    keys: set[str] = set()
-    for shard in shard_files(root):
-        keys.update(pq.read_table(shard, columns=[column]).column(0).to_pylist())
-    return keys
+    rows = read_shards(root, [column], key=None)
+    return set() if rows is None else set(rows[column].to_list())
 
 
 def null_if_nan(value: Any) -> Any:

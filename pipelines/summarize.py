@@ -14,7 +14,8 @@ import numpy as np
 import polars as pl
 
 from pipelines.cli import UsageError
-from pipelines.results import model_slug, shard_files
+from pipelines.results import model_slug
+from pipelines.shards import read_shards, shard_files
 
 BOOTSTRAP_SAMPLES = 1000
 BOOTSTRAP_SEED = 0
@@ -26,14 +27,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_results(out: Path, model: str | None = None, benchmark: str = "noregeo") -> pl.DataFrame:
-    """Every result row under `out/<benchmark>` (one model's when `model` is given)."""
+    """Every result row under `out/<benchmark>` (one model's when `model` is given), one
+    per request key; unreadable shards are quarantined with a warning (pipelines.shards)."""
     root = out / benchmark
     if model is not None:
         root = root / f"model={model_slug(model)}"
     files = shard_files(root) if root.exists() else []
     if not files:
         raise UsageError(f"no result shards under {root}")
-    return pl.concat([pl.read_parquet(f) for f in files], how="vertical_relaxed")
+    rows = read_shards(root)
+    if rows is None:
+        raise UsageError(f"no readable result shards under {root}: all were quarantined")
+    return rows
 
 
 def bootstrap_ci(
@@ -83,7 +88,8 @@ def accuracy_by_task_setup(df: pl.DataFrame) -> pl.DataFrame:
         .pivot(on="column", index="task", values="accuracy")
         .sort("task")
     )
-    return wide
+    # group_by's order varies run to run; sorted columns keep the table the same each time.
+    return wide.select("task", *sorted(c for c in wide.columns if c != "task"))
 
 
 def pair_consistency(df: pl.DataFrame) -> pl.DataFrame:

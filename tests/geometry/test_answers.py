@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from geometry.answers import grammar_for, json_schema_for, parse_answer, score_answer
+from geometry.answers import Score, grammar_for, json_schema_for, parse_answer, score_answer
 
 YES_NO = ["yes", "no"]
 THREE = ["median", "altitude", "bisector"]
@@ -155,3 +155,83 @@ def test_json_schema_lists_options_and_keys() -> None:
     assert json_schema_for("point")["required"] == ["x", "y"]
     with pytest.raises(ValueError, match="unknown answer type"):
         json_schema_for("essay")
+
+
+def test_json_schema_bounds_numbers_like_the_grammar() -> None:
+    grammar = grammar_for("number")
+    for schema in (json_schema_for("number")["properties"]["answer"],) + tuple(
+        json_schema_for("point")["properties"].values()
+    ):
+        assert schema == {"type": "number", "minimum": -9999.9999, "maximum": 9999.9999}
+        # The bounds themselves are answers the grammar allows; one digit more is not.
+        assert _accepts(grammar, f'{{"answer": {schema["maximum"]}}}')
+        assert _accepts(grammar, f'{{"answer": {schema["minimum"]}}}')
+        assert not _accepts(grammar, '{"answer": 10000}')
+    for answer_type in ("choice", "number", "point"):
+        schema = json_schema_for(answer_type, YES_NO)
+        assert schema["additionalProperties"] is False
+        assert schema["required"] == list(schema["properties"])
+
+
+@pytest.mark.parametrize(
+    ("text", "answer_type", "error"),
+    [
+        ('{"answer": 1e200}', "number", "outside"),  # crashed scoring with OverflowError
+        ('{"answer": -1e200}', "number", "outside"),
+        ('{"answer": 1.4e154}', "number", "outside"),  # its square overflows a float
+        ('{"answer": 1e1000000}', "number", "outside"),  # exponent beyond Decimal's Emax
+        ('{"answer": 1e99999999999999999999}', "number", "out of range"),  # beyond libmpdec
+        ('{"answer": 1000000.0001}', "number", "outside"),
+        ('{"x": 1e300, "y": 2}', "point", "outside"),  # squared error was inf
+        ('{"x": 1, "y": -1e300}', "point", "outside"),
+        ("[" * 1000 + "]" * 1000, "number", "nested 1000 deep"),  # RecursionError before
+        ('{"answer": ' + "[" * 1000 + "]" * 1000 + "}", "number", "nested 1001 deep"),
+        ('{"answer": 1' + " " * 5000 + "}", "number", "exceeds 4096"),
+    ],
+)
+def test_extreme_answers_are_invalid_not_errors(text: str, answer_type: str, error: str) -> None:
+    parsed = parse_answer(text, answer_type)
+    assert not parsed.valid
+    assert error in str(parsed.error)
+    truth = {"x": 1, "y": 2} if answer_type == "point" else {"answer": 12}
+    assert score_answer(parsed, json.dumps(truth), answer_type) == Score(False, None, None)
+
+
+def test_bounds_are_inclusive_and_brackets_in_strings_are_not_nesting() -> None:
+    at_bound = parse_answer('{"answer": -1e6}', "number")
+    assert at_bound.valid
+    result = score_answer(at_bound, json.dumps({"answer": 0}), "number")
+    assert (result.correct, result.abs_error, result.sq_error) == (False, 1e6, 1e12)
+    point = score_answer(
+        parse_answer('{"x": 1e6, "y": -1e6}', "point"), '{"x": 0, "y": 0}', "point"
+    )
+    assert point.sq_error == 1e12 and point.abs_error == pytest.approx(2**0.5 * 1e6)
+    # 1000 brackets inside a string are text, not depth: the answer is just not an option.
+    parsed = parse_answer(json.dumps({"answer": "[" * 1000}), "choice", YES_NO)
+    assert "not one of the options" in str(parsed.error)
+
+
+@pytest.mark.parametrize(
+    ("pred", "correct"),
+    [
+        ("2.5" + "0" * 60 + "1", False),  # 1e-61 beyond 0.5: more digits than any context
+        ("2.5" + "0" * 60, True),
+        ("1.5" + "0" * 60 + "1", True),
+        ("1.4" + "9" * 60, False),
+        ("1e-999999", False),  # 2 off; a tiny exponent is a valid, finite number
+    ],
+)
+def test_boundary_is_exact_however_many_digits(pred: str, correct: bool) -> None:
+    assert score(f'{{"answer": {pred}}}', {"answer": 2}, "number") is correct
+
+
+def test_tiny_numbers_score_as_zero_without_underflow() -> None:
+    result = score_answer(
+        parse_answer('{"answer": 1e-999999999}', "number"), '{"answer": 0.3}', "number"
+    )
+    assert result.correct and result.abs_error == pytest.approx(0.3)
+
+
+def test_a_malformed_item_answer_raises_naming_it() -> None:
+    with pytest.raises(ValueError, match="item answer '{\"answer\": 1e400}'"):
+        score_answer(parse_answer('{"answer": 1}', "number"), '{"answer": 1e400}', "number")

@@ -78,6 +78,10 @@ def test_export_refuses_a_non_empty_out(small_items: Path, tmp_path: Path) -> No
         ("12.5", "number", [], {"answer": 12.5}),
         ("12,50", "number", [], {"answer": 12.5}),
         ("+7", "number", [], {"answer": 7}),
+        ("1e200", "number", [], None),  # beyond the answers' bound: crashed the import
+        ("1e1000000", "number", [], None),  # exponent beyond Decimal's Emax
+        ("1e200, 2", "point", [], None),
+        ("1e6", "number", [], {"answer": 1000000}),  # the bound itself is a number
         ("twelve", "number", [], None),
         ("(3, -2)", "point", [], {"x": 3, "y": -2}),
         ("3,-2", "point", [], {"x": 3, "y": -2}),
@@ -175,3 +179,20 @@ def test_human_rows_load_beside_models(small_items: Path, tmp_path: Path) -> Non
     )
     df = load_results(out)
     assert df.filter(pl.col("model") == "human").height == 1
+
+
+def test_typed_huge_numbers_import_as_invalid_votes(small_items: Path, tmp_path: Path) -> None:
+    """A typed 1e200 crashed human-import with OverflowError; now it is an invalid answer."""
+    number = _items_by_type(small_items)["number"]
+    point = _items_by_type(small_items)["point"]
+    rows = [(number["item_id"], "a1", "1e200"), (point["item_id"], "a1", "1e300, 1")]
+    annotations = _write_csv(tmp_path / "ann.csv", rows)
+    out = tmp_path / "results"
+    assert (
+        cli.main(["human-import", str(annotations), "--items", str(small_items), "--out", str(out)])
+        == 0
+    )
+    df = load_results(out, model="human")
+    assert df.height == 2
+    assert df["valid"].to_list() == [False, False] and not df["correct"].any()
+    assert df["sq_error"].null_count() == 2
