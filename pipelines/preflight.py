@@ -110,10 +110,11 @@ def check_remote_code(cfg: ModelConfig) -> None:
     model_type = config.get("model_type")
     if model_type in CONFIG_MAPPING_NAMES:
         return
+    where = " (for a checkpoint dir: a model YAML with its repo)" if Path(cfg.repo).is_dir() else ""
     raise PreflightError(
         f"model {cfg.name} ({cfg.repo}) runs its own code: config.json maps model_type "
         f"{model_type!r}, which transformers lacks, to custom classes (auto_map); set "
-        f"`trust_remote_code: true` in its model config if you trust that code"
+        f"`trust_remote_code: true` in its model config{where} if you trust that code"
     )
 
 
@@ -125,7 +126,8 @@ def check_context(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextRepor
         renderer = PromptRenderer.load(cfg.repo, hub_revision(cfg), cfg.trust_remote_code)
     except (OSError, ValueError) as err:
         # Not loadable here (no hub access on this driver): the engine will say more.
-        return ContextReport(None, "unknown", None, 0, f"tokenizer not loadable: {err}")
+        reason = (str(err).splitlines() or [type(err).__name__])[0]
+        return ContextReport(None, "unknown", None, 0, f"tokenizer not loadable: {reason}")
     context: int | None
     if cfg.engine == "vllm":
         context, source = cfg.max_model_len, "max_model_len of the model config"
