@@ -41,7 +41,7 @@ from pipelines.results import (
     restore_types,
     write_run_record,
 )
-from pipelines.run_health import run_health
+from pipelines.run_health import DEFAULT_MAX_ERROR_RATE, run_health
 from pipelines.scoring import parse_and_score
 
 BENCHMARK = "noregeo"
@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-error-rate",
         type=float,
-        default=0.5,
+        default=DEFAULT_MAX_ERROR_RATE,
         help="exit 1 when more than this share (0..1) of the run's rows are engine errors",
     )
     parser.add_argument("--out", required=True, type=Path, help="results directory")

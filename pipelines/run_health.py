@@ -14,6 +14,10 @@ import polars as pl
 from pipelines.model_config import ModelConfig
 from pipelines.requests import SamplingConfig
 
+# Above this share of engine-error rows a run has failed (evaluate's --max-error-rate
+# default; the sweep applies it to each model).
+DEFAULT_MAX_ERROR_RATE = 0.5
+
 
 @dataclass(frozen=True)
 class RunHealth:
