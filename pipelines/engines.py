@@ -142,35 +142,48 @@ def api_key(cfg: ModelConfig) -> str:
 
 
 def vllm_processor_config(cfg: ModelConfig, opts: EngineOptions, has_images: bool) -> Any:
-    """The `vLLMEngineProcessorConfig` of a model: xgrammar, TP, a fixed-size pool."""
-    from ray.data.llm import vLLMEngineProcessorConfig
+    """The `vLLMEngineProcessorConfig` of a model: xgrammar, TP, a fixed-size pool, and the
+    model's revision and remote-code setting in every stage (see `pipelines.vllm_config`)."""
+    from pipelines.vllm_config import processor_config
 
-    engine_kwargs: dict[str, Any] = {
-        "tensor_parallel_size": cfg.tensor_parallel_size,
-        "max_model_len": cfg.max_model_len,
-        "dtype": cfg.dtype,
-        "trust_remote_code": cfg.trust_remote_code,
-        "revision": cfg.revision,
-        "structured_outputs_config": {"backend": "xgrammar"},
-    }
-    engine_kwargs.update(cfg.engine_kwargs)  # per-model extras (tokenizer_mode, ...)
-    if has_images:
-        engine_kwargs["limit_mm_per_prompt"] = {"image": max(cfg.max_images, 1)}
-    return vLLMEngineProcessorConfig(
-        model_source=cfg.repo,
-        engine_kwargs=engine_kwargs,
-        concurrency=(opts.pool_size, opts.pool_size),
-        batch_size=opts.batch_size,
-        should_continue_on_error=True,
-        prepare_multimodal_stage={"enabled": has_images},
-        chat_template_stage={"enabled": True},
-        tokenize_stage={"enabled": True},
-        detokenize_stage={"enabled": True},
-    )
+    return processor_config(cfg, opts.pool_size, opts.batch_size, has_images)
 
 
-def _vllm_postprocess(row: dict[str, Any]) -> dict[str, Any]:
-    return {**row, "engine_error": None}
+def thinking_budget(extra_tokens: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Preprocess: a reasoning model's max_tokens grows by its thinking budget, so the
+    reasoning cannot eat the tokens the answer needs."""
+
+    def preprocess(row: dict[str, Any]) -> dict[str, Any]:
+        params = dict(row["sampling_params"])
+        params["max_tokens"] = int(params["max_tokens"]) + extra_tokens
+        return {"sampling_params": params}
+
+    return preprocess
+
+
+def vllm_postprocess(reasoning_end: str | None) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Postprocess: our error column, and a reasoning model's answer without its reasoning
+    (the text after the last end-of-reasoning marker; what the grammar constrained)."""
+
+    def postprocess(row: dict[str, Any]) -> dict[str, Any]:
+        text = row.get("generated_text")
+        if reasoning_end and isinstance(text, str) and reasoning_end in text:
+            text = text.rsplit(reasoning_end, 1)[1].lstrip()
+        return {**row, "generated_text": text, "engine_error": None}
+
+    return postprocess
+
+
+def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
+    """Ray's processor for the model (not yet applied to a dataset)."""
+    from ray.data.llm import build_processor
+
+    from pipelines.model_config import REASONING_END
+
+    config = vllm_processor_config(cfg, opts, has_images=cfg.modality == "image-text")
+    end = REASONING_END[cfg.reasoning_parser] if cfg.reasoning_parser else None
+    preprocess = thinking_budget(cfg.thinking_max_tokens) if cfg.thinking_max_tokens else None
+    return build_processor(config, preprocess=preprocess, postprocess=vllm_postprocess(end))
 
 
 def normalise_engine_errors(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -188,16 +201,18 @@ def normalise_engine_errors(batch: dict[str, np.ndarray]) -> dict[str, np.ndarra
     return out
 
 
-def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
-    from ray.data.llm import build_processor
-
+def check_gpus(cfg: ModelConfig) -> None:
+    """NoGPUError when the cluster cannot hold one engine replica of the model."""
     if cluster_gpus() < cfg.tensor_parallel_size:
         raise NoGPUError(
             f"the vllm engine needs {cfg.tensor_parallel_size} GPU(s) for {cfg.name} and this "
             f"Ray cluster has {cluster_gpus():g}; use --engine hf on CPU, or a GPU cluster"
         )
-    config = vllm_processor_config(cfg, opts, has_images=cfg.modality == "image-text")
-    processor = build_processor(config, postprocess=_vllm_postprocess)
+
+
+def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    check_gpus(cfg)
+    processor = build_vllm_processor(cfg, opts)
     return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
 
 
