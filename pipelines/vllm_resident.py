@@ -75,12 +75,14 @@ def _host_options(map_batches_kwargs: dict[str, Any]) -> dict[str, Any]:
 class ResidentVLLM:
     """A GeoBuild engine stage (`(ds, cfg, opts) -> ds`) whose engines outlive each round.
 
-    `hosts_started` counts engine loads; `close()` ends the hosts (the loop calls it).
+    `hosts_started` counts engine loads, `rounds_served` the pipelines that used them;
+    `close()` ends the hosts (the loop calls it).
     """
 
     def __init__(self) -> None:
         self.hosts: list[Any] = []
-        self.hosts_started = 0
+        self.hosts_started = 0  # engine loads
+        self.rounds_served = 0  # pipelines built on the hosts
 
     def __call__(self, ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         from ray.llm._internal.batch.processor.base import Processor
@@ -94,6 +96,7 @@ class ResidentVLLM:
         )
         if not self.hosts:
             self._start(engine, Processor.DATA_COLUMN, opts.pool_size)
+        self.rounds_served += 1
         processor.stages[name] = StatefulStage(
             fn=ForwardUDF,
             fn_constructor_kwargs={"hosts": self.hosts},

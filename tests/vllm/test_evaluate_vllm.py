@@ -1,0 +1,62 @@
+"""`evaluate --engine vllm` end to end on vLLM's CPU build: the project's own vllm stage
+(Ray's `ray.data.llm` processor, xgrammar), a tiny random LM and a tiny Llava."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from pipelines.cli import main
+from pipelines.summarize import load_results
+
+
+def _evaluate(items: Path, model: Path, out: Path, *extra: str) -> pl.DataFrame:
+    args = ["evaluate", "--items", str(items), "--engine", "vllm", "--model", str(model)]
+    assert main([*args, "--max-tokens", "48", "--out", str(out), *extra]) == 0
+    return load_results(out)
+
+
+@pytest.fixture(scope="module")
+def text_rows(
+    vllm_ray: Any, few_items: Path, tiny_llm_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> pl.DataFrame:
+    """One engine load: every task's items in the text setup."""
+    return _evaluate(few_items, tiny_llm_dir, tmp_path_factory.mktemp("vllm_text"))
+
+
+def test_tiny_lm_rows_are_all_valid_and_scored(text_rows: pl.DataFrame) -> None:
+    df = text_rows
+    assert df.height == 50  # 25 tasks x 2 items, text only: the tiny LM is text-only
+    assert set(df["setup"]) == {"text"} and set(df["engine"]) == {"vllm"}
+    assert df["engine_error"].null_count() == df.height
+    assert df.filter(~pl.col("valid"))["generated_text"].to_list() == []
+    assert df["correct"].null_count() == 0  # every row scored against its answer
+    assert set(df["answer_type"]) == {"choice", "number", "point"}
+    assert (df["num_generated_tokens"] > 0).all() and (df["num_input_tokens"] > 0).all()
+
+
+def test_tiny_lm_answers_follow_each_rows_grammar(text_rows: pl.DataFrame) -> None:
+    """Choice rows answer one of their own options: the grammar rode on each row."""
+    choices = text_rows.filter(pl.col("answer_type") == "choice")
+    assert choices.height > 0
+    for parsed, options in zip(choices["parsed"], choices["options"], strict=True):
+        assert parsed in list(options), (parsed, options)
+
+
+@pytest.fixture(scope="module")
+def image_rows(
+    vllm_ray: Any, few_items: Path, tiny_vlm_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> pl.DataFrame:
+    out = tmp_path_factory.mktemp("vllm_images")
+    return _evaluate(few_items, tiny_vlm_dir, out, "--setups", "dotted,full")
+
+
+def test_tiny_vlm_reads_images_in_dotted_and_full(image_rows: pl.DataFrame) -> None:
+    df = image_rows
+    assert df.height == 100  # 25 tasks x 2 items x 2 image setups
+    assert set(df["setup"]) == {"dotted", "full"}
+    assert df["engine_error"].null_count() == df.height
+    assert df["valid"].all() and df["correct"].null_count() == 0
