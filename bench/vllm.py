@@ -114,9 +114,8 @@ def main() -> None:
     )
     print(f"pipeline evaluate --engine vllm: {pipe_s:.1f} s wall incl. engine load")
     print(f"  {pipe_rate:.2f} rows/s; less the bare load time: {adjusted:.2f} rows/s")
-    print(
-        f"ratio bare/pipeline: {bare_rate / pipe_rate:.1f}x (load-adjusted {bare_rate / adjusted:.1f}x)"
-    )
+    ratio, ratio_adjusted = bare_rate / pipe_rate, bare_rate / adjusted
+    print(f"ratio bare/pipeline: {ratio:.1f}x (load-adjusted {ratio_adjusted:.1f}x)")
 
 
 if __name__ == "__main__":  # vLLM spawns its engine core: the guard keeps it from re-running
