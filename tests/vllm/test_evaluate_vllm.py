@@ -12,6 +12,9 @@ import pytest
 from pipelines.cli import main
 from pipelines.summarize import load_results
 
+# An engine load takes 60-90 s on an idle 2-core machine and several minutes on a busy one.
+pytestmark = pytest.mark.timeout(1800)
+
 
 def _evaluate(items: Path, model: Path, out: Path, *extra: str) -> pl.DataFrame:
     args = ["evaluate", "--items", str(items), "--engine", "vllm", "--model", str(model)]

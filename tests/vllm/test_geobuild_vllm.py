@@ -13,6 +13,9 @@ from pipelines.geobuild_rows import read_round
 from pipelines.results import model_dir
 from tests.conftest import SHARED
 
+# An engine load takes 60-90 s on an idle 2-core machine and several minutes on a busy one.
+pytestmark = pytest.mark.timeout(1800)
+
 
 def test_two_rounds_share_one_engine(
     vllm_ray: Any, tiny_llm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
