@@ -183,7 +183,16 @@ def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
     config = vllm_processor_config(cfg, opts, has_images=cfg.modality == "image-text")
     end = REASONING_END[cfg.reasoning_parser] if cfg.reasoning_parser else None
     preprocess = thinking_budget(cfg.thinking_max_tokens) if cfg.thinking_max_tokens else None
-    return build_processor(config, preprocess=preprocess, postprocess=vllm_postprocess(end))
+    # Ray maps pre/postprocess with a whole CPU each by default; on a 2-CPU node, next to
+    # the engine actor (1 CPU) and the tokenizer stages, that stalled the run (seen here).
+    light = {"num_cpus": LIGHT_CPUS}
+    return build_processor(
+        config,
+        preprocess=preprocess,
+        postprocess=vllm_postprocess(end),
+        preprocess_map_kwargs=light,
+        postprocess_map_kwargs=light,
+    )
 
 
 def normalise_engine_errors(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
