@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ def test_tiny_lm_answers_follow_each_rows_grammar(text_rows: pl.DataFrame) -> No
     choices = text_rows.filter(pl.col("answer_type") == "choice")
     assert choices.height > 0
     for parsed, options in zip(choices["parsed"], choices["options"], strict=True):
-        assert parsed in list(options), (parsed, options)
+        assert json.loads(parsed)["answer"] in list(options), (parsed, options)
 
 
 @pytest.fixture(scope="module")
