@@ -27,7 +27,7 @@ from geometry.dsl.dataset import LANGUAGES, Problem, load_problems
 from geometry.dsl.prompts import FEEDBACK_MODES, problem_prompt, system_prompt
 from pipelines.atomic import write_bytes_atomic
 from pipelines.cli import UsageError
-from pipelines.engines import EngineOptions, NoGPUError, check_gpus
+from pipelines.engines import LIGHT_CPUS, EngineOptions, NoGPUError, check_gpus
 from pipelines.geobuild_engines import Engine, close_stage, model_stage, resolve_engine
 from pipelines.geobuild_rows import RoundWriter, finished_problems, read_round, round_dir
 from pipelines.model_config import ModelConfig
@@ -287,7 +287,9 @@ class Loop:
 
         ds = ray.data.from_items(requests)
         ds = self.engine.stage(ds, self.cfg, self.opts)
-        ds = ds.map_batches(_drop_messages)
+        # A quarter CPU, as the engine's light steps: at the default whole CPU it could not
+        # start next to vLLM's stage actors and the executors on two CPUs (seen here).
+        ds = ds.map_batches(_drop_messages, num_cpus=LIGHT_CPUS)
         ds = ds.map_batches(
             DSLExecutor,
             fn_constructor_kwargs={
