@@ -7,6 +7,7 @@ to keep in step with vLLM.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from actors.contract import OUTPUT_COLUMNS
+from actors.contract import OUTPUT_COLUMNS, object_array
 from pipelines.model_config import ModelConfig
 
 
@@ -149,14 +150,22 @@ def vllm_processor_config(cfg: ModelConfig, opts: EngineOptions, has_images: boo
     return processor_config(cfg, opts.pool_size, opts.batch_size, has_images)
 
 
+# Ray's vLLM engine pops `sampling_params` off each row it runs; the rows keep theirs here
+# and get it back after the engine (results and GeoBuild rounds record what was asked).
+KEPT_PARAMS = "geosee_sampling_params"
+
+
 def thinking_budget(extra_tokens: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Preprocess: a reasoning model's max_tokens grows by its thinking budget, so the
-    reasoning cannot eat the tokens the answer needs."""
+    """Preprocess: keeps the row's sampling params aside for after the engine, and a
+    reasoning model's max_tokens grows by its thinking budget, so the reasoning cannot eat
+    the tokens the answer needs (the kept copy stays as asked)."""
 
     def preprocess(row: dict[str, Any]) -> dict[str, Any]:
-        params = dict(row["sampling_params"])
-        params["max_tokens"] = int(params["max_tokens"]) + extra_tokens
-        return {"sampling_params": params}
+        asked = row["sampling_params"]
+        params = copy.deepcopy(dict(asked))
+        if extra_tokens:
+            params["max_tokens"] = int(params["max_tokens"]) + extra_tokens
+        return {"sampling_params": params, KEPT_PARAMS: copy.deepcopy(asked)}
 
     return preprocess
 
@@ -169,7 +178,10 @@ def vllm_postprocess(reasoning_end: str | None) -> Callable[[dict[str, Any]], di
         text = row.get("generated_text")
         if reasoning_end and isinstance(text, str) and reasoning_end in text:
             text = text.rsplit(reasoning_end, 1)[1].lstrip()
-        return {**row, "generated_text": text, "engine_error": None}
+        out = {**row, "generated_text": text, "engine_error": None}
+        if KEPT_PARAMS in out:
+            out["sampling_params"] = out.pop(KEPT_PARAMS)
+        return out
 
     return postprocess
 
@@ -182,7 +194,7 @@ def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
 
     config = vllm_processor_config(cfg, opts, has_images=cfg.modality == "image-text")
     end = REASONING_END[cfg.reasoning_parser] if cfg.reasoning_parser else None
-    preprocess = thinking_budget(cfg.thinking_max_tokens) if cfg.thinking_max_tokens else None
+    preprocess = thinking_budget(cfg.thinking_max_tokens)
     # Ray maps pre/postprocess with a whole CPU each by default; on a 2-CPU node, next to
     # the engine actor (1 CPU) and the tokenizer stages, that stalled the run (seen here).
     light = {"num_cpus": LIGHT_CPUS}
@@ -196,11 +208,19 @@ def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
 
 
 def normalise_engine_errors(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Rows that failed inside ray.data.llm skip postprocess: give them our error column."""
+    """Rows that failed inside ray.data.llm skip postprocess: give them our error column
+    (and their sampling params back)."""
     out = dict(batch)
     n = len(next(iter(batch.values())))
     errors = batch.get("__inference_error__")
     out.pop("__inference_error__", None)
+    kept = out.pop(KEPT_PARAMS, None)
+    if kept is not None:  # failed rows skipped postprocess: their params are still aside
+        params = out.get("sampling_params")
+        if params is None:
+            params = np.array([None] * n, dtype=object)
+        merged = [p if p is not None else k for p, k in zip(params, kept, strict=True)]
+        out["sampling_params"] = object_array(merged)
     if errors is not None:
         engine_error = np.array([e if e else None for e in errors], dtype=object)
         out["engine_error"] = engine_error

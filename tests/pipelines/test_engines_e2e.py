@@ -7,13 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
 from pipelines.cli import main
 from pipelines.engines import (
+    KEPT_PARAMS,
     EngineOptions,
     build_vllm_processor,
+    normalise_engine_errors,
     thinking_budget,
     vllm_postprocess,
     vllm_processor_config,
@@ -174,6 +177,7 @@ def test_vllm_reasoning_model_thinks_before_its_grammar() -> None:
     row = {"sampling_params": {"max_tokens": 48, "temperature": 0.0}, "messages": []}
     data = processor.preprocess(row)["__data"]
     assert data["sampling_params"] == {"max_tokens": 48 + 4096, "temperature": 0.0}
+    assert data[KEPT_PARAMS] == {"max_tokens": 48, "temperature": 0.0}  # as asked, for results
     # Plain models: no parser, no template kwargs, no budget.
     plain = vllm_processor_config(VLLM_CFG, EngineOptions(), has_images=False)
     assert "reasoning_parser" not in plain.engine_kwargs["structured_outputs_config"]
@@ -187,8 +191,18 @@ def test_vllm_reasoning_is_cut_off_before_scoring() -> None:
     assert cut({"generated_text": None})["generated_text"] is None
     assert vllm_postprocess(None)(row)["generated_text"] == row["generated_text"]
     assert thinking_budget(10)({"sampling_params": {"max_tokens": 5}}) == {
-        "sampling_params": {"max_tokens": 15}
+        "sampling_params": {"max_tokens": 15},
+        KEPT_PARAMS: {"max_tokens": 5},
     }
+    # Ray's engine pops the params off the row; they come back from the kept copy.
+    done = {"generated_text": "x", KEPT_PARAMS: {"max_tokens": 5}}
+    assert vllm_postprocess(None)(done)["sampling_params"] == {"max_tokens": 5}
+    failed = {"generated_text": np.array([None], dtype=object)}
+    failed[KEPT_PARAMS] = np.array([{"max_tokens": 5}], dtype=object)
+    failed["__inference_error__"] = np.array(["boom"], dtype=object)
+    fixed = normalise_engine_errors(failed)
+    assert list(fixed["sampling_params"]) == [{"max_tokens": 5}] and KEPT_PARAMS not in fixed
+    assert list(fixed["engine_error"]) == ["boom"]
 
 
 def test_vllm_without_gpus_refuses_at_start(small_items: Path, tmp_path: Path) -> None:
