@@ -16,22 +16,27 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
+# Run as a script, this file's folder heads sys.path and `import vllm` would find this
+# file (bench/vllm.py) instead of the vLLM package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
 
-from geometry.tasks.registry import all_tasks
-from pipelines.engines import EngineOptions
-from pipelines.evaluate import evaluate
-from pipelines.generate import generate
-from pipelines.model_config import resolve_model
-from pipelines.ray_session import ensure_ray
-from pipelines.requests import SamplingConfig, add_requests
-from pipelines.tiny_model import build_tiny_model
-from pipelines.vllm_config import CPU_MEMORY_SHARE
+import pyarrow.parquet as pq  # noqa: E402
+
+from geometry.tasks.registry import all_tasks  # noqa: E402
+from pipelines.engines import EngineOptions  # noqa: E402
+from pipelines.evaluate import evaluate  # noqa: E402
+from pipelines.generate import generate  # noqa: E402
+from pipelines.model_config import resolve_model  # noqa: E402
+from pipelines.ray_session import ensure_ray  # noqa: E402
+from pipelines.requests import SamplingConfig, add_requests  # noqa: E402
+from pipelines.tiny_model import build_tiny_model  # noqa: E402
+from pipelines.vllm_config import CPU_MEMORY_SHARE  # noqa: E402
 
 
 def request_rows(files: list[Path], model: str, sampling: SamplingConfig) -> list[dict[str, Any]]:
