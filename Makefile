@@ -52,7 +52,8 @@ check-gpu-profile: setup
 test: test-main test-vllm check-gpu-profile
 
 # tests/vllm runs only in .venv-vllm: tests/conftest.py keeps it out of the main collection.
-test-main: setup
+# The main suite needs .venv-vllm too: its http test talks to vLLM's real OpenAI server.
+test-main: setup setup-vllm
 	$(PY) -m pytest
 
 test-vllm: setup-vllm
