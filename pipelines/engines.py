@@ -155,9 +155,13 @@ def vllm_processor_config(cfg: ModelConfig, opts: EngineOptions, has_images: boo
     return processor_config(cfg, opts.pool_size, opts.batch_size, has_images)
 
 
-# Ray's vLLM engine pops `sampling_params` off each row it runs; the rows keep theirs here
-# and get it back after the engine (results and GeoBuild rounds record what was asked).
+# Ray's vLLM engine pops `sampling_params` off each row it runs, and its chat-template stage
+# writes the rendered template into `prompt`, over the item's own question. The rows keep
+# both aside here and get them back after the engine (results and GeoBuild rounds record
+# what was asked; a stored `prompt` that is the whole template was seen here).
 KEPT_PARAMS = "geosee_sampling_params"
+KEPT_PROMPT = "geosee_prompt"
+KEPT = {"sampling_params": KEPT_PARAMS, "prompt": KEPT_PROMPT}
 
 
 def thinking_budget(extra_tokens: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -170,7 +174,10 @@ def thinking_budget(extra_tokens: int) -> Callable[[dict[str, Any]], dict[str, A
         params = copy.deepcopy(dict(asked))
         if extra_tokens:
             params["max_tokens"] = int(params["max_tokens"]) + extra_tokens
-        return {"sampling_params": params, KEPT_PARAMS: copy.deepcopy(asked)}
+        out = {"sampling_params": params, KEPT_PARAMS: copy.deepcopy(asked)}
+        if "prompt" in row:  # NoReGeo rows carry the item's question; GeoBuild rows do not
+            out[KEPT_PROMPT] = row["prompt"]
+        return out
 
     return preprocess
 
@@ -184,8 +191,9 @@ def vllm_postprocess(reasoning_end: str | None) -> Callable[[dict[str, Any]], di
         if reasoning_end and isinstance(text, str) and reasoning_end in text:
             text = text.rsplit(reasoning_end, 1)[1].lstrip()
         out = {**row, "generated_text": text, "engine_error": None}
-        if KEPT_PARAMS in out:
-            out["sampling_params"] = out.pop(KEPT_PARAMS)
+        for column, kept in KEPT.items():
+            if kept in out:
+                out[column] = out.pop(kept)
         return out
 
     return postprocess
@@ -214,18 +222,21 @@ def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
 
 def normalise_engine_errors(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Rows that failed inside ray.data.llm skip postprocess: give them our error column
-    (and their sampling params back)."""
+    (and their kept columns back)."""
     out = dict(batch)
     n = len(next(iter(batch.values())))
     errors = batch.get("__inference_error__")
     out.pop("__inference_error__", None)
-    kept = out.pop(KEPT_PARAMS, None)
-    if kept is not None:  # failed rows skipped postprocess: their params are still aside
-        params = out.get("sampling_params")
-        if params is None:
-            params = np.array([None] * n, dtype=object)
-        merged = [p if p is not None else k for p, k in zip(params, kept, strict=True)]
-        out["sampling_params"] = object_array(merged)
+    for column, kept_column in KEPT.items():
+        kept = out.pop(kept_column, None)
+        if kept is None:
+            continue
+        # Failed rows skipped postprocess: their own values are still aside, and win.
+        current = out.get(column)
+        if current is None:
+            current = np.array([None] * n, dtype=object)
+        merged = [c if k is None else k for c, k in zip(current, kept, strict=True)]
+        out[column] = object_array(merged)
     if errors is not None:
         engine_error = np.array([e if e else None for e in errors], dtype=object)
         out["engine_error"] = engine_error

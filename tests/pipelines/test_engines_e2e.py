@@ -14,6 +14,7 @@ import pytest
 from pipelines.cli import main
 from pipelines.engines import (
     KEPT_PARAMS,
+    KEPT_PROMPT,
     EngineOptions,
     build_vllm_processor,
     normalise_engine_errors,
@@ -203,6 +204,26 @@ def test_vllm_reasoning_is_cut_off_before_scoring() -> None:
     fixed = normalise_engine_errors(failed)
     assert list(fixed["sampling_params"]) == [{"max_tokens": 5}] and KEPT_PARAMS not in fixed
     assert list(fixed["engine_error"]) == ["boom"]
+
+
+def test_vllm_rows_keep_the_items_question_not_the_rendered_template() -> None:
+    """Ray's chat-template stage writes the whole template into `prompt`; the item's own
+    question comes back after the engine, for answered and failed rows alike."""
+    kept = thinking_budget(0)({"sampling_params": {"max_tokens": 5}, "prompt": "Is AB | CD?"})
+    assert kept[KEPT_PROMPT] == "Is AB | CD?"
+    rendered = "<|begin|><|system|>sys<|end|><|user|>Is AB | CD?<|end|><|assistant|>"
+    answered = {**kept, "prompt": rendered, "generated_text": '{"answer": "yes"}'}
+    assert vllm_postprocess(None)(answered)["prompt"] == "Is AB | CD?"
+    batch = {
+        "prompt": np.array([rendered, "Q2"], dtype=object),
+        KEPT_PROMPT: np.array([None, "Q2"], dtype=object),  # row 0 went through postprocess
+        "__inference_error__": np.array([None, "boom"], dtype=object),
+    }
+    batch["prompt"][0] = "Q1"
+    batch["prompt"][1] = rendered
+    fixed = normalise_engine_errors(batch)
+    assert list(fixed["prompt"]) == ["Q1", "Q2"] and KEPT_PROMPT not in fixed
+    assert "geosee_prompt" not in thinking_budget(0)({"sampling_params": {"max_tokens": 5}})
 
 
 def test_vllm_without_gpus_refuses_at_start(small_items: Path, tmp_path: Path) -> None:

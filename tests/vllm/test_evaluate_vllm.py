@@ -51,3 +51,27 @@ def test_tiny_lm_answers_follow_each_rows_grammar(text_rows: pl.DataFrame) -> No
     assert choices.height > 0
     for parsed, options in zip(choices["parsed"], choices["options"], strict=True):
         assert json.loads(parsed)["answer"] in list(options), (parsed, options)
+
+
+def test_vllm_saw_the_question_as_text_not_a_repr(
+    text_rows: pl.DataFrame, tiny_llm_dir: Path
+) -> None:
+    """Each row's prompt length as vLLM counted it equals the string-content rendering of
+    its own question through the model's template, and not the list-of-parts rendering
+    (which the string-only template prints as a repr, as Llama-3.x/Qwen2.5 templates do)."""
+    from transformers import AutoTokenizer
+
+    from pipelines.requests import build_messages
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_llm_dir)
+
+    def tokens(messages: list[dict[str, Any]]) -> tuple[int, str]:
+        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return len(tokenizer(prompt, add_special_tokens=False)["input_ids"]), prompt
+
+    for row in text_rows.iter_rows(named=True):
+        as_text, prompt = tokens(build_messages(row["system_prompt"], row["prompt"], None, True))
+        as_parts, leaked = tokens(build_messages(row["system_prompt"], row["prompt"], None, False))
+        assert row["prompt"] in prompt and "'type'" not in prompt
+        assert "'type'" in leaked  # the shape the fix removed would have leaked a repr
+        assert row["num_input_tokens"] == as_text != as_parts, row["item_id"]
