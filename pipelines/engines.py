@@ -130,9 +130,10 @@ def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
 
     What holds, and what does not: the object store is memory, and Ray writes an object to
     disk only when the store passes its spill threshold (by default 80% full) and picks that
-    object to spill; then the key's 50-odd bytes would sit in the session's spill folder
-    until the run ends. On clusters where that matters, export the variable on every node
-    (or bake it into the image): the actors then never read the ref.
+    object to spill; then the key's bytes would sit in the session's spill folder until the
+    object is freed, when the dataset holding the ref is gone. Exporting the variable on
+    every node makes the actors ignore the ref, but the driver still puts it: a config
+    option to skip the put (or an `api_key_file` read on the nodes) would close that gap.
     """
     import ray
 
