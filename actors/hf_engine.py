@@ -4,7 +4,8 @@ Text models load with `AutoModelForCausalLM` + `AutoTokenizer`; image-text model
 `AutoModelForImageTextToText` + `AutoProcessor`. Rows follow `actors.contract`: each row's
 chat `messages` go through the model's chat template (data-URL images to the processor),
 its grammar masks its own tokens, and it stops when its grammar is complete or at
-`max_tokens`. Rows are decoded in sub-batches of `batch_size` with left padding and a KV
+`max_tokens`, clamped to the context its prompt leaves (a prompt that fills the context is
+that row's error). Rows are decoded in sub-batches of `batch_size` with left padding and a KV
 cache. A row that fails carries its message in `engine_error`; the rest go on.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import io
 import time
 from collections.abc import Mapping
@@ -53,6 +55,91 @@ class _Request:
     spec: Any  # grammar_decoding.RowSpec (imported lazily with torch)
 
 
+class PromptRenderer:
+    """Chat messages -> the prompt text, images and input ids a model sees.
+
+    The engine and the driver's pre-flight check (`pipelines.preflight`) share it, so the
+    check counts exactly the tokens the engine will send. Loads no weights.
+    """
+
+    def __init__(
+        self, name: str, tokenizer: Any, processor: Any, context_length: int | None
+    ) -> None:
+        self.name = name
+        self.tokenizer = tokenizer
+        self.processor = processor  # None for text-only models
+        self.is_image_text = processor is not None
+        self.context_length = context_length  # None when the config does not say
+
+    @classmethod
+    def load(
+        cls, model: str, revision: str | None = None, trust_remote_code: bool = False
+    ) -> PromptRenderer:
+        """Tokenizer (text models) or processor (image-text models) of a checkpoint."""
+        import transformers
+        from transformers.models.auto.modeling_auto import (
+            MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
+        )
+
+        load = {"revision": revision, "trust_remote_code": trust_remote_code}
+        config = transformers.AutoConfig.from_pretrained(model, **load)
+        text_config = config.get_text_config()
+        context = int(getattr(text_config, "max_position_embeddings", 0) or 0) or None
+        if config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+            processor = transformers.AutoProcessor.from_pretrained(model, **load)
+            return cls(model, processor.tokenizer, processor, context)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(model, **load)
+        return cls(model, tokenizer, None, context)
+
+    def render(self, messages: list[Mapping[str, Any]]) -> tuple[str, list[Any]]:
+        """The chat template applied to `messages` (plain Python, not numpy), and the
+        decoded images in the order their placeholders appear."""
+        images: list[Any] = []
+        chat = []
+        for message in messages:
+            parts = []
+            for part in message_parts(message):
+                if part.get("type") == "image_url":
+                    if not self.is_image_text:
+                        raise ValueError(f"{self.name} is a text model; row has an image")
+                    images.append(_decode_image((part.get("image_url") or {}).get("url") or ""))
+                    parts.append({"type": "image"})
+                elif part.get("type") == "text":
+                    parts.append({"type": "text", "text": part.get("text") or ""})
+                else:
+                    raise ValueError(f"unsupported message part type {part.get('type')!r}")
+            if self.is_image_text:
+                chat.append({"role": message["role"], "content": parts})
+            else:
+                # Text-only templates print string content as it comes; a list would
+                # render as its repr (see actors.contract.chat_message).
+                text = "".join(p["text"] for p in parts)
+                chat.append({"role": message["role"], "content": text})
+        templater = self.processor if self.is_image_text else self.tokenizer
+        prompt = templater.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        return prompt, images
+
+    def encode(self, prompts: list[str], images: list[list[Any]]) -> Any:
+        """Padded model inputs; the chat template already wrote any BOS token."""
+        if not self.is_image_text:
+            return self.tokenizer(
+                prompts, padding=True, add_special_tokens=False, return_tensors="pt"
+            )
+        flat = [image for row in images for image in row]
+        return self.processor(
+            text=prompts,
+            images=flat or None,
+            padding=True,
+            add_special_tokens=False,
+            return_tensors="pt",
+        )
+
+    def count_tokens(self, messages: list[Mapping[str, Any]]) -> int:
+        """Input tokens of one row's messages, images included."""
+        prompt, images = self.render(messages)
+        return len(self.encode([prompt], [images])["input_ids"][0])
+
+
 class HFEngine:
     """A Ray Data callable class: `ds.map_batches(HFEngine, fn_constructor_kwargs=...)`.
 
@@ -71,9 +158,6 @@ class HFEngine:
     ):
         import torch
         import transformers
-        from transformers.models.auto.modeling_auto import (
-            MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
-        )
 
         from actors import grammar_decoding
 
@@ -89,25 +173,21 @@ class HFEngine:
         if self.device.type == "cpu":
             # Two threads on two busy cores were measured 5-25x slower than one.
             torch.set_num_threads(1)
-        load = {"revision": revision, "trust_remote_code": trust_remote_code}
-        config = transformers.AutoConfig.from_pretrained(model, **load)
-        self.is_image_text = config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
-        if self.is_image_text:
-            self.processor: Any = transformers.AutoProcessor.from_pretrained(model, **load)
-            self.tokenizer: Any = self.processor.tokenizer
-            model_cls: Any = transformers.AutoModelForImageTextToText
-        else:
-            self.processor = None
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, **load)
-            model_cls = transformers.AutoModelForCausalLM
+        self.renderer = PromptRenderer.load(model, revision, trust_remote_code)
+        self.is_image_text = self.renderer.is_image_text
+        self.tokenizer: Any = self.renderer.tokenizer
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        model_cls: Any = (
+            transformers.AutoModelForImageTextToText
+            if self.is_image_text
+            else transformers.AutoModelForCausalLM
+        )
+        load = {"revision": revision, "trust_remote_code": trust_remote_code}
         self.model = model_cls.from_pretrained(model, dtype=self._torch_dtype(dtype), **load)
         self.model.to(self.device).eval()
-
-        text_config = config.get_text_config()
-        self.max_length = int(getattr(text_config, "max_position_embeddings", 0) or 0) or None
+        self.max_length = self.renderer.context_length
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         eos = self.model.generation_config.eos_token_id
         if eos is None:
@@ -150,38 +230,26 @@ class HFEngine:
             result[column] = object_array(values)
         return result
 
+    def render_prompt(self, messages: Any) -> tuple[str, list[Any]]:
+        """The prompt text and images this engine sends for a row's `messages`."""
+        return self.renderer.render(plain(messages))
+
     def _prepare(self, index: int, messages: Any, sampling_params: Any) -> _Request:
-        messages = plain(messages)
-        params = plain(sampling_params) or {}
-        images: list[Any] = []
-        chat = []
-        for message in messages:
-            parts = []
-            for part in message_parts(message):
-                if part.get("type") == "image_url":
-                    if not self.is_image_text:
-                        raise ValueError(f"{self.model_name} is a text model; row has an image")
-                    images.append(_decode_image((part.get("image_url") or {}).get("url") or ""))
-                    parts.append({"type": "image"})
-                elif part.get("type") == "text":
-                    parts.append({"type": "text", "text": part.get("text") or ""})
-                else:
-                    raise ValueError(f"unsupported message part type {part.get('type')!r}")
-            if self.is_image_text:
-                chat.append({"role": message["role"], "content": parts})
-            else:
-                # Text-only templates often expect string content.
-                text = "".join(p["text"] for p in parts)
-                chat.append({"role": message["role"], "content": text})
-        templater = self.processor if self.is_image_text else self.tokenizer
-        prompt = templater.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        prompt, images = self.render_prompt(messages)
         num_input_tokens = len(self._encode([prompt], [images])["input_ids"][0])
-        spec = self._spec(params)
-        if self.max_length and num_input_tokens + spec.max_tokens > self.max_length:
-            raise ValueError(
-                f"prompt has {num_input_tokens} tokens and max_tokens is {spec.max_tokens}: more "
-                f"than the model's {self.max_length} positions; shorten it or lower max_tokens"
-            )
+        spec = self._spec(plain(sampling_params) or {})
+        if self.max_length:
+            room = self.max_length - num_input_tokens
+            if room < 1:
+                raise ValueError(
+                    f"prompt has {num_input_tokens} tokens and fills the model's "
+                    f"{self.max_length} positions, leaving none to generate; shorten the "
+                    "prompt or use a model with a longer context"
+                )
+            # A row asks for at most max_tokens, and the context holds only what is left
+            # after its prompt: generating fewer is the engine's limit, not the row's error
+            # (vLLM stops at max_model_len the same way). The run record states the policy.
+            spec = dataclasses.replace(spec, max_tokens=min(spec.max_tokens, room))
         return _Request(index, prompt, images, num_input_tokens, spec)
 
     def _spec(self, params: Mapping[str, Any]) -> Any:
@@ -204,19 +272,7 @@ class HFEngine:
         )
 
     def _encode(self, prompts: list[str], images: list[list[Any]]) -> Any:
-        """Padded model inputs; the chat template already wrote any BOS token."""
-        if not self.is_image_text:
-            return self.tokenizer(
-                prompts, padding=True, add_special_tokens=False, return_tensors="pt"
-            )
-        flat = [image for row in images for image in row]
-        return self.processor(
-            text=prompts,
-            images=flat or None,
-            padding=True,
-            add_special_tokens=False,
-            return_tensors="pt",
-        )
+        return self.renderer.encode(prompts, images)
 
     def _run_chunk(self, chunk: list[_Request], out: dict[str, list[Any]]) -> None:
         start = time.perf_counter()

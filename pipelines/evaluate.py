@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from geometry.answers import grammar_for
-from geometry.item import SETUPS
+from geometry.item import IMAGE_SETUPS, SETUPS
 from pipelines.cli import UsageError
 from pipelines.engines import (
     LIGHT_CPUS,
@@ -31,7 +32,8 @@ from pipelines.engines import (
 )
 from pipelines.generate import MANIFEST, SHARD_GLOB, parse_list
 from pipelines.model_config import BASELINES, ENGINES, ModelConfig, ModelConfigError, resolve_model
-from pipelines.requests import SamplingConfig, add_requests
+from pipelines.preflight import WEIGHT_ENGINES, PreflightError, check_model
+from pipelines.requests import SamplingConfig, add_requests, build_messages
 from pipelines.results import (
     ShardWriter,
     finished_keys,
@@ -39,9 +41,13 @@ from pipelines.results import (
     restore_types,
     write_run_record,
 )
+from pipelines.run_health import DEFAULT_MAX_ERROR_RATE, run_health
 from pipelines.scoring import parse_and_score
 
 BENCHMARK = "noregeo"
+# Prompts the pre-flight check renders per setup kind (text, image): the longest by
+# characters, since token counts follow characters closely but not exactly.
+PREFLIGHT_PROMPTS = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,6 +75,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=256,
         help="rows per result shard: what a killed run can lose at most, per writer",
     )
+    parser.add_argument(
+        "--max-error-rate",
+        type=float,
+        default=DEFAULT_MAX_ERROR_RATE,
+        help="exit 1 when more than this share (0..1) of the run's rows are engine errors",
+    )
     parser.add_argument("--out", required=True, type=Path, help="results directory")
 
 
@@ -81,6 +93,17 @@ def _item_files(items: Path) -> list[Path]:
     return files
 
 
+def _in_run(table: pa.Table, tasks: list[str], setups: list[str], limit: int | None) -> pa.Table:
+    """The rows of `table` (items or results) that a run of these tasks/setups/limit covers."""
+    keep = pc.and_(
+        pc.is_in(table["task"], pa.array(tasks)), pc.is_in(table["setup"], pa.array(setups))
+    )
+    if limit is not None:
+        index = [int(i.rsplit("-", 1)[1]) for i in table["item_id"].to_pylist()]
+        keep = pc.and_(keep, pa.array([i < limit for i in index], pa.bool_()))
+    return table.filter(keep)
+
+
 def _item_reader(tasks: list[str], setups: list[str], limit: int | None) -> Any:
     """Ray Data step: an item shard path in, its rows of the chosen tasks/setups out.
 
@@ -89,16 +112,36 @@ def _item_reader(tasks: list[str], setups: list[str], limit: int | None) -> Any:
 
     def read(batch: dict[str, np.ndarray]) -> pa.Table:
         tables = [pq.read_table(str(path)) for path in batch["path"]]
-        table = pa.concat_tables(tables)
-        keep = pc.and_(
-            pc.is_in(table["task"], pa.array(tasks)), pc.is_in(table["setup"], pa.array(setups))
-        )
-        if limit is not None:
-            index = [int(i.rsplit("-", 1)[1]) for i in table["item_id"].to_pylist()]
-            keep = pc.and_(keep, pa.array([i < limit for i in index]))
-        return table.filter(keep)
+        return _in_run(pa.concat_tables(tables), tasks, setups, limit)
 
     return read
+
+
+def longest_prompts(
+    files: list[Path], tasks: list[str], setups: list[str], limit: int | None, text_only: bool
+) -> list[list[dict[str, Any]]]:
+    """The messages of the run's longest requests, text and image setups apart, shaped as
+    the engine gets them, for the pre-flight context check. Images are read only for the
+    chosen rows."""
+    columns = ["item_id", "task", "setup", "system_prompt", "prompt"]
+    found: list[tuple[int, Path, dict[str, Any]]] = []
+    for path in files:
+        for row in _in_run(pq.read_table(path, columns=columns), tasks, setups, limit).to_pylist():
+            found.append((len(row["system_prompt"]) + len(row["prompt"]), path, row))
+    prompts = []
+    for with_image in (False, True):
+        kind = [f for f in found if (f[2]["setup"] in IMAGE_SETUPS) == with_image]
+        for _, path, row in sorted(kind, key=lambda f: -f[0])[:PREFLIGHT_PROMPTS]:
+            image = _item_image(path, row["item_id"], row["setup"]) if with_image else None
+            prompts.append(build_messages(row["system_prompt"], row["prompt"], image, text_only))
+    return prompts
+
+
+def _item_image(path: Path, item_id: str, setup: str) -> bytes | None:
+    table = pq.read_table(path, columns=["item_id", "setup", "image"])
+    mask = pc.and_(pc.equal(table["item_id"], item_id), pc.equal(table["setup"], setup))
+    images = table.filter(mask)["image"].to_pylist()
+    return images[0] if images else None
 
 
 def _drop_done(done: frozenset[str]) -> Any:
@@ -116,7 +159,16 @@ def _score_block(batch: pa.Table) -> pa.Table:
     return batch.drop_columns([c for c in ("messages",) if c in batch.column_names])
 
 
+def _check_rate(value: float) -> float:
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise UsageError(f"--max-error-rate must be a share from 0 to 1, got {value}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
+    max_error_rate = _check_rate(args.max_error_rate)
+    if args.max_tokens < 1:
+        raise UsageError(f"--max-tokens must be at least 1, got {args.max_tokens}")
     files = _item_files(args.items)
     manifest = json.loads((args.items / MANIFEST).read_text())
     tasks = parse_list(args.tasks, manifest["tasks"], "task IDs")
@@ -143,17 +195,39 @@ def run(args: argparse.Namespace) -> int:
     opts = EngineOptions(
         pool_size=args.pool_size, batch_size=args.batch_size, baseline_delay_s=args.baseline_delay
     )
+    context = None
+    if cfg.engine in WEIGHT_ENGINES:
+        wanted = [f for f in files if f.stem.removeprefix("part-") in tasks]
+        prompts = longest_prompts(wanted, tasks, setups, args.limit, cfg.modality == "text")
+        try:
+            context = check_model(cfg, prompts).record(cfg.engine, sampling.max_tokens)
+        except PreflightError as err:
+            raise UsageError(str(err)) from err
     try:
         written = evaluate(
-            files, cfg, tasks, setups, args.limit, sampling, opts, args.out, args.shard_rows
+            files,
+            cfg,
+            tasks,
+            setups,
+            args.limit,
+            sampling,
+            opts,
+            args.out,
+            args.shard_rows,
+            context=context,
         )
     except (NoGPUError, MissingKeyError) as err:
         raise UsageError(str(err)) from err
     print(f"{written} new rows in {model_dir(args.out, BENCHMARK, cfg.name)}")
     from pipelines.summarize import accuracy_by_task_setup, load_results
 
-    table = accuracy_by_task_setup(load_results(args.out, model=cfg.name))
-    print(table)
+    results = load_results(args.out, model=cfg.name)
+    print(accuracy_by_task_setup(results))
+    health = run_health(results, cfg, tasks, setups, args.limit, sampling)
+    print(health.line())
+    if health.error_rate > max_error_rate:
+        print(f"error: {health.failure(max_error_rate)}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -178,8 +252,13 @@ def evaluate(
     out: Path,
     shard_rows: int = 256,
     engine_stage: EngineStage | None = None,
+    context: dict[str, Any] | None = None,
 ) -> int:
-    """Run the pipeline; returns the number of rows written by this call."""
+    """Run the pipeline; returns the number of rows written by this call.
+
+    `context` is the pre-flight context check's record (`preflight.ContextReport.record`),
+    kept in the run record: the context length and how max_tokens is clamped to it.
+    """
     import ray
 
     from pipelines.ray_session import ensure_ray
@@ -223,6 +302,7 @@ def evaluate(
             "engine_options": opts.__dict__,
             "grammar_sha256": grammar_hashes(),
             "rows_already_done": len(done),
+            "context": context,
             "argv": sys.argv,
         },
     )

@@ -203,10 +203,29 @@ def _run_model(
             Path(out),
             shard_rows,
         )
+        _check_health(model, Path(out), setups, tasks, limit, SamplingConfig(**sampling))
     if geobuild and model.engine not in BASELINES:  # answer baselines write no programs
         entry, _ = _geobuild_entry()
         written["geobuild"] = int(entry(model, Path(out), limit))
     return written
+
+
+def _check_health(
+    model: ModelConfig,
+    out: Path,
+    setups: list[str],
+    tasks: list[str],
+    limit: int | None,
+    sampling: SamplingConfig,
+) -> None:
+    """A model whose rows are mostly engine errors failed, as `evaluate` says on its own:
+    its results are no measurement, and the sweep must not list it as done."""
+    from pipelines.run_health import DEFAULT_MAX_ERROR_RATE, run_health
+    from pipelines.summarize import load_results
+
+    health = run_health(load_results(out, model=model.name), model, tasks, setups, limit, sampling)
+    if health.error_rate > DEFAULT_MAX_ERROR_RATE:
+        raise RuntimeError(health.failure(DEFAULT_MAX_ERROR_RATE))
 
 
 def _nodes_by_tag() -> dict[str, set[str]]:

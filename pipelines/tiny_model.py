@@ -90,7 +90,7 @@ _CORPUS = [
 ]
 
 
-def _train_tokenizer(chat_template: str) -> Any:
+def _train_tokenizer(chat_template: str, max_positions: int = MAX_POSITIONS) -> Any:
     """A byte-level BPE tokenizer wrapped as a transformers fast tokenizer."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -113,13 +113,13 @@ def _train_tokenizer(chat_template: str) -> Any:
         pad_token=PAD,
         extra_special_tokens={"image_token": IMAGE},
         padding_side="left",
-        model_max_length=MAX_POSITIONS,
+        model_max_length=max_positions,
     )
     tokenizer.chat_template = chat_template
     return tokenizer
 
 
-def _llama_config(tokenizer: Any) -> Any:
+def _llama_config(tokenizer: Any, max_positions: int = MAX_POSITIONS) -> Any:
     from transformers import LlamaConfig
 
     return LlamaConfig(
@@ -130,7 +130,7 @@ def _llama_config(tokenizer: Any) -> Any:
         num_hidden_layers=2,
         num_attention_heads=2,
         num_key_value_heads=2,
-        max_position_embeddings=MAX_POSITIONS,
+        max_position_embeddings=max_positions,
         tie_word_embeddings=True,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
@@ -138,16 +138,16 @@ def _llama_config(tokenizer: Any) -> Any:
     )
 
 
-def _build_llm(out: Path) -> None:
+def _build_llm(out: Path, max_positions: int) -> None:
     from transformers import LlamaForCausalLM
 
-    tokenizer = _train_tokenizer(TEXT_CHAT_TEMPLATE)
-    model = LlamaForCausalLM(_llama_config(tokenizer))
+    tokenizer = _train_tokenizer(TEXT_CHAT_TEMPLATE, max_positions)
+    model = LlamaForCausalLM(_llama_config(tokenizer, max_positions))
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
 
 
-def _build_vlm(out: Path) -> None:
+def _build_vlm(out: Path, max_positions: int) -> None:
     from transformers import (
         CLIPImageProcessor,
         CLIPVisionConfig,
@@ -156,7 +156,7 @@ def _build_vlm(out: Path) -> None:
         LlavaProcessor,
     )
 
-    tokenizer = _train_tokenizer(VLM_CHAT_TEMPLATE)
+    tokenizer = _train_tokenizer(VLM_CHAT_TEMPLATE, max_positions)
     vision = CLIPVisionConfig(
         hidden_size=64,
         intermediate_size=128,
@@ -169,7 +169,7 @@ def _build_vlm(out: Path) -> None:
     num_image_tokens = (IMAGE_SIZE // PATCH_SIZE) ** 2  # "default" strategy drops the CLS token
     config = LlavaConfig(
         vision_config=vision,
-        text_config=_llama_config(tokenizer),
+        text_config=_llama_config(tokenizer, max_positions),
         image_token_index=tokenizer.convert_tokens_to_ids(IMAGE),
         image_seq_length=num_image_tokens,
         vision_feature_layer=-1,
@@ -192,14 +192,19 @@ def _build_vlm(out: Path) -> None:
     processor.save_pretrained(out)
 
 
-def build_tiny_model(kind: str, out: Path, seed: int = 0) -> Path:
+def build_tiny_model(
+    kind: str, out: Path, seed: int = 0, max_positions: int = MAX_POSITIONS
+) -> Path:
     """Write a tiny random model of `kind` ("llm" or "vlm") to `out`; return `out`.
 
     The directory loads offline with `AutoTokenizer` + `AutoModelForCausalLM` (llm) or
     `AutoProcessor` + `AutoModelForImageTextToText` (vlm). Same seed, same weights.
+    `max_positions` is the context length; tests of context handling make it short.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown tiny model kind {kind!r}; valid: {', '.join(KINDS)}")
+    if max_positions < 1:
+        raise ValueError(f"max_positions must be at least 1, got {max_positions}")
     import torch
 
     out = Path(out)
@@ -208,9 +213,9 @@ def build_tiny_model(kind: str, out: Path, seed: int = 0) -> Path:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         if kind == "llm":
-            _build_llm(out)
+            _build_llm(out, max_positions)
         else:
-            _build_vlm(out)
+            _build_vlm(out, max_positions)
     return out
 
 

@@ -14,6 +14,7 @@ from PIL import Image
 from actors.contract import OUTPUT_COLUMNS, image_part, text_part
 from actors.hf_engine import HFEngine
 from geometry.answers import grammar_for, parse_answer
+from pipelines.tiny_model import build_tiny_model
 
 ANSWER_TYPES: list[tuple[str, list[str]]] = [
     ("choice", ["yes", "no"]),
@@ -166,11 +167,44 @@ def test_too_small_max_tokens_gives_invalid_json_without_error(llm: HFEngine) ->
         assert not parse_answer(out["generated_text"][i], "point").valid
 
 
-def test_too_long_prompt_fails_only_its_row(llm: HFEngine) -> None:
+SHORT_CONTEXT = 96
+
+
+@pytest.fixture(scope="module")
+def short_llm(tmp_path_factory: pytest.TempPathFactory) -> HFEngine:
+    """The tiny LM with a 96-position context: prompts of the test rows leave it some room."""
+    torch.set_num_threads(1)
+    path = tmp_path_factory.mktemp("short_llm")
+    return HFEngine(str(build_tiny_model("llm", path, max_positions=SHORT_CONTEXT)), batch_size=4)
+
+
+def test_max_tokens_is_clamped_to_the_context_the_prompt_leaves(short_llm: HFEngine) -> None:
+    # The default max_tokens (2,048) is far more than the context: each row gets what its
+    # prompt leaves, and no error. Without a grammar the random model runs to that limit.
+    rows = [_row(k, "number", [], max_tokens=2048) for k in range(3)]
+    for row in rows:
+        row["sampling_params"]["structured_outputs"] = None
+    rows[1]["messages"][1]["content"] = [text_part("A=(1,2) " * 6)]  # a longer prompt
+    out = short_llm(_batch(rows))
+    assert list(out["engine_error"]) == [None] * 3
+    for i in range(3):
+        used = out["num_input_tokens"][i] + out["num_generated_tokens"][i]
+        assert used <= SHORT_CONTEXT
+    assert len({int(n) for n in out["num_input_tokens"]}) > 1  # rows had different rooms
+
+
+def test_grammar_rows_stay_valid_under_a_clamped_max_tokens(short_llm: HFEngine) -> None:
+    rows = _mixed_rows(4, max_tokens=2048)
+    out = short_llm(_batch(rows))
+    _assert_all_valid(out, rows)
+
+
+def test_prompt_that_fills_the_context_fails_only_its_row(short_llm: HFEngine) -> None:
     rows = _mixed_rows(3)
-    rows[0]["messages"][1]["content"] = [text_part("a, b; " * 2500)]
-    out = llm(_batch(rows))
+    rows[0]["messages"][1]["content"] = [text_part("a, b; " * SHORT_CONTEXT)]
+    out = short_llm(_batch(rows))
     assert "positions" in out["engine_error"][0]
+    assert f"{SHORT_CONTEXT} positions" in out["engine_error"][0]
     assert out["generated_text"][0] is None
     assert parse_answer(out["generated_text"][2], *ANSWER_TYPES[2]).valid
 

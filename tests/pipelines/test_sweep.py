@@ -76,3 +76,18 @@ def test_sweep_runs_local_models_lists_the_rest_and_resumes(ray_local, tmp_path:
 
 def test_unknown_model_name_is_a_usage_error(tmp_path: Path) -> None:
     assert _sweep(tmp_path / "r", "--only", "no-such-model", "--dry-run") == 2
+
+
+def test_a_model_whose_rows_are_mostly_engine_errors_fails_the_sweep(
+    ray_local, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipelines.tiny_model import build_tiny_model
+
+    # 64 positions: every prompt fills the context, so every row is an engine error.
+    short = build_tiny_model("llm", tmp_path / "short", max_positions=64)
+    monkeypatch.setenv("GEOSEE_TINY_LLM", str(short))
+    out = tmp_path / "results"
+    assert _sweep(out, "--only", "tiny-llm") == 1
+    state = json.loads((out / "sweep" / "status.json").read_text())["states"]["tiny-llm"]
+    assert state.startswith("failed: RuntimeError: 4 of 4 rows (100.0%) are engine errors"), state
+    assert load_results(out, model="tiny-llm")["engine_error"].null_count() == 0

@@ -1,0 +1,104 @@
+"""Driver pre-flight checks: remote code without trust, prompts that fill the context."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from pipelines.model_config import ModelConfig
+from pipelines.preflight import PreflightError, check_context, check_model, check_remote_code
+from pipelines.requests import build_messages
+from pipelines.tiny_model import IMAGE_SIZE, PATCH_SIZE, build_tiny_model
+
+SYSTEM = "You are a helpful assistant that answers geometry questions with JSON only."
+QUESTION = "Points A=(2,1), B=(-3,4), C=(0,-7). Are A, B and C collinear? Answer yes or no."
+
+
+def _cfg(path: Path, engine: str = "hf", **extra: object) -> ModelConfig:
+    return ModelConfig(name=path.name, repo=str(path), engine=engine, local=True, **extra)
+
+
+def _png() -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (48, 40), (200, 30, 30)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def short_llm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model("llm", tmp_path_factory.mktemp("short"), max_positions=32)
+
+
+def _with_auto_map(src: Path, dest: Path, model_type: str) -> Path:
+    shutil.copytree(src, dest)
+    config = json.loads((dest / "config.json").read_text())
+    config["model_type"] = model_type
+    config["auto_map"] = {"AutoModelForCausalLM": "modeling_custom.CustomForCausalLM"}
+    (dest / "config.json").write_text(json.dumps(config))
+    return dest
+
+
+def test_custom_code_without_trust_names_the_model_and_the_fix(
+    tiny_llm_dir: Path, tmp_path: Path
+) -> None:
+    custom = _with_auto_map(tiny_llm_dir, tmp_path / "custom-lm", "geosee_custom")
+    with pytest.raises(PreflightError) as err:
+        check_model(_cfg(custom), [build_messages(SYSTEM, QUESTION, None, True)])
+    message = str(err.value)
+    assert "custom-lm" in message and "trust_remote_code: true" in message
+    assert len(message.splitlines()) == 1
+    check_remote_code(_cfg(custom, trust_remote_code=True))  # allowed: no error
+
+
+def test_auto_map_on_a_native_model_type_needs_no_remote_code(
+    tiny_llm_dir: Path, tmp_path: Path
+) -> None:
+    # Many hub checkpoints keep auto_map for types transformers now has: they load natively.
+    native = _with_auto_map(tiny_llm_dir, tmp_path / "native-lm", "llama")
+    check_remote_code(_cfg(native))
+
+
+def test_hub_repo_not_in_the_cache_is_not_checked_offline() -> None:
+    cfg = ModelConfig(name="x", repo="org/not-cached-model", engine="vllm")
+    check_remote_code(cfg)  # no network call, no error: the engine will say more
+
+
+def test_prompt_that_fills_the_context_is_refused(short_llm: Path) -> None:
+    with pytest.raises(PreflightError, match=r"context is 32 \(max_position_embeddings"):
+        check_model(_cfg(short_llm), [build_messages(SYSTEM, QUESTION, None, True)])
+
+
+def test_context_report_counts_the_engines_tokens(tiny_llm_dir: Path) -> None:
+    short = build_messages("Be brief.", "A?", None, True)
+    long = build_messages(SYSTEM, QUESTION, None, True)
+    report = check_context(_cfg(tiny_llm_dir), [short, long])
+    assert report.context_length == 8192
+    assert report.prompts_checked == 2
+    alone = check_context(_cfg(tiny_llm_dir), [short]).longest_prompt_tokens
+    assert report.longest_prompt_tokens is not None and alone is not None
+    assert report.longest_prompt_tokens > alone
+    record = report.record("hf", max_tokens=2048)
+    assert record["max_tokens_clamped_to_context"] is True
+    assert record["effective_max_tokens_for_longest_prompt"] == 2048
+
+
+def test_vllm_context_is_the_configs_max_model_len(tiny_llm_dir: Path) -> None:
+    long = build_messages(SYSTEM, QUESTION * 12, None, True)  # well over 256 tokens
+    with pytest.raises(PreflightError, match="raise max_model_len"):
+        check_context(_cfg(tiny_llm_dir, engine="vllm", max_model_len=256), [long])
+    report = check_context(_cfg(tiny_llm_dir, engine="vllm", max_model_len=8192), [long])
+    assert report.context_source.startswith("max_model_len")
+
+
+def test_image_prompts_count_the_processors_image_tokens(tiny_vlm_dir: Path) -> None:
+    text = check_context(_cfg(tiny_vlm_dir), [build_messages(SYSTEM, QUESTION, None)])
+    image = check_context(_cfg(tiny_vlm_dir), [build_messages(SYSTEM, QUESTION, _png())])
+    assert text.longest_prompt_tokens is not None and image.longest_prompt_tokens is not None
+    # The image part becomes <image>, expanded to one token per patch: (32 / 8)^2 = 16.
+    expected = (IMAGE_SIZE // PATCH_SIZE) ** 2
+    assert image.longest_prompt_tokens - text.longest_prompt_tokens == expected
