@@ -378,3 +378,24 @@ def test_http_stage_without_the_key_refuses_naming_the_variable(
 
     with pytest.raises(MissingKeyError, match=f"\\${KEY_ENV}, which is not set; export"):
         _recorded_stage(monkeypatch, None)
+
+
+def test_error_kinds_tag_what_a_rerun_may_fix() -> None:
+    """The tag finished_keys reads: unreachable servers and 429/5xx are transient, a
+    refused request is final, and a malformed row is final."""
+    with LoopbackServer() as server:
+        url = server.base_url
+    # The server is gone: the port refuses connections.
+    refused = fast_engine(url, max_retries=1)(make_batch(["q"]))["engine_error"][0]
+    assert refused.startswith("transient: ConnectError after 2 attempts: ")
+    with LoopbackServer(then=always(429, headers={"Retry-After": "0"})) as server:
+        limited = fast_engine(server.base_url, max_retries=0)(make_batch(["q"]))
+    assert limited["engine_error"][0].startswith("transient: HTTP 429 after 1 attempt")
+    with LoopbackServer(then=always(401)) as server:
+        denied = fast_engine(server.base_url)(make_batch(["q"]))
+    assert denied["engine_error"][0].startswith("final: HTTP 401 after 1 attempt")
+    bad = make_batch(["q"])
+    bad["sampling_params"][0] = "not a mapping"
+    with LoopbackServer() as server:
+        out = fast_engine(server.base_url)(bad)
+    assert out["engine_error"][0].startswith("final: bad row: ") and server.requests == []
