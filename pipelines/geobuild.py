@@ -27,8 +27,8 @@ from geometry.dsl.dataset import LANGUAGES, Problem, load_problems
 from geometry.dsl.prompts import FEEDBACK_MODES, problem_prompt, system_prompt
 from pipelines.atomic import write_bytes_atomic
 from pipelines.cli import UsageError
-from pipelines.engines import EngineOptions, NoGPUError, cluster_gpus
-from pipelines.geobuild_engines import Engine, resolve_engine
+from pipelines.engines import LIGHT_CPUS, EngineOptions, NoGPUError, check_gpus
+from pipelines.geobuild_engines import Engine, close_stage, model_stage, resolve_engine
 from pipelines.geobuild_rows import RoundWriter, finished_problems, read_round, round_dir
 from pipelines.model_config import ModelConfig
 from pipelines.results import model_dir, write_run_record
@@ -181,11 +181,8 @@ class Loop:
 
         self.check_settings()
         ensure_ray()
-        if self.cfg.engine == "vllm" and cluster_gpus() < self.cfg.tensor_parallel_size:
-            raise NoGPUError(
-                f"the vllm engine needs {self.cfg.tensor_parallel_size} GPU(s) for "
-                f"{self.cfg.name}; this Ray cluster has {cluster_gpus():g}"
-            )
+        if self.cfg.engine == "vllm":
+            check_gpus(self.cfg)
         write_bytes_atomic(
             self.root / SETTINGS_FILE, json.dumps(self.settings(), sort_keys=True).encode()
         )
@@ -205,11 +202,14 @@ class Loop:
             },
         )
         by_id = {p.id: p for p in problems}
-        for round_number in range(1, self.max_rounds + 1):
-            requests = self.requests(round_number, by_id)
-            print(f"round {round_number}: {len(requests)} conversation(s) to run")
-            if requests:
-                self.run_round(round_number, requests)
+        try:
+            for round_number in range(1, self.max_rounds + 1):
+                requests = self.requests(round_number, by_id)
+                print(f"round {round_number}: {len(requests)} conversation(s) to run")
+                if requests:
+                    self.run_round(round_number, requests)
+        finally:
+            close_stage(self.engine.stage)  # the engine is kept across rounds, not runs
 
     def requests(self, round_number: int, by_id: dict[str, Problem]) -> list[dict[str, Any]]:
         """Request rows of a round: unsolved conversations this round does not hold yet."""
@@ -287,7 +287,9 @@ class Loop:
 
         ds = ray.data.from_items(requests)
         ds = self.engine.stage(ds, self.cfg, self.opts)
-        ds = ds.map_batches(_drop_messages)
+        # A quarter CPU, as the engine's light steps: at the default whole CPU it could not
+        # start next to vLLM's stage actors and the executors on two CPUs (seen here).
+        ds = ds.map_batches(_drop_messages, num_cpus=LIGHT_CPUS)
         ds = ds.map_batches(
             DSLExecutor,
             fn_constructor_kwargs={
@@ -377,7 +379,6 @@ def sweep_model(
     import os
 
     from geometry.dsl.dataset import load_problems
-    from pipelines.engines import STAGES
     from pipelines.model_config import BASELINES
 
     if cfg.engine in BASELINES:
@@ -399,7 +400,7 @@ def sweep_model(
     loop = Loop(
         dataset=str(dataset.resolve()),
         lang=args.lang,
-        engine=Engine(cfg, STAGES[cfg.engine]),
+        engine=Engine(cfg, model_stage(cfg.engine)),
         feedback=args.feedback,
         with_image=cfg.modality == "image-text",
         max_rounds=max_rounds or args.max_rounds,

@@ -105,6 +105,23 @@ def valid_engines() -> list[str]:
     return [e for e in STAGES if e not in BASELINES] + list(GEOBUILD_ENGINES)
 
 
+def model_stage(engine: str) -> StageBuilder:
+    """The stage of a model engine for a multi-round run. vLLM's engine is kept across
+    rounds (`ResidentVLLM`): rebuilt per round, it would reload the weights every round."""
+    if engine == "vllm":
+        from pipelines.vllm_resident import ResidentVLLM
+
+        return ResidentVLLM()
+    return STAGES[engine]
+
+
+def close_stage(stage: StageBuilder) -> None:
+    """Ends what a stage keeps between rounds (vLLM's engine hosts); others keep nothing."""
+    close = getattr(stage, "close", None)
+    if close is not None:
+        close()
+
+
 def resolve_engine(engine: str, model: str, revision: str | None) -> Engine:
     """`--engine`/`--model` as an Engine; UsageError for baselines and unknown names."""
     valid = ", ".join(valid_engines())
@@ -119,6 +136,6 @@ def resolve_engine(engine: str, model: str, revision: str | None) -> Engine:
     if engine not in STAGES:
         raise UsageError(f"unknown engine {engine!r}; engines for geobuild: {valid}")
     try:
-        return Engine(resolve_model(engine, model, revision), STAGES[engine])
+        return Engine(resolve_model(engine, model, revision), model_stage(engine))
     except ModelConfigError as err:
         raise UsageError(str(err)) from err

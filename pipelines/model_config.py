@@ -1,7 +1,8 @@
 """Model configs: one YAML file per model under configs/models/, validated by pydantic.
 
-`--model` names a config (file stem or path), or, for the `hf` engine, a local checkpoint
-directory, or, for baselines, any name. A model that is none of these is a usage error.
+`--model` names a config (file stem or path), or, for the `hf` and `vllm` engines, a local
+checkpoint directory, or, for baselines, any name. A model that is none of these is a usage
+error.
 
 Sweep entries (`configs/models/*.yaml`) are the 45+ real models; `configs/models/local/`
 holds CPU-runnable entries (baselines, tiny random models) that carry `local: true` and are
@@ -15,7 +16,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from geometry.item import IMAGE_SETUPS, SETUPS
 
@@ -26,6 +34,26 @@ Engine = Literal["vllm", "hf", "http", "oracle", "random", "constant"]
 Modality = Literal["text", "image-text"]
 SetupName = Literal["text", "dotted", "full"]
 TinyKind = Literal["llm", "vlm"]
+# Engines that load a checkpoint directory given as --model.
+CHECKPOINT_ENGINES = ("hf", "vllm")
+# Revisions that name no hub commit: a local checkpoint, the default branch, a baseline.
+UNPINNED_REVISIONS = ("local", "main", "none")
+
+# vLLM reasoning parsers a config may name, each with the text that ends the reasoning in
+# the detokenized output (what is cut off before scoring). Names present in vLLM 0.29 (the
+# GPU profile) and 0.32 (the CPU test profile); tests/vllm checks them against vLLM's own
+# registry.
+REASONING_END: dict[str, str] = {
+    "deepseek_r1": "</think>",
+    "deepseek_v3": "</think>",
+    "ernie45": "</think>",
+    "glm45": "</think>",
+    "mistral": "[/THINK]",
+    "qwen3": "</think>",
+    "seed_oss": "</seed:think>",
+    "step3": "</think>",
+}
+REASONING_PARSERS = tuple(REASONING_END)
 
 
 def _text_only() -> list[SetupName]:
@@ -82,6 +110,18 @@ class ModelConfig(BaseModel):
         default_factory=dict,
         description="Extra vLLM engine_kwargs this model needs (e.g. tokenizer_mode: mistral).",
     )
+    reasoning_parser: str | None = Field(
+        None,
+        description="vLLM reasoning parser of a thinking model (one of REASONING_PARSERS): "
+        "the answer grammar then applies after the reasoning, not from the first token.",
+    )
+    enable_thinking: bool | None = Field(
+        None,
+        description="Chat-template kwarg enable_thinking (Qwen3); None: not passed.",
+    )
+    thinking_max_tokens: int = Field(
+        0, ge=0, description="Tokens of reasoning allowed on top of the answer's max_tokens."
+    )
     blocked: str | None = Field(
         None,
         description="Why no engine of ours can run this model yet; the sweep lists it as not "
@@ -96,6 +136,15 @@ class ModelConfig(BaseModel):
         "(local test entries only).",
     )
 
+    @field_validator("reasoning_parser")
+    @classmethod
+    def _known_parser(cls, value: str | None) -> str | None:
+        if value is not None and value not in REASONING_END:
+            raise ValueError(
+                f"unknown vLLM reasoning parser {value!r}; known: {', '.join(REASONING_PARSERS)}"
+            )
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> ModelConfig:
         """Combinations that cannot run are errors at load time, not hours into a sweep."""
@@ -107,6 +156,11 @@ class ModelConfig(BaseModel):
             raise ValueError("api_base: the http engine needs api_base and api_key_env")
         if self.build_tiny and not self.local:
             raise ValueError("build_tiny: only local test entries may build tiny models")
+        if self.reasoning_parser and not self.thinking_max_tokens:
+            raise ValueError(
+                "thinking_max_tokens: a reasoning model needs a token budget for its "
+                "reasoning (e.g. 4096)"
+            )
         return self
 
     @property
@@ -163,9 +217,19 @@ def load_configs(folder: Path) -> list[ModelConfig]:
     return [configs[name][1] for name in sorted(configs)]
 
 
-def _local_checkpoint_modality(path: Path) -> Modality:
+def hub_revision(revision: str) -> str | None:
+    """The hub revision to pin, or None where there is none (local, main, baselines)."""
+    return None if revision in UNPINNED_REVISIONS else revision
+
+
+def _local_checkpoint(path: Path) -> tuple[Modality, int | None]:
+    """Modality and context length (max_position_embeddings) of a checkpoint directory."""
     config = json.loads((path / "config.json").read_text())
-    return "image-text" if "vision_config" in config else "text"
+    modality: Modality = "image-text" if "vision_config" in config else "text"
+    positions = config.get("max_position_embeddings") or config.get("text_config", {}).get(
+        "max_position_embeddings"
+    )
+    return modality, int(positions) if positions else None
 
 
 def resolve_model(engine: str, model: str, revision: str | None = None) -> ModelConfig:
@@ -187,19 +251,22 @@ def resolve_model(engine: str, model: str, revision: str | None = None) -> Model
             cfg = load_config(path)
             return cfg.model_copy(update={"engine": engine, "revision": revision or cfg.revision})
     local = Path(model)
-    if engine == "hf" and (local / "config.json").is_file():
-        modality = _local_checkpoint_modality(local)
+    if engine in CHECKPOINT_ENGINES and (local / "config.json").is_file():
+        modality, positions = _local_checkpoint(local)
         setups = list(SETUPS) if modality == "image-text" else ["text"]
+        # The checkpoint's own context (a GeoBuild conversation outgrows the 4096 default).
+        context = {"max_model_len": positions} if positions and positions >= 256 else {}
         return ModelConfig(
             name=local.name,
             repo=str(local.resolve()),
             revision=revision or "local",
-            engine="hf",
+            engine=engine,
             modality=modality,
             local=True,
             setups=setups,
+            **context,
         )
     raise ModelConfigError(
         f"unknown model config {model!r}: not a file in {CONFIG_DIR}, not a YAML path"
-        + (", not a local checkpoint directory" if engine == "hf" else "")
+        + (", not a local checkpoint directory" if engine in CHECKPOINT_ENGINES else "")
     )

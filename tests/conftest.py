@@ -62,3 +62,15 @@ def tiny_vlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     torch.set_num_threads(1)
     return build_tiny_model("vlm", tmp_path_factory.mktemp("tiny_vlm"), seed=0)
+
+
+VLLM_TESTS = REPO / "tests" / "vllm"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """tests/vllm needs vLLM's CPU build, which lives in .venv-vllm (`make test-vllm`): it is
+    collected only when named on the command line, never by a plain `pytest`."""
+    if collection_path != VLLM_TESTS:
+        return None
+    named = [Path(arg.split("::")[0]).resolve() for arg in config.args]
+    return not any(p == VLLM_TESTS or VLLM_TESTS in p.parents for p in named)

@@ -8,11 +8,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 
 from pipelines.cli import main
-from pipelines.engines import EngineOptions, vllm_processor_config
+from pipelines.engines import (
+    KEPT_PARAMS,
+    EngineOptions,
+    build_vllm_processor,
+    normalise_engine_errors,
+    thinking_budget,
+    vllm_postprocess,
+    vllm_processor_config,
+)
 from pipelines.model_config import ModelConfig
 from pipelines.summarize import load_results
 from tests.actors.loopback_server import LoopbackServer
@@ -132,6 +141,97 @@ def test_vllm_processor_builds_on_cpu_with_xgrammar_and_a_fixed_pool() -> None:
     assert config.engine_kwargs["structured_outputs_config"] == {"backend": "xgrammar"}
     assert config.engine_kwargs["limit_mm_per_prompt"] == {"image": 1}
     assert build_processor(config) is not None
+
+
+PINNED = VLLM_CFG.model_copy(
+    update={"revision": "0123abcd", "trust_remote_code": True, "tensor_parallel_size": 1}
+)
+
+
+def test_vllm_revision_and_remote_code_reach_every_stage_that_loads_the_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ray 2.60 gives the CPU stages only a model source and trust_remote_code, and the
+    prepare-multimodal stage only its model_config_kwargs: each must still see the pin."""
+    import huggingface_hub
+
+    snapshots: list[tuple[str, str]] = []
+
+    def snapshot(repo: str, revision: str, allow_patterns: list[str]) -> str:
+        snapshots.append((repo, revision))
+        assert not any(p.endswith(".safetensors") for p in allow_patterns)  # no weights
+        return f"/hf/snapshots/{revision}"
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot)
+    processor = build_vllm_processor(PINNED, EngineOptions())
+    stages = {name: stage.fn_constructor_kwargs for name, stage in processor.stages.items()}
+    assert snapshots == [(PINNED.repo, "0123abcd")]
+    for name in ("ChatTemplateStage", "TokenizeStage", "DetokenizeStage"):
+        assert stages[name]["model"] == "/hf/snapshots/0123abcd", name
+        assert stages[name]["trust_remote_code"] is True, name
+    mm = stages["PrepareMultimodalStage"]["model_config_kwargs"]
+    assert mm["model"] == PINNED.repo
+    assert (mm["revision"], mm["tokenizer_revision"], mm["trust_remote_code"]) == (
+        "0123abcd",
+        "0123abcd",
+        True,
+    )
+    engine = stages["vLLMEngineStage"]["engine_kwargs"]
+    assert (engine["revision"], engine["trust_remote_code"]) == ("0123abcd", True)
+
+
+def test_vllm_unpinned_revision_loads_the_repo_itself() -> None:
+    config = vllm_processor_config(VLLM_CFG, EngineOptions(), has_images=True)
+    assert config.engine_kwargs["revision"] is None  # "main": no pin, nothing snapshotted
+    assert config.chat_template_stage["enabled"] and "model_source" not in (
+        config.chat_template_stage
+    )
+
+
+QWEN3 = ModelConfig(
+    name="qwen3",
+    repo="Qwen/Qwen3-8B",
+    reasoning_parser="qwen3",
+    enable_thinking=True,
+    thinking_max_tokens=4096,
+)
+
+
+def test_vllm_reasoning_model_thinks_before_its_grammar() -> None:
+    config = vllm_processor_config(QWEN3, EngineOptions(), has_images=False)
+    structured = config.engine_kwargs["structured_outputs_config"]
+    assert structured == {"backend": "xgrammar", "reasoning_parser": "qwen3"}
+    assert config.chat_template_stage["chat_template_kwargs"] == {"enable_thinking": True}
+    processor = build_vllm_processor(QWEN3, EngineOptions())
+    row = {"sampling_params": {"max_tokens": 48, "temperature": 0.0}, "messages": []}
+    data = processor.preprocess(row)["__data"]
+    assert data["sampling_params"] == {"max_tokens": 48 + 4096, "temperature": 0.0}
+    assert data[KEPT_PARAMS] == {"max_tokens": 48, "temperature": 0.0}  # as asked, for results
+    # Plain models: no parser, no template kwargs, no budget.
+    plain = vllm_processor_config(VLLM_CFG, EngineOptions(), has_images=False)
+    assert "reasoning_parser" not in plain.engine_kwargs["structured_outputs_config"]
+    assert "chat_template_kwargs" not in plain.chat_template_stage
+
+
+def test_vllm_reasoning_is_cut_off_before_scoring() -> None:
+    cut = vllm_postprocess("</think>")
+    row = {"generated_text": '<think>a </think> b</think>\n{"answer": "yes"}'}
+    assert cut(row)["generated_text"] == '{"answer": "yes"}'
+    assert cut({"generated_text": None})["generated_text"] is None
+    assert vllm_postprocess(None)(row)["generated_text"] == row["generated_text"]
+    assert thinking_budget(10)({"sampling_params": {"max_tokens": 5}}) == {
+        "sampling_params": {"max_tokens": 15},
+        KEPT_PARAMS: {"max_tokens": 5},
+    }
+    # Ray's engine pops the params off the row; they come back from the kept copy.
+    done = {"generated_text": "x", KEPT_PARAMS: {"max_tokens": 5}}
+    assert vllm_postprocess(None)(done)["sampling_params"] == {"max_tokens": 5}
+    failed = {"generated_text": np.array([None], dtype=object)}
+    failed[KEPT_PARAMS] = np.array([{"max_tokens": 5}], dtype=object)
+    failed["__inference_error__"] = np.array(["boom"], dtype=object)
+    fixed = normalise_engine_errors(failed)
+    assert list(fixed["sampling_params"]) == [{"max_tokens": 5}] and KEPT_PARAMS not in fixed
+    assert list(fixed["engine_error"]) == ["boom"]
 
 
 def test_vllm_without_gpus_refuses_at_start(small_items: Path, tmp_path: Path) -> None:

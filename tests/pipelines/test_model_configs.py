@@ -6,8 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.model_config import ModelConfigError, load_config, load_configs, resolve_model
-from tests.conftest import REPO
+from pipelines.cli import main
+from pipelines.generate import MANIFEST
+from pipelines.model_config import (
+    REASONING_PARSERS,
+    ModelConfigError,
+    load_config,
+    load_configs,
+    resolve_model,
+)
+from tests.conftest import REPO, SHARED
 
 CONFIGS = REPO / "configs" / "models"
 # Every model the NoReGeo paper names, by the repo it is published under.
@@ -88,6 +96,8 @@ def test_local_entries_are_cpu_runnable(configs) -> None:
         ("name: x\nrepo: r\nengine: http\n", "api_base"),
         ("name: x\nrepo: r\ncolour: blue\n", "colour"),
         ("repo: r\n", "name"),
+        ("name: x\nrepo: r\nreasoning_parser: qwen9\nthinking_max_tokens: 9\n", "reasoning_parser"),
+        ("name: x\nrepo: r\nreasoning_parser: qwen3\n", "thinking_max_tokens"),
     ],
 )
 def test_broken_file_fails_with_path_and_field(tmp_path: Path, text: str, field: str) -> None:
@@ -108,3 +118,63 @@ def test_folder_rejects_a_name_that_is_not_the_file_stem(tmp_path: Path) -> None
 def test_resolve_model_finds_local_entries_by_name() -> None:
     cfg = resolve_model("hf", "tiny-llm")
     assert cfg.local and cfg.engine == "hf"
+
+
+def test_reasoning_models_think_before_the_grammar(configs) -> None:
+    thinkers = [c for c in configs if c.name.startswith(("qwen3-", "deepseek-r1-"))]
+    assert len(thinkers) == 6
+    for c in thinkers:
+        assert c.reasoning_parser in REASONING_PARSERS and c.thinking_max_tokens > 0, c.name
+        # The reasoning, the answer budget and a prompt fit the context.
+        assert c.thinking_max_tokens + 2048 < c.max_model_len, c.name
+    assert all(c.enable_thinking for c in thinkers if c.name.startswith("qwen3-"))
+
+
+def test_blocked_models_say_why(configs) -> None:
+    blocked = {c.name: c.blocked for c in configs if c.blocked}
+    assert "vision LoRA" in (blocked.get("phi-4-multimodal-instruct") or "")
+    pixtral = next(c for c in configs if c.name == "pixtral-12b")
+    # The HF-format repo: Ray's chat-template/tokenize stages need HF tokenizer files.
+    assert pixtral.repo == "mistral-community/pixtral-12b" and not pixtral.blocked
+    assert "tokenizer_mode" not in pixtral.engine_kwargs
+
+
+def _bad_parser_config(tmp_path: Path) -> Path:
+    path = tmp_path / "thinker.yaml"
+    path.write_text("name: thinker\nrepo: r\nreasoning_parser: qwen9\nthinking_max_tokens: 64\n")
+    return path
+
+
+def test_unknown_reasoning_parser_stops_evaluate_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = tmp_path / "items"
+    items.mkdir()
+    (items / MANIFEST).write_text('{"tasks": ["C-BCT-CT"], "setups": ["text"]}')
+    (items / "part-C-BCT-CT.parquet").write_bytes(b"")  # never read: the config fails first
+    out = tmp_path / "results"
+    args = ["evaluate", "--items", str(items), "--engine", "vllm"]
+    assert main([*args, "--model", str(_bad_parser_config(tmp_path)), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "reasoning_parser" in err and "qwen9" in err
+    assert not out.exists()
+
+
+def test_unknown_reasoning_parser_stops_geobuild_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "results"
+    args = ["geobuild", "--dataset", str(SHARED / "geobuildbench"), "--engine", "vllm"]
+    assert main([*args, "--model", str(_bad_parser_config(tmp_path)), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "qwen9" in err
+    assert not out.exists()
+
+
+def test_vllm_takes_a_local_checkpoint_with_its_context(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"max_position_embeddings": 8192}')
+    cfg = resolve_model("vllm", str(tmp_path))
+    assert cfg.engine == "vllm" and cfg.local and cfg.repo == str(tmp_path.resolve())
+    assert cfg.max_model_len == 8192 and cfg.setups == ["text"]
+    with pytest.raises(ModelConfigError, match="not a local checkpoint directory"):
+        resolve_model("vllm", str(tmp_path / "missing"))

