@@ -83,6 +83,10 @@ def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
     A group whose rows all failed has accuracy, invalid rate and MSE null."""
     df = _with_errors(df)
+    if "request_key" in df.columns:
+        # One canonical row order: float sums (MSE) and the seeded bootstrap depend on it,
+        # and a resumed run's shards hold the same rows as a fresh run's in another order.
+        df = df.sort("request_key")
     ok = ~_failed()
     groups = df.group_by(by, maintain_order=True)
     table = groups.agg(
