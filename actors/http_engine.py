@@ -16,10 +16,16 @@ sampling parameters and its answer constraint, in one of two forms (`constraint`
 Rows run concurrently, at most `max_concurrency` in flight; 429, 5xx, timeouts and
 connection errors are retried with exponential backoff.
 A row that still fails gets `engine_error` and `generated_text` = None; the batch goes on.
+Every error starts with its kind, `transient: ` (429, 5xx, timeout, connection error: a
+later run may succeed, so `pipelines.results.finished_keys` lets a rerun retry the row) or
+`final: ` (a bad request or an unreadable answer: repeating it gives the same).
 
-The API key is read from an environment variable at init (on a Ray worker, pass it with
-`runtime_env={"env_vars": ...}`) and is never put into rows, logs, exceptions or repr;
-server text that echoes it is redacted before it lands in a row.
+The API key: the engine's own environment variable `api_key_env` if the worker has it (a
+cluster whose nodes or image export it), else the value behind `api_key_ref`, a Ray object
+the driver put in the object store (pipelines.engines.http_stage). Never a runtime-env
+variable or a constructor argument: Ray writes runtime envs to its logs in plain text and
+constructor arguments into task specs. The key is never put into rows, logs, exceptions or
+repr; server text that echoes it is redacted before it lands in a row.
 """
 
 from __future__ import annotations
@@ -49,6 +55,9 @@ MAX_BACKOFF_S = 60.0  # cap on one wait, whether from backoff or a server's Retr
 JITTER_FRACTION = 0.1  # spreads retries of rows that failed together
 EXCERPT_CHARS = 200
 REDACTED = "[REDACTED]"
+# The kind that opens every `engine_error` (module docstring); readers split on the colon.
+TRANSIENT = "transient"
+FINAL = "final"
 # How a row's answer constraint is sent (module docstring); ModelConfig.api_constraint.
 Constraint = Literal["json_schema", "grammar"]
 CONSTRAINTS: tuple[str, ...] = get_args(Constraint)
@@ -89,13 +98,17 @@ class _Failed(Exception):
         self.head = head
         self.detail = detail
 
+    kind = FINAL
+
     def message(self, attempts: int) -> str:
         plural = "attempt" if attempts == 1 else "attempts"
-        return f"{self.head} after {attempts} {plural}: {self.detail}"
+        return f"{self.kind}: {self.head} after {attempts} {plural}: {self.detail}"
 
 
 class _Retryable(_Failed):
     """A failed attempt worth repeating; `wait_s` is the server's Retry-After, if any."""
+
+    kind = TRANSIENT
 
     def __init__(self, head: str, detail: str, wait_s: float | None = None) -> None:
         super().__init__(head, detail)
@@ -203,6 +216,7 @@ class HTTPEngine:
         base_url: str,
         model: str,
         api_key_env: str | None = None,
+        api_key_ref: Any = None,
         max_concurrency: int = 8,
         max_retries: int = 5,
         backoff_s: float = 1.0,
@@ -219,12 +233,14 @@ class HTTPEngine:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         self._key: _Secret | None = None
         if api_key_env:
-            value = os.environ.get(api_key_env)
+            value = os.environ.get(api_key_env) or _key_from_ref(api_key_ref)
             if not value:
                 # Name the variable only: the message may end up in logs.
                 raise RuntimeError(
-                    f"HTTPEngine: environment variable {api_key_env} is not set or empty; "
-                    f"export it (or pass it in the Ray runtime_env) or set api_key_env=None"
+                    f"HTTPEngine: environment variable {api_key_env} is not set or empty and "
+                    f"no api_key_ref was given; export it on this node, build the stage with "
+                    f"pipelines.engines.http_stage (which hands the key over), or set "
+                    f"api_key_env=None"
                 )
             self._key = _Secret(value)
         self.base_url = base_url.rstrip("/")
@@ -292,7 +308,7 @@ class HTTPEngine:
                 self.model, messages, sampling_params, answer_type, options, self.constraint
             )
         except Exception as exc:  # a malformed row must not fail its batch
-            return _Result(error=self._redact(f"bad row: {type(exc).__name__}: {exc}"))
+            return _Result(error=self._redact(f"{FINAL}: bad row: {type(exc).__name__}: {exc}"))
         attempt = 0
         while True:
             attempt += 1
@@ -358,6 +374,21 @@ class HTTPEngine:
         if self._key is None:
             return text
         return text.replace(self._key.reveal(), REDACTED)
+
+
+def _key_from_ref(ref: Any) -> str | None:
+    """The key behind the driver's object ref (bytes, see http_stage); None without a ref."""
+    if ref is None:
+        return None
+    import ray
+
+    value = ray.get(ref)
+    if not isinstance(value, bytes):
+        raise TypeError(
+            f"HTTPEngine: api_key_ref holds {type(value).__name__}, not bytes; "
+            f"put the key with ray.put(key.encode())"
+        )
+    return value.decode()
 
 
 def _excerpt(text: str) -> str:

@@ -120,21 +120,39 @@ def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
 
 
 def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    """The http engine in a pool of actors; the API key goes through Ray's object store.
+
+    Not through `runtime_env={"env_vars": ...}`: Ray writes runtime envs in plain text to
+    the session's logs (runtime_env_agent.log, raylet.out, ...), measured 6 of 6 runs. Not
+    as a constructor argument either: those are pickled into the actor's task spec. The
+    driver puts the key (bytes) with `ray.put` and passes the ObjectRef, which the task spec
+    holds only as an ID; each actor fetches the value from the object store (shared memory)
+    at init. Workers whose own environment has the variable use that instead.
+
+    What holds, and what does not: the object store is memory, and Ray writes an object to
+    disk only when the store passes its spill threshold (by default 80% full) and picks that
+    object to spill; then the key's bytes would sit in the session's spill folder until the
+    object is freed, when the dataset holding the ref is gone. Exporting the variable on
+    every node makes the actors ignore the ref, but the driver still puts it: a config
+    option to skip the put (or an `api_key_file` read on the nodes) would close that gap.
+    """
+    import ray
+
     from actors.http_engine import HTTPEngine
 
     if not cfg.api_base:
         raise ValueError(f"model {cfg.name} has no api_base; the http engine needs one")
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "base_url": cfg.api_base,
         "model": cfg.repo,
         "api_key_env": cfg.api_key_env,
         "constraint": cfg.api_constraint,
     }
-    # Workers on other nodes (or started before the key was exported) do not see the
-    # driver's environment: hand the variable over in the actors' runtime env, never as an
-    # argument, so it stays out of results, reprs and task specs.
-    env = {cfg.api_key_env: api_key(cfg)} if cfg.api_key_env else None
-    return _actor_stage(ds, HTTPEngine, kwargs, opts, env=env)
+    if cfg.api_key_env:
+        # Checked here, on the driver, before anything is written: a clear error naming
+        # the variable rather than one failed actor per replica.
+        kwargs["api_key_ref"] = ray.put(api_key(cfg).encode())
+    return _actor_stage(ds, HTTPEngine, kwargs, opts)
 
 
 def api_key(cfg: ModelConfig) -> str:
@@ -142,7 +160,8 @@ def api_key(cfg: ModelConfig) -> str:
     value = os.environ.get(cfg.api_key_env or "", "")
     if not value:
         raise MissingKeyError(
-            f"model {cfg.name} reads its API key from ${cfg.api_key_env}, which is not set"
+            f"model {cfg.name} reads its API key from ${cfg.api_key_env}, which is not set; "
+            f"export it before running, e.g. `export {cfg.api_key_env}=...`"
         )
     return value
 

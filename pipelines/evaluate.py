@@ -35,6 +35,7 @@ from pipelines.model_config import BASELINES, ENGINES, ModelConfig, ModelConfigE
 from pipelines.preflight import WEIGHT_ENGINES, PreflightError, check_model
 from pipelines.requests import SamplingConfig, add_requests, build_messages
 from pipelines.results import (
+    RETRY_ERRORS,
     ShardWriter,
     finished_keys,
     model_dir,
@@ -80,6 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_MAX_ERROR_RATE,
         help="exit 1 when more than this share (0..1) of the run's rows are engine errors",
+    )
+    parser.add_argument(
+        "--retry-errors",
+        choices=RETRY_ERRORS,
+        default="transient",
+        help="which rows stored with an engine error a rerun sends again: transient (429, "
+        "5xx, timeouts, connection errors), all, or none",
     )
     parser.add_argument("--out", required=True, type=Path, help="results directory")
 
@@ -215,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
             args.out,
             args.shard_rows,
             context=context,
+            retry_errors=args.retry_errors,
         )
     except (NoGPUError, MissingKeyError) as err:
         raise UsageError(str(err)) from err
@@ -253,11 +262,14 @@ def evaluate(
     shard_rows: int = 256,
     engine_stage: EngineStage | None = None,
     context: dict[str, Any] | None = None,
+    retry_errors: str = "transient",
 ) -> int:
     """Run the pipeline; returns the number of rows written by this call.
 
     `context` is the pre-flight context check's record (`preflight.ContextReport.record`),
     kept in the run record: the context length and how max_tokens is clamped to it.
+    `retry_errors` (one of results.RETRY_ERRORS) picks which stored engine-error rows count
+    as unfinished and are sent again.
     """
     import ray
 
@@ -265,7 +277,7 @@ def evaluate(
 
     ensure_ray()
     root = model_dir(out, BENCHMARK, cfg.name)
-    done = frozenset(finished_keys(root))
+    done = frozenset(finished_keys(root, retry=retry_errors))
     wanted = [f for f in files if f.stem.removeprefix("part-") in tasks]
     paths = ray.data.from_items([{"path": str(f)} for f in wanted], override_num_blocks=len(wanted))
     light: dict[str, Any] = {"num_cpus": LIGHT_CPUS, "batch_format": "pyarrow"}
@@ -302,6 +314,7 @@ def evaluate(
             "engine_options": opts.__dict__,
             "grammar_sha256": grammar_hashes(),
             "rows_already_done": len(done),
+            "retry_errors": retry_errors,
             "context": context,
             "argv": sys.argv,
         },

@@ -28,7 +28,7 @@ from actors.contract import plain
 from geometry.item import ITEM_SCHEMA
 from pipelines.atomic import sweep_temporaries, write_bytes_atomic, write_parquet_atomic
 from pipelines.scoring import SCORE_FIELDS
-from pipelines.shards import read_shards
+from pipelines.shards import ERROR_COLUMN, read_shards
 from pipelines.shards import shard_files as shard_files  # re-exported for existing readers
 
 # The item columns (images aside: the item table keeps them), then the run's own.
@@ -73,15 +73,45 @@ def model_dir(out: Path, benchmark: str, model: str) -> Path:
     return out / benchmark / f"model={model_slug(model)}"
 
 
-def finished_keys(root: Path, column: str = "request_key") -> set[str]:
+# Which rows with an `engine_error` a rerun sends again (evaluate --retry-errors):
+# "transient" those whose error is tagged transient (429, 5xx, timeouts, connection errors;
+# actors/http_engine.py), "all" every error row, "none" no error row.
+RETRY_ERRORS = ("transient", "all", "none")
+TRANSIENT_PREFIX = "transient:"
+
+
+def is_transient(error: str | None) -> bool:
+    """Whether an `engine_error` is one a later run may not get: tagged `transient:`.
+
+    Errors without a tag (engines that do not classify theirs, e.g. vLLM's) count as final,
+    so a rerun does not loop on them unless asked with retry="all".
+    """
+    return error is not None and error.startswith(TRANSIENT_PREFIX)
+
+
+def finished_keys(root: Path, column: str = "request_key", retry: str = "transient") -> set[str]:
     """Values of `column` already written under `root` (request keys by default), after
-    sweeping a killed run's temporaries. Unreadable shards are quarantined (see
-    pipelines.shards), so their keys are not finished and get recomputed."""
+    sweeping a killed run's temporaries.
+
+    Engine errors are not answers: a key whose only rows are errors that `retry` (one of
+    RETRY_ERRORS) selects is not finished, so the next run sends it again, and the shard
+    reader keeps the answered row over the old error row. Unreadable shards are quarantined
+    (see pipelines.shards), so their keys are not finished and get recomputed."""
+    if retry not in RETRY_ERRORS:
+        raise ValueError(f"retry={retry!r}: choose one of {', '.join(RETRY_ERRORS)}")
     if not root.exists():
         return set()
     sweep_temporaries(root)
-    rows = read_shards(root, [column], key=None)
-    return set() if rows is None else set(rows[column].to_list())
+    rows = read_shards(root, [column], key=None, optional=[ERROR_COLUMN])
+    if rows is None:
+        return set()
+    if retry == "none":
+        return set(rows[column].to_list())
+    errors = rows[ERROR_COLUMN].to_list()
+    keys = rows[column].to_list()
+    if retry == "all":
+        return {k for k, e in zip(keys, errors, strict=True) if e is None}
+    return {k for k, e in zip(keys, errors, strict=True) if not is_transient(e)}
 
 
 def null_if_nan(value: Any) -> Any:

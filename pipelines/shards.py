@@ -75,7 +75,8 @@ def quarantine(shard: Path, root: Path, reason: str) -> Path | None:
 
 def _read_one(shard: Path, columns: Sequence[str] | None, required: Sequence[str]) -> pa.Table:
     """`columns` (all when None) and `engine_error` if the shard has it; a shard lacking a
-    `required` column is as unusable as a corrupt one."""
+    `required` column is as unusable as a corrupt one, one lacking another asked-for column
+    is read without it."""
     with pq.ParquetFile(shard) as f:
         names = f.schema_arrow.names
         missing = [c for c in required if c not in names]
@@ -84,16 +85,21 @@ def _read_one(shard: Path, columns: Sequence[str] | None, required: Sequence[str
         if columns is None:
             return f.read()
         extra = [ERROR_COLUMN] if ERROR_COLUMN in names and ERROR_COLUMN not in columns else []
-        return f.read(columns=[*columns, *extra])
+        return f.read(columns=[c for c in [*columns, *extra] if c in names])
 
 
 def read_shards(
-    root: Path, columns: Sequence[str] | None = None, key: str | None = KEY
+    root: Path,
+    columns: Sequence[str] | None = None,
+    key: str | None = KEY,
+    optional: Sequence[str] = (),
 ) -> pl.DataFrame | None:
     """Every readable shard's rows under `root`, one row per `key` (no deduplication when
-    `key` is None); None when no shard could be read. See the module docstring."""
+    `key` is None); None when no shard could be read. `optional` columns are returned too,
+    null where a shard lacks them (e.g. `engine_error` in shards of engines without one).
+    See the module docstring."""
     required = list(dict.fromkeys([*(columns or []), *([key] if key else [])]))
-    wanted = None if columns is None else required
+    wanted = None if columns is None else [*required, *optional]
     frames = []
     for index, shard in enumerate(shard_files(root) if root.exists() else []):
         try:
@@ -115,7 +121,10 @@ def read_shards(
     rows = pl.concat(frames, how="diagonal_relaxed")  # older shards may lack columns
     if key is not None:
         rows = _one_row_per_key(rows, key, root)
-    keep = rows.columns if columns is None else list(columns)
+    for name in optional:
+        if name not in rows.columns:  # no shard had it
+            rows = rows.with_columns(pl.lit(None, pl.String).alias(name))
+    keep = rows.columns if columns is None else list(dict.fromkeys([*columns, *optional]))
     return rows.sort(_SHARD, _ROW).select([c for c in keep if c not in (_SHARD, _ROW)])
 
 

@@ -3,6 +3,11 @@
 Accuracy per task, category, setup and model with 95% bootstrap intervals; invalid-output
 rate; MSE on numeric tasks (valid answers only); U-task pair consistency (both items of a
 pair right).
+
+Engine errors are not answers: rows with an `engine_error` (the request failed, the model
+said nothing) are left out of accuracy, intervals, invalid rate, MSE and pair consistency,
+and counted in an `engine_error_rate` column of their own, so a flaky API lowers neither
+accuracy nor validity, and shows instead as errors.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import polars as pl
 
 from pipelines.cli import UsageError
 from pipelines.results import model_slug
-from pipelines.shards import read_shards, shard_files
+from pipelines.shards import ERROR_COLUMN, read_shards, shard_files
 
 BOOTSTRAP_SAMPLES = 1000
 BOOTSTRAP_SEED = 0
@@ -55,18 +60,45 @@ def bootstrap_ci(
     return (float(low), float(high))
 
 
+def _failed() -> pl.Expr:
+    return pl.col(ERROR_COLUMN).is_not_null()
+
+
+def _with_errors(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with an all-null error column if it has none (frames built without engines)."""
+    if ERROR_COLUMN in df.columns:
+        return df
+    return df.with_columns(pl.lit(None, pl.String).alias(ERROR_COLUMN))
+
+
+def answered(df: pl.DataFrame) -> pl.DataFrame:
+    """The rows whose request got an answer (no `engine_error`); all rows of frames that
+    have no error column."""
+    return df.filter(~_failed()) if ERROR_COLUMN in df.columns else df
+
+
 def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Accuracy, 95% CI, invalid rate and MSE (numeric tasks, valid answers) per group."""
+    """Per group: `n` rows in all, their `engine_error_rate`, and over the answered rows
+    only: accuracy, 95% CI, invalid rate and MSE (numeric tasks, valid answers).
+
+    A group whose rows all failed has accuracy, invalid rate and MSE null."""
+    df = _with_errors(df)
+    if "request_key" in df.columns:
+        # One canonical row order: float sums (MSE) and the seeded bootstrap depend on it,
+        # and a resumed run's shards hold the same rows as a fresh run's in another order.
+        df = df.sort("request_key")
+    ok = ~_failed()
     groups = df.group_by(by, maintain_order=True)
     table = groups.agg(
         pl.len().alias("n"),
-        pl.col("correct").mean().alias("accuracy"),
-        (~pl.col("valid")).mean().alias("invalid_rate"),
+        pl.col("correct").filter(ok).mean().alias("accuracy"),
+        (~pl.col("valid")).filter(ok).mean().alias("invalid_rate"),
+        _failed().mean().alias("engine_error_rate"),
         pl.col("sq_error")
-        .filter(pl.col("valid") & pl.col("sq_error").is_not_null())
+        .filter(ok & pl.col("valid") & pl.col("sq_error").is_not_null())
         .mean()
         .alias("mse"),
-        pl.col("correct").alias("_correct"),
+        pl.col("correct").filter(ok).alias("_correct"),
     )
     cis = [bootstrap_ci(np.array(c, dtype=bool)) for c in table["_correct"].to_list()]
     return (
@@ -80,10 +112,12 @@ def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
 
 def accuracy_by_task_setup(df: pl.DataFrame) -> pl.DataFrame:
-    """Tasks as rows, one accuracy column per (model, setup)."""
+    """Tasks as rows, one accuracy column per (model, setup), over the answered rows: a
+    cell whose rows all failed is null, not 0."""
     wide = (
-        df.group_by(["task", "model", "setup"])
-        .agg(pl.col("correct").mean().round(3).alias("accuracy"))
+        _with_errors(df)
+        .group_by(["task", "model", "setup"])
+        .agg(pl.col("correct").filter(~_failed()).mean().round(3).alias("accuracy"))
         .with_columns((pl.col("model") + ":" + pl.col("setup")).alias("column"))
         .pivot(on="column", index="task", values="accuracy")
         .sort("task")
@@ -94,7 +128,9 @@ def accuracy_by_task_setup(df: pl.DataFrame) -> pl.DataFrame:
 
 def pair_consistency(df: pl.DataFrame) -> pl.DataFrame:
     """Per U-task, setup and model: the share of pairs with both items right."""
-    pairs = df.filter(pl.col("pair_id").is_not_null())
+    # A pair with a failed request is not a pair the model answered: the items == 2 check
+    # below drops it.
+    pairs = answered(df).filter(pl.col("pair_id").is_not_null())
     if pairs.is_empty():
         return pl.DataFrame()
     per_pair = (
@@ -117,7 +153,7 @@ def summary_tables(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
         "per model x category x setup": accuracy_table(df, ["model", "category", "setup"]),
         "per model x task x setup": accuracy_table(df, ["model", "task", "setup"]),
         "MSE on numeric tasks": accuracy_table(numeric, ["model", "task", "setup"]).select(
-            ["model", "task", "setup", "n", "mse", "invalid_rate"]
+            ["model", "task", "setup", "n", "mse", "invalid_rate", "engine_error_rate"]
         )
         if not numeric.is_empty()
         else pl.DataFrame(),

@@ -81,14 +81,14 @@ def test_persistent_500_becomes_row_errors_after_retries() -> None:
     assert len(server.requests) == 2 * 3
     assert list(out["generated_text"]) == [None, None]
     for error in out["engine_error"]:
-        assert error == "HTTP 500 after 3 attempts: upstream exploded"
+        assert error == "transient: HTTP 500 after 3 attempts: upstream exploded"
 
 
 def test_client_error_is_not_retried() -> None:
     with LoopbackServer(then=always(400, body=b"bad schema")) as server:
         out = fast_engine(server.base_url)(make_batch(["q0"]))
     assert len(server.requests) == 1
-    assert out["engine_error"][0] == "HTTP 400 after 1 attempt: bad schema"
+    assert out["engine_error"][0] == "final: HTTP 400 after 1 attempt: bad schema"
 
 
 def test_dropped_connection_is_retried() -> None:
@@ -100,7 +100,7 @@ def test_dropped_connection_is_retried() -> None:
 
 def test_unusable_url_is_a_row_error_not_a_raise() -> None:
     out = fast_engine("ftp://127.0.0.1:9/v1")(make_batch(["q0"]))
-    assert out["engine_error"][0].startswith("UnsupportedProtocol after 1 attempt: ")
+    assert out["engine_error"][0].startswith("final: UnsupportedProtocol after 1 attempt: ")
 
 
 def test_one_failing_row_does_not_fail_the_batch() -> None:
@@ -190,7 +190,9 @@ def test_key_never_leaks(
     with LoopbackServer(decide=decide) as server:
         engine = fast_engine(server.base_url, "m", api_key_env=KEY_ENV, max_retries=1)
         out = engine(make_batch(["q0", "q1"]))
-    assert out["engine_error"][0].startswith("HTTP 500 after 2 attempts: auth was Bearer ")
+    assert out["engine_error"][0].startswith(
+        "transient: HTTP 500 after 2 attempts: auth was Bearer "
+    )
     assert out["generated_text"][1].startswith("my key is ")
     captured = capsys.readouterr()
     for place in (str({k: v.tolist() for k, v in out.items()}), repr(engine), str(vars(engine))):
@@ -290,7 +292,7 @@ def test_unknown_constraint_is_refused_by_name() -> None:
         build_request("m", [], {}, "number", [], "regex")  # type: ignore[arg-type]
 
 
-def test_http_stage_passes_the_configs_constraint_to_the_engine() -> None:
+def test_http_stage_passes_the_configs_constraint_to_the_engine(ray_local: Any) -> None:
     from pipelines.engines import EngineOptions, http_stage
     from pipelines.model_config import ModelConfig
 
@@ -316,3 +318,84 @@ def test_http_stage_passes_the_configs_constraint_to_the_engine() -> None:
         modes.append(recorder.kwargs["fn_constructor_kwargs"]["constraint"])
     assert modes == ["json_schema", "grammar"]
     assert ModelConfig(name="x", repo="r").api_constraint == "json_schema"
+
+
+def _recorded_stage(monkeypatch: pytest.MonkeyPatch, key: str | None) -> dict[str, Any]:
+    """The map_batches arguments http_stage gives Ray, with $KEY_ENV set to `key`."""
+    from pipelines.engines import EngineOptions, http_stage
+    from pipelines.model_config import ModelConfig
+
+    if key is None:
+        monkeypatch.delenv(KEY_ENV, raising=False)
+    else:
+        monkeypatch.setenv(KEY_ENV, key)
+    recorded: dict[str, Any] = {}
+
+    class Recorder:
+        def map_batches(self, fn: Any, **kwargs: Any) -> Recorder:
+            recorded.update(kwargs)
+            return self
+
+    cfg = ModelConfig(
+        name="served", repo="tiny", engine="http", api_base="http://x/v1", api_key_env=KEY_ENV
+    )
+    http_stage(Recorder(), cfg, EngineOptions())
+    return recorded
+
+
+def test_http_stage_hands_the_key_over_by_object_ref_only(
+    ray_local: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded = _recorded_stage(monkeypatch, KEY)
+    # Nothing Ray logs (runtime env) or pickles into task specs (arguments) holds the key.
+    assert "runtime_env" not in recorded
+    kwargs = recorded["fn_constructor_kwargs"]
+    ref = kwargs.pop("api_key_ref")
+    assert KEY not in repr(kwargs) + repr(ref)
+    assert isinstance(ref, ray_local.ObjectRef) and ray_local.get(ref) == KEY.encode()
+    # A worker without the variable (started before it was exported) takes the ref's key.
+    monkeypatch.delenv(KEY_ENV)
+    with LoopbackServer(answer=lambda r: '{"answer": "yes"}') as server:
+        engine = HTTPEngine(server.base_url, "m", api_key_env=KEY_ENV, api_key_ref=ref)
+        engine(make_batch(["q0"]))
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_a_workers_own_variable_wins_over_the_ref(
+    ray_local: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ref = ray_local.put(b"sk-from-driver")
+    monkeypatch.setenv(KEY_ENV, "sk-node-local")
+    with LoopbackServer(answer=lambda r: '{"answer": "yes"}') as server:
+        HTTPEngine(server.base_url, "m", api_key_env=KEY_ENV, api_key_ref=ref)(make_batch(["q"]))
+    assert server.requests[0].headers["authorization"] == "Bearer sk-node-local"
+
+
+def test_http_stage_without_the_key_refuses_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pipelines.engines import MissingKeyError
+
+    with pytest.raises(MissingKeyError, match=f"\\${KEY_ENV}, which is not set; export"):
+        _recorded_stage(monkeypatch, None)
+
+
+def test_error_kinds_tag_what_a_rerun_may_fix() -> None:
+    """The tag finished_keys reads: unreachable servers and 429/5xx are transient, a
+    refused request is final, and a malformed row is final."""
+    with LoopbackServer() as server:
+        url = server.base_url
+    # The server is gone: the port refuses connections.
+    refused = fast_engine(url, max_retries=1)(make_batch(["q"]))["engine_error"][0]
+    assert refused.startswith("transient: ConnectError after 2 attempts: ")
+    with LoopbackServer(then=always(429, headers={"Retry-After": "0"})) as server:
+        limited = fast_engine(server.base_url, max_retries=0)(make_batch(["q"]))
+    assert limited["engine_error"][0].startswith("transient: HTTP 429 after 1 attempt")
+    with LoopbackServer(then=always(401)) as server:
+        denied = fast_engine(server.base_url)(make_batch(["q"]))
+    assert denied["engine_error"][0].startswith("final: HTTP 401 after 1 attempt")
+    bad = make_batch(["q"])
+    bad["sampling_params"][0] = "not a mapping"
+    with LoopbackServer() as server:
+        out = fast_engine(server.base_url)(bad)
+    assert out["engine_error"][0].startswith("final: bad row: ") and server.requests == []

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -67,13 +68,40 @@ def _truth_answer(request: dict) -> str:
     return '{"answer": 1}'
 
 
+def _files_holding(folder: Path, secret: bytes) -> list[str]:
+    """Every regular file under `folder` (recursively) whose bytes contain `secret`."""
+    hits = []
+    for path in folder.rglob("*"):
+        try:
+            if path.is_file() and not path.is_symlink() and secret in path.read_bytes():
+                hits.append(str(path.relative_to(folder)))
+        except OSError:  # a file Ray removed or rotated while we listed the folder
+            continue
+    return hits
+
+
+def _worker_env(ray: Any, name: str) -> str | None:
+    @ray.remote(num_cpus=0)
+    def read() -> str | None:
+        import os
+
+        return os.environ.get(name)
+
+    return ray.get(read.remote())  # type: ignore[no-any-return]
+
+
 def test_http_engine_never_writes_the_key(
+    ray_local: Any,
     small_items: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    # Set after Ray started, as on a cluster whose nodes never saw the driver's shell:
+    # the workers do not inherit it, so the key must travel, and not through anything Ray
+    # writes down (runtime envs are logged in plain text; task specs hold arguments).
     monkeypatch.setenv("GEOSEE_TEST_KEY", KEY)
+    assert _worker_env(ray_local, "GEOSEE_TEST_KEY") is None
     with LoopbackServer(answer=_truth_answer) as server:
         cfg = tmp_path / "api-model.yaml"
         cfg.write_text(
@@ -87,9 +115,10 @@ def test_http_engine_never_writes_the_key(
     assert df.height == 75 and df["valid"].all()
     captured = capsys.readouterr()
     assert KEY not in captured.out + captured.err
-    for path in out.rglob("*"):
-        if path.is_file():
-            assert KEY.encode() not in path.read_bytes(), path
+    assert _files_holding(out, KEY.encode()) == []
+    session = Path(ray_local._private.worker._global_node.get_session_dir_path())
+    assert (session / "logs").is_dir()  # the folder Ray writes its logs to is the one read
+    assert _files_holding(session, KEY.encode()) == []
 
 
 VLLM_CFG = ModelConfig(

@@ -6,7 +6,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.summarize import accuracy_table, bootstrap_ci, pair_consistency, summary_tables
+from pipelines.summarize import (
+    accuracy_by_task_setup,
+    accuracy_table,
+    bootstrap_ci,
+    pair_consistency,
+    summary_tables,
+)
 
 
 def _frame() -> pl.DataFrame:
@@ -87,3 +93,41 @@ def test_summary_tables_cover_the_issue_list() -> None:
         "MSE on numeric tasks",
         "U-task pair consistency",
     } <= set(tables)
+
+
+def test_engine_errors_leave_the_denominator_and_get_their_own_rate() -> None:
+    answered = _frame().with_columns(pl.lit(None, pl.String).alias("engine_error"))
+    # Two failed requests on the numeric task, stored as engines store them: no answer,
+    # not valid, not correct. Counted as wrong they would pull accuracy from 1/4 to 1/6.
+    failed = pl.DataFrame(
+        [
+            {
+                **answered.row(6, named=True),
+                "correct": False,
+                "valid": False,
+                "sq_error": None,
+                "engine_error": "transient: HTTP 503 after 6 attempts: busy",
+            }
+        ]
+        * 2
+    )
+    df = pl.concat([answered, failed])
+    table = accuracy_table(df, ["task"]).sort("task")
+    numeric = table.filter(pl.col("task") == "N-ECL-SLT")
+    assert numeric["n"][0] == 6
+    assert numeric["engine_error_rate"][0] == pytest.approx(2 / 6)
+    assert numeric["accuracy"][0] == pytest.approx(1 / 4)
+    assert numeric["invalid_rate"][0] == pytest.approx(1 / 4)  # invalid is not error
+    assert numeric["mse"][0] == pytest.approx((0 + 1 + 9) / 3)
+    assert table.filter(pl.col("task") == "U-PAP-PT")["engine_error_rate"][0] == 0.0
+    wide = accuracy_by_task_setup(df)
+    assert wide.filter(pl.col("task") == "N-ECL-SLT")["m:text"][0] == pytest.approx(0.25)
+
+
+def test_a_group_whose_requests_all_failed_has_no_accuracy() -> None:
+    row = {**_frame().row(0, named=True), "correct": False, "valid": False}
+    df = pl.DataFrame([{**row, "engine_error": "final: HTTP 400 after 1 attempt: bad"}])
+    table = accuracy_table(df, ["task"])
+    assert table["engine_error_rate"][0] == 1.0
+    assert table["accuracy"][0] is None and table["invalid_rate"][0] is None
+    assert pair_consistency(df).is_empty()
