@@ -52,7 +52,6 @@ def _actor_stage(
     kwargs: dict[str, Any],
     opts: EngineOptions,
     num_gpus: float = 0,
-    env: dict[str, str] | None = None,
     batch_format: str = "numpy",
 ) -> Any:
     import ray
@@ -60,8 +59,6 @@ def _actor_stage(
     remote_args: dict[str, Any] = (
         {"num_gpus": num_gpus} if num_gpus else {"num_cpus": opts.cpus_per_actor}
     )
-    if env:
-        remote_args["runtime_env"] = {"env_vars": env}
     return ds.map_batches(
         cls,
         fn_constructor_kwargs=kwargs,
