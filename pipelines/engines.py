@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from actors.contract import OUTPUT_COLUMNS, object_array
-from pipelines.model_config import ModelConfig
+from pipelines.model_config import ModelConfig, hub_revision
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
     gpus = 1.0 if cluster_gpus() >= opts.pool_size else 0.0
     kwargs = {
         "model": cfg.repo,
-        "revision": None if cfg.revision in ("local", "main") else cfg.revision,
+        "revision": hub_revision(cfg.revision),
         "dtype": cfg.dtype,
         "batch_size": opts.batch_size,
         "trust_remote_code": cfg.trust_remote_code,

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.model_config import ModelConfig
+from pipelines.model_config import ModelConfig, hub_revision
 
 # Engines that load a checkpoint on our workers; http and the baselines skip these checks.
 WEIGHT_ENGINES = ("hf", "vllm")
@@ -63,11 +63,6 @@ class ContextReport:
         }
 
 
-def hub_revision(cfg: ModelConfig) -> str | None:
-    """The revision to load: our placeholders ("local", "main") mean the default branch."""
-    return None if cfg.revision in ("local", "main") else cfg.revision
-
-
 def check_model(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextReport:
     """Both checks for a model of an engine in WEIGHT_ENGINES.
 
@@ -88,7 +83,7 @@ def _cached_config(cfg: ModelConfig) -> dict[str, Any] | None:
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        path = try_to_load_from_cache(cfg.repo, "config.json", revision=hub_revision(cfg))
+        path = try_to_load_from_cache(cfg.repo, "config.json", revision=hub_revision(cfg.revision))
     except (ValueError, OSError):  # not a valid repo id (an API name, a missing dir)
         return None
     return dict(json.loads(Path(path).read_text())) if isinstance(path, str) else None
@@ -123,7 +118,7 @@ def check_context(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextRepor
     from actors.hf_engine import PromptRenderer
 
     try:
-        renderer = PromptRenderer.load(cfg.repo, hub_revision(cfg), cfg.trust_remote_code)
+        renderer = PromptRenderer.load(cfg.repo, hub_revision(cfg.revision), cfg.trust_remote_code)
     except (OSError, ValueError) as err:
         # Not loadable here (no hub access on this driver): the engine will say more.
         reason = (str(err).splitlines() or [type(err).__name__])[0]

@@ -29,7 +29,6 @@ from geometry.item import ITEM_SCHEMA
 from pipelines.atomic import sweep_temporaries, write_bytes_atomic, write_parquet_atomic
 from pipelines.scoring import SCORE_FIELDS
 from pipelines.shards import ERROR_COLUMN, read_shards
-from pipelines.shards import shard_files as shard_files  # re-exported for existing readers
 
 # The item columns (images aside: the item table keeps them), then the run's own.
 RESULT_SCHEMA = pa.schema(

@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 from geometry.item import IMAGE_SETUPS
 from pipelines.model_config import BASELINES, ModelConfig
 from pipelines.requests import SamplingConfig, add_requests
-from pipelines.results import model_dir, shard_files
+from pipelines.results import model_dir
+from pipelines.shards import shard_files
 
 BENCHMARK = "noregeo"
 
