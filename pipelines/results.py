@@ -158,7 +158,14 @@ class ShardWriter:
         return {"rows": np.array([batch.num_rows], dtype=np.int64)}
 
 
+# A job submitted to a cluster travels without .git; scripts/sweep_submit.sh passes the
+# submitting checkout's commit in this variable instead.
+GIT_COMMIT_ENV = "GEOSEE_GIT_COMMIT"
+
+
 def _git_commit() -> str | None:
+    if os.environ.get(GIT_COMMIT_ENV):
+        return os.environ[GIT_COMMIT_ENV]
     try:
         return subprocess.run(
             ["git", "rev-parse", "HEAD"],

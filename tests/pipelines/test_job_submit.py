@@ -4,6 +4,7 @@ head stopped by the process id this test started."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -150,3 +151,10 @@ def test_ray_job_submit_runs_a_small_sweep(ray_head: str, tmp_path: Path) -> Non
     assert counts == {"oracle": 12, "random": 12, "tiny-llm": 4}
     assert df["request_key"].n_unique() == df.height
     assert df.filter(pl.col("model") == "oracle")["correct"].all()
+    # .git stays home; the run records still name the commit the job was submitted from.
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    records = [json.loads(p.read_text()) for p in out.rglob("runs/*.json")]
+    assert records
+    assert all(r["git_commit"].removesuffix("-dirty") == head for r in records), records
