@@ -3,14 +3,17 @@
 Each model is one Ray task (0 CPUs, pinned to the driver's node so it reads and checks the
 result tree there) that drives `evaluate(...)`; the engine actors that pipeline creates ask
 for their own GPUs, so a model's bundle is its tensor-parallel degree. The driver admits a
-model only while the GPUs it has handed out plus the model's fit in the cluster's (or
-`--gpus`, on an autoscaling cluster, where `request_resources` asks for the nodes), and at
-most `--cpu-parallel` CPU-only models at once. A model's setups run in one call, one after
-the other, because `evaluate` tidies the model's whole result directory when it starts.
+model only while the GPUs it has handed out plus the model's fit in what the cluster can
+grow to (pipelines.cluster_capacity: `--gpus`, the autoscaler's config, or the GPUs present;
+`request_resources` asks the autoscaler for the nodes, and a model waiting for them shows as
+"pending: waiting for N GPU(s)"), and at most `--cpu-parallel` CPU-only models at once. A
+model's setups run in one call, one after the other, because `evaluate` tidies the model's
+whole result directory when it starts.
 
 Resumable at model x setup granularity: a setup whose request keys are all on disk is
 skipped; a partial one resumes through evaluate's key skipping. Models that cannot run here
-(no GPUs, no API key, no engine for them) are listed as not run and get no result rows.
+(more GPUs than the cluster can ever have, a tensor-parallel size wider than its largest
+node, no API key, no engine for them) are listed as not run and get no result rows.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from geometry.item import SETUPS
 from geometry.tasks.registry import all_tasks
 from pipelines.atomic import write_bytes_atomic
 from pipelines.cli import UsageError
+from pipelines.cluster_capacity import GPUCapacity, discover
 from pipelines.engines import EngineOptions
 from pipelines.generate import MANIFEST, parse_list
 from pipelines.model_config import BASELINES, ModelConfig, ModelConfigError, load_configs
@@ -65,7 +69,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline-delay", type=float, default=0.0, help="seconds per batch (latency stand-in)"
     )
-    parser.add_argument("--gpus", type=float, default=None, help="GPUs to plan for (autoscaling)")
+    parser.add_argument(
+        "--gpus",
+        type=float,
+        default=None,
+        help="GPUs to plan for (default: what the autoscaler can add, else what is present)",
+    )
+    parser.add_argument(
+        "--cluster-config",
+        type=Path,
+        default=None,
+        help="cluster-launcher YAML to plan GPUs from (e.g. cluster.yaml, for a dry run)",
+    )
     parser.add_argument(
         "--cpu-parallel",
         type=int,
@@ -146,11 +161,11 @@ def _materialise(cfg: ModelConfig, out: Path) -> ModelConfig:
     return cfg
 
 
-def _geobuild_only_reason(cfg: ModelConfig, gpus: float) -> str | None:
+def _geobuild_only_reason(cfg: ModelConfig, capacity: GPUCapacity) -> str | None:
     """Why a model cannot run when GeoBuild is the only benchmark (None: it can)."""
     if cfg.engine in BASELINES:
         return "not run: answer baselines have no GeoBuild program"
-    return cpu_runnable_reason(cfg, gpus)
+    return cpu_runnable_reason(cfg, capacity)
 
 
 def _geobuild_entry() -> tuple[Any, str | None]:
@@ -260,8 +275,19 @@ class _Running:
     started: float
 
 
+def _waiting_state(job: Job, state: str, present_gpus: float) -> str:
+    """A GPU model whose GPUs the autoscaler has not added yet is pending (a started one's
+    task waits for them before it builds its engine), never "not run"."""
+    if state in ("pending", "running") and job.cfg.gpus and present_gpus < job.cfg.gpus:
+        return f"pending: waiting for {job.cfg.gpus:g} GPU(s)"
+    return state
+
+
 def _progress(jobs: list[Job], states: dict[str, str], out: Path, cache: dict[Path, int]) -> None:
+    import ray
+
     nodes = _nodes_by_tag()
+    present = float(ray.cluster_resources().get("GPU", 0))
     lines = [f"{'model':34} {'setup':7} {'node':16} {'rows':>11}  state"]
     for job in jobs:
         name = job.cfg.name
@@ -269,14 +295,22 @@ def _progress(jobs: list[Job], states: dict[str, str], out: Path, cache: dict[Pa
         for setup in job.done_setups + job.setups:
             n = rows_on_disk(out, name, setup, cache)
             state = "done" if setup in job.done_setups else states[name]
+            state = _waiting_state(job, state, present)
             rows = f"{n}/{job.rows.get(setup, 0)}"
             lines.append(f"{name[:34]:34} {setup:7} {node[:16]:16} {rows:>11}  {state}")
     stamp = time.strftime("%H:%M:%S")
     print(f"--- sweep progress {stamp} ---\n" + "\n".join(lines), flush=True)
 
 
-def execute(jobs: list[Job], args: argparse.Namespace, files: list[Path], tasks: list[str],
-            limit: int | None, gpus: float, geobuild: bool) -> dict[str, str]:  # fmt: skip
+def execute(
+    jobs: list[Job],
+    args: argparse.Namespace,
+    files: list[Path],
+    tasks: list[str],
+    limit: int | None,
+    capacity: GPUCapacity,
+    geobuild: bool,
+) -> dict[str, str]:
     """Run the runnable jobs; returns model -> final state (done, failed: ..., not run: ...)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -291,6 +325,7 @@ def execute(jobs: list[Job], args: argparse.Namespace, files: list[Path], tasks:
         "baseline_delay_s": args.baseline_delay,
     }
     cpu_parallel = args.cpu_parallel or max(1, int(ray.cluster_resources().get("CPU", 0) // 4))
+    gpus = capacity.total
     running: list[_Running] = []
     cache: dict[Path, int] = {}
     last = 0.0
@@ -299,8 +334,9 @@ def execute(jobs: list[Job], args: argparse.Namespace, files: list[Path], tasks:
         cpu_jobs = sum(1 for r in running if not r.job.cfg.gpus)
         for job in list(queue):
             need = job.cfg.gpus * args.replicas
-            if need > gpus:  # could never be admitted: say so instead of waiting forever
-                states[job.cfg.name] = f"not run: needs {need} GPU(s), planned for {gpus:g}"
+            never = capacity.reason_not_runnable(need)
+            if never:  # could never be admitted (replicas x TP): say so, never wait forever
+                states[job.cfg.name] = never
                 queue.remove(job)
                 continue
             if (need and used + need > gpus) or (not need and cpu_jobs >= cpu_parallel):
@@ -353,15 +389,15 @@ def run(args: argparse.Namespace) -> int:
     manifest, files = _items_state(items, args.per_task)
     limit = args.per_task if manifest and args.per_task < manifest["per_task"] else None
     sampling = SamplingConfig(0.0, args.max_tokens, args.seed)
-    if args.dry_run:  # without --gpus, plan as if every GPU model gets its GPUs
-        gpus = args.gpus if args.gpus is not None else float("inf")
-    else:
+    if not args.dry_run:
         from pipelines.ray_session import ensure_ray
 
         ensure_ray()
-        import ray
-
-        gpus = args.gpus if args.gpus is not None else ray.cluster_resources().get("GPU", 0)
+    try:
+        capacity = discover(args.gpus, args.cluster_config, connected=not args.dry_run)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    print(f"planning for {capacity.total:g} GPU(s) ({capacity.source})", flush=True)
     geobuild_note = None
     if "geobuild" in benchmarks:
         _entry, geobuild_note = _geobuild_entry()
@@ -375,12 +411,12 @@ def run(args: argparse.Namespace) -> int:
             limit,
             sampling,
             args.out,
-            gpus,
+            capacity,
             len(tasks) * args.per_task,
         )
         if run_noregeo
         else [  # fmt: skip
-            Job(cfg=c, setups=[], reason=_geobuild_only_reason(c, gpus)) for c in configs
+            Job(cfg=c, setups=[], reason=_geobuild_only_reason(c, capacity)) for c in configs
         ]
     )
     if args.dry_run:
@@ -397,9 +433,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"generating items into {items} ({args.per_task} per task)", flush=True)
         manifest = generate(items, tasks, args.per_task, args.seed, list(SETUPS), args.image_size)
         files = sorted(items.glob("part-*.parquet"))
-        jobs = plan(configs, manifest, files, tasks, None, sampling, args.out, gpus, 0)
+        jobs = plan(configs, manifest, files, tasks, None, sampling, args.out, capacity, 0)
     geobuild = "geobuild" in benchmarks and geobuild_note is None
-    states = execute(jobs, args, files, tasks, limit, gpus, geobuild)
+    states = execute(jobs, args, files, tasks, limit, capacity, geobuild)
     _report(states, args.out, geobuild_note)
     return 1 if any(s.startswith("failed") for s in states.values()) else 0
 

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from geometry.item import IMAGE_SETUPS
+from pipelines.cluster_capacity import GPUCapacity
 from pipelines.model_config import BASELINES, ModelConfig
 from pipelines.requests import SamplingConfig, add_requests
 from pipelines.results import model_dir
@@ -52,8 +53,9 @@ class Job:
         return self.reason is None and bool(self.setups)
 
 
-def cpu_runnable_reason(cfg: ModelConfig, gpus: float) -> str | None:
-    """Why `cfg` cannot run on a cluster with `gpus` GPUs, or None when it can."""
+def cpu_runnable_reason(cfg: ModelConfig, capacity: GPUCapacity) -> str | None:
+    """Why `cfg` can never run on a cluster of this capacity, or None when it can (perhaps
+    once the autoscaler has added its GPUs)."""
     if cfg.blocked:
         return f"not run: {cfg.blocked}"
     if cfg.engine in BASELINES or cfg.local:
@@ -62,9 +64,7 @@ def cpu_runnable_reason(cfg: ModelConfig, gpus: float) -> str | None:
         if not os.environ.get(cfg.api_key_env or ""):
             return f"not run: ${cfg.api_key_env} is not set"
         return None
-    if gpus < cfg.gpus:
-        return f"not run: needs {cfg.gpus} GPU(s), the cluster has {gpus:g}"
-    return None
+    return capacity.reason_not_runnable(cfg.gpus)
 
 
 def setup_rows(manifest: dict[str, Any], tasks: list[str], setup: str, limit: int | None) -> int:
@@ -147,7 +147,7 @@ def plan(
     limit: int | None,
     sampling: SamplingConfig,
     out: Path,
-    gpus: float,
+    capacity: GPUCapacity,
     default_rows: int,
 ) -> list[Job]:
     """One Job per config; finished setups are moved to `done_setups`.
@@ -157,7 +157,7 @@ def plan(
     """
     jobs = []
     for cfg in configs:
-        job = Job(cfg=cfg, setups=[], reason=cpu_runnable_reason(cfg, gpus))
+        job = Job(cfg=cfg, setups=[], reason=cpu_runnable_reason(cfg, capacity))
         for setup in cfg.setups:
             if manifest is not None and setup not in manifest["setups"]:
                 continue  # the item table was generated without this setup
