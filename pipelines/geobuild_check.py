@@ -38,15 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print one verdict per program line; exit 0 even when programs fail (they are data)."""
+    # Read whole before the first verdict: a byte that is not UTF-8 halfway down the file
+    # is a usage error, not a traceback after half the verdicts.
+    lines = read_utf8(Path(args.programs), "--programs").split("\n")
     try:
         problems = {p.id: p for p in load_problems(args.dataset, args.lang)}
     except FileNotFoundError as err:
         raise UsageError(f"{err} (pass --dataset the data file or its directory)") from err
     except ValueError as err:
         raise UsageError(f"--dataset {args.dataset}: {err}") from err
-    # Read whole before the first verdict: a byte that is not UTF-8 halfway down the file
-    # is a usage error, not a traceback after half the verdicts.
-    lines = read_utf8(Path(args.programs), "--programs").split("\n")
     for verdict in check_lines(lines, problems):
         print(json.dumps(verdict, ensure_ascii=False))
     sys.stdout.flush()
