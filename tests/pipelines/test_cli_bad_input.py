@@ -5,9 +5,12 @@ The table is the point: add a row for each new flag or input file. Rows run in-p
 through `pipelines.cli.main` (fast, no Ray); a few run through `python -m pipelines` to
 check the real exit code and undecodable argv bytes.
 
-Placeholders in a row's argv: `{tmp}` the test's folder, `{dir}` an empty folder, `{file}`
-a small text file, `{items}` an item folder with a malformed manifest.json, and `{latin1}`,
-`{badjson}`, `{badyaml}`, `{badcsv}`, `{junk}` files of those kinds (see `_inputs`).
+A row is: id, text the error line must contain (the flag, or the file), the argv. In the
+argv, `E`, `G`, `S`, `W` stand for the required arguments of evaluate, geobuild,
+geobuild-solve and sweep (`BASE`); `{...}` are files and folders made by `_inputs`: `{dir}`
+an empty folder, `{file}` a small text file, `{out}` a path that must stay absent,
+`{items}` an item folder with a malformed manifest.json, `{latin1}` a file that is not UTF-8,
+and so on.
 """
 
 from __future__ import annotations
@@ -24,229 +27,173 @@ from tests.conftest import REPO
 
 NOT_UTF8 = "caf\xe9 = 1\n".encode("latin-1")  # 0xE9 alone is not UTF-8
 UNDECODABLE = os.fsdecode(b"\xff\xfe")  # how Python hands over argv bytes that are not UTF-8
-MODELS = str(REPO / "configs" / "models")
-OUT = "{tmp}/out"
 
-# (row id, argv, text the one error line must contain)
-BAD_NUMBERS = [
-    ("generate-per-task-0", ["generate", "--out", OUT, "--per-task", "0"], "--per-task"),
-    ("generate-image-size-0", ["generate", "--out", OUT, "--image-size", "0"], "--image-size"),
-    ("generate-seed-negative", ["generate", "--out", OUT, "--seed", "-1"], "--seed"),
-    ("generate-per-task-text", ["generate", "--out", OUT, "--per-task", "ten"], "--per-task"),
-    *[
-        (f"evaluate-{flag[2:]}-{value}", ["evaluate", *"E", flag, value], flag)
-        for flag, value in [
-            ("--batch-size", "0"),
-            ("--shard-rows", "0"),
-            ("--pool-size", "0"),
-            ("--max-tokens", "-5"),
-            ("--limit", "0"),
-            ("--seed", "-1"),
-            ("--temperature", "nan"),
-            ("--temperature", "-1"),
-            ("--baseline-delay", "inf"),
-            ("--baseline-delay", "-0.5"),
-            ("--max-error-rate", "1.5"),
-            ("--max-error-rate", "nan"),
-            ("--batch-size", "2.5"),
-        ]
-    ],
-    *[
-        (f"geobuild-{flag[2:]}-{value}", ["geobuild", *"G", flag, value], flag)
-        for flag, value in [
-            ("--image-size", "0"),
-            ("--max-rounds", "0"),
-            ("--executors", "0"),
-            ("--batch-size", "0"),
-            ("--pool-size", "-2"),
-            ("--shard-rows", "0"),
-            ("--max-tokens", "0"),
-            ("--limit", "0"),
-            ("--temperature", "nan"),
-            ("--seed", "-3"),
-        ]
-    ],
-    *[
-        (f"geobuild-solve-{flag[2:]}-{value}", ["geobuild-solve", *"S", flag, value], flag)
-        for flag, value in [
-            ("--solve-seconds", "nan"),
-            ("--solve-seconds", "0"),
-            ("--restarts", "0"),
-            ("--workers", "0"),
-        ]
-    ],
-    *[
-        (f"sweep-{flag[2:]}-{value}", ["sweep", *"W", flag, value], flag)
-        for flag, value in [
-            ("--replicas", "0"),
-            ("--gpus", "-1"),
-            ("--gpus", "nan"),
-            ("--cpu-parallel", "0"),
-            ("--progress-interval", "0"),
-            ("--per-task", "0"),
-            ("--image-size", "0"),
-            ("--max-tokens", "0"),
-            ("--batch-size", "0"),
-            ("--shard-rows", "0"),
-            ("--baseline-delay", "nan"),
-            ("--seed", "-1"),
-        ]
-    ],
-    # argparse reads a bare "-inf" as a flag; "=" hands it over as the value
-    ("geobuild-solve-conflict-seconds--inf", ["geobuild-solve", *"S", "--conflict-seconds=-inf"],
-     "--conflict-seconds"),  # fmt: skip
-    ("tiny-model-seed", ["tiny-model", "--kind", "llm", "--out", OUT, "--seed", "-1"], "--seed"),
-    ("report-min-accuracy-nan", ["report", "{dir}", "--out", OUT, "--min-accuracy", "nan"],
-     "--min-accuracy"),  # fmt: skip
-    ("report-min-accuracy-101", ["report", "{dir}", "--out", OUT, "--min-accuracy", "101"],
-     "--min-accuracy"),  # fmt: skip
-    ("probe-summarize-min-accuracy", ["probe-summarize", "{dir}", "--min-accuracy", "-1"],
-     "--min-accuracy"),  # fmt: skip
-    ("probe-limit-0", ["probe", "--grid", "{file}", "--out", OUT, "--limit", "0"], "--limit"),
-    ("human-export-seed", ["human-export", "{dir}", "--out", OUT, "--seed", "-1"], "--seed"),
-]
+TABLE = r"""
+# zero, negative, NaN, inf, non-numbers and out-of-range shares
+generate-per-task-0                  --per-task         generate --out {out} --per-task 0
+generate-image-size-0                --image-size       generate --out {out} --image-size 0
+generate-seed-negative               --seed             generate --out {out} --seed -1
+generate-per-task-text               --per-task         generate --out {out} --per-task ten
+evaluate-batch-size-0                --batch-size       evaluate E --batch-size 0
+evaluate-shard-rows-0                --shard-rows       evaluate E --shard-rows 0
+evaluate-pool-size-0                 --pool-size        evaluate E --pool-size 0
+evaluate-max-tokens--5               --max-tokens       evaluate E --max-tokens -5
+evaluate-limit-0                     --limit            evaluate E --limit 0
+evaluate-seed--1                     --seed             evaluate E --seed -1
+evaluate-temperature-nan             --temperature      evaluate E --temperature nan
+evaluate-temperature--1              --temperature      evaluate E --temperature -1
+evaluate-baseline-delay-inf          --baseline-delay   evaluate E --baseline-delay inf
+evaluate-baseline-delay--0.5         --baseline-delay   evaluate E --baseline-delay -0.5
+evaluate-max-error-rate-1.5          --max-error-rate   evaluate E --max-error-rate 1.5
+evaluate-max-error-rate-nan          --max-error-rate   evaluate E --max-error-rate nan
+evaluate-batch-size-2.5              --batch-size       evaluate E --batch-size 2.5
+geobuild-image-size-0                --image-size       geobuild G --image-size 0
+geobuild-max-rounds-0                --max-rounds       geobuild G --max-rounds 0
+geobuild-executors-0                 --executors        geobuild G --executors 0
+geobuild-batch-size-0                --batch-size       geobuild G --batch-size 0
+geobuild-pool-size--2                --pool-size        geobuild G --pool-size -2
+geobuild-shard-rows-0                --shard-rows       geobuild G --shard-rows 0
+geobuild-max-tokens-0                --max-tokens       geobuild G --max-tokens 0
+geobuild-limit-0                     --limit            geobuild G --limit 0
+geobuild-temperature-nan             --temperature      geobuild G --temperature nan
+geobuild-seed--3                     --seed             geobuild G --seed -3
+geobuild-solve-solve-seconds-nan     --solve-seconds    geobuild-solve S --solve-seconds nan
+geobuild-solve-solve-seconds-0       --solve-seconds    geobuild-solve S --solve-seconds 0
+geobuild-solve-restarts-0            --restarts         geobuild-solve S --restarts 0
+geobuild-solve-workers-0             --workers          geobuild-solve S --workers 0
+sweep-replicas-0                     --replicas         sweep W --replicas 0
+sweep-gpus--1                        --gpus             sweep W --gpus -1
+sweep-gpus-nan                       --gpus             sweep W --gpus nan
+sweep-cpu-parallel-0                 --cpu-parallel     sweep W --cpu-parallel 0
+sweep-progress-interval-0            --progress-interval sweep W --progress-interval 0
+sweep-per-task-0                     --per-task         sweep W --per-task 0
+sweep-image-size-0                   --image-size       sweep W --image-size 0
+sweep-max-tokens-0                   --max-tokens       sweep W --max-tokens 0
+sweep-batch-size-0                   --batch-size       sweep W --batch-size 0
+sweep-shard-rows-0                   --shard-rows       sweep W --shard-rows 0
+sweep-baseline-delay-nan             --baseline-delay   sweep W --baseline-delay nan
+sweep-seed--1                        --seed             sweep W --seed -1
+geobuild-solve-conflict-seconds--inf --conflict-seconds geobuild-solve S --conflict-seconds=-inf
+tiny-model-seed                      --seed             tiny-model --kind llm --out {out} --seed -1
+report-min-accuracy-nan              --min-accuracy     report {dir} --out {out} --min-accuracy nan
+report-min-accuracy-101              --min-accuracy     report {dir} --out {out} --min-accuracy 101
+probe-summarize-min-accuracy         --min-accuracy     probe-summarize {dir} --min-accuracy -1
+probe-limit-0                        --limit            probe --grid {file} --out {out} --limit 0
+human-export-seed                    --seed             human-export {dir} --out {out} --seed -1
+# files where folders are wanted and back, missing paths, names that leave RESULTS
+generate-out-file                    --out              generate --out {file}
+evaluate-out-file                    --out              evaluate --items {dir} --engine oracle --model o --out {file}
+evaluate-items-file                  --items            evaluate --items {file} --engine oracle --model o --out {out}
+geobuild-out-file                    --out              geobuild --dataset {dir} --engine hf --model m --out {file}
+geobuild-solve-out-file              --out              geobuild-solve --dataset {dir} --out {file}
+sweep-out-file                       --out              sweep --models {models} --out {file} --dry-run
+sweep-items-file                     --items            sweep --models {models} --out {out} --items {file} --dry-run
+sweep-models-file                    --models           sweep --models {file} --out {out} --dry-run
+tiny-model-out-file                  --out              tiny-model --kind llm --out {file}
+report-out-file                      --out              report {dir} --out {file}
+report-results-file                  results            report {file} --out {out}
+summarize-results-file               results            summarize {file}
+geobuild-summarize-results-file      results            geobuild-summarize {file}
+probe-summarize-results-file         results            probe-summarize {file}
+probe-out-file                       --out              probe --grid {file} --out {file}
+human-export-out-file                --out              human-export {dir} --out {file}
+human-export-items-file              items              human-export {file} --out {out}
+human-import-out-file                --out              human-import {file} --items {dir} --out {file}
+human-import-items-file              --items            human-import {file} --items {file} --out {out}
+report-audit-dir                     --audit            report {dir} --out {out} --audit {dir}
+probe-grid-dir                       --grid             probe --grid {dir} --out {out}
+human-import-annotations-dir         annotations        human-import {dir} --items {dir} --out {out}
+geobuild-check-programs-dir          --programs         geobuild-check --dataset {dir} --programs {dir}
+evaluate-items-missing               --items            evaluate --items {tmp}/none --engine oracle --model o --out {out}
+summarize-results-missing            results            summarize {tmp}/none
+report-results-missing               results            report {tmp}/none --out {out}
+report-audit-missing                 --audit            report {dir} --out {out} --audit {tmp}/none.csv
+probe-grid-missing                   --grid             probe --grid {tmp}/none.yaml --out {out}
+geobuild-check-programs-missing      --programs         geobuild-check --dataset {dir} --programs {tmp}/none
+geobuild-check-dataset-missing       none               geobuild-check --dataset {tmp}/none --programs {file}
+geobuild-solve-dataset-missing       none               geobuild-solve --dataset {tmp}/none --out {out}
+human-import-annotations-missing     annotations        human-import {tmp}/none.csv --items {dir} --out {out}
+summarize-benchmark-up               --benchmark        summarize {dir} --benchmark ../../x
+summarize-benchmark-sub              --benchmark        summarize {dir} --benchmark a/b
+summarize-benchmark-dd               --benchmark        summarize {dir} --benchmark ..
+summarize-benchmark-d                --benchmark        summarize {dir} --benchmark .
+summarize-benchmark-empty            --benchmark        summarize {dir} --benchmark {empty}
+summarize-benchmark-bs               --benchmark        summarize {dir} --benchmark a\b
+report-out-is-results                --out              report {dir} --out {dir}
+report-out-not-a-report              --out              report {dir} --out {items}
+# input files that are not UTF-8 or are malformed JSON, YAML, CSV or Parquet
+evaluate-model-yaml-latin1           latin1.yaml        evaluate --items {items_ok} --engine hf --model {latin1_yaml} --out {out}
+report-audit-latin1                  --audit            report {dir} --out {out} --audit {latin1}
+probe-grid-latin1                    --grid             probe --grid {latin1} --out {out}
+human-import-latin1                  latin1             human-import {latin1} --items {dir} --out {out}
+geobuild-check-programs-latin1       --programs         geobuild-check --dataset {dir} --programs {latin1}
+geobuild-check-dataset-latin1        --dataset          geobuild-check --dataset {latin1} --programs {file}
+geobuild-solve-dataset-latin1        --dataset          geobuild-solve --dataset {latin1} --out {out}
+evaluate-manifest-latin1             manifest.json      evaluate --items {items_latin1} --engine oracle --model o --out {out}
+evaluate-manifest-malformed          manifest.json      evaluate --items {items} --engine oracle --model o --out {out}
+evaluate-manifest-not-object         manifest.json      evaluate --items {items_list} --engine oracle --model o --out {out}
+sweep-manifest-malformed             manifest.json      sweep --models {models} --out {out} --items {items} --dry-run
+evaluate-model-yaml-malformed        bad.yaml           evaluate --items {items_ok} --engine hf --model {badyaml} --out {out}
+probe-grid-malformed                 --grid             probe --grid {badyaml} --out {out}
+probe-grid-wrong-shape               --grid             probe --grid {listyaml} --out {out}
+geobuild-check-dataset-malformed     --dataset          geobuild-check --dataset {badjson} --programs {file}
+report-audit-wrong-columns           --audit            report {dir} --out {out} --audit {file}
+report-audit-not-numeric             --audit            report {dir} --out {out} --audit {badaudit}
+human-import-wrong-columns           lacks              human-import {file} --items {dir} --out {out}
+human-export-junk-shard              part-x.parquet     human-export {junk_items} --out {out}
+# argv argparse refuses, and argv bytes that are not UTF-8
+unknown-command                      COMMAND            nope
+unknown-flag                         --bogus            summarize {dir} --bogus
+missing-required                     --out              generate
+bad-choice                           --lang             geobuild-check --dataset {dir} --programs {file} --lang xx
+generate-not-utf8                    --tasks            generate --out {out} --tasks {undecodable}
+evaluate-not-utf8                    --model            evaluate E --model {undecodable}
+summarize-not-utf8                   --benchmark        summarize {dir} --benchmark {undecodable}
+tiny-model-not-utf8                  --kind             tiny-model --kind {undecodable} --out {out}
+geobuild-check-not-utf8              --dataset          geobuild-check --dataset {undecodable} --programs {file}
+geobuild-not-utf8                    --ids              geobuild G --ids {undecodable}
+geobuild-summarize-not-utf8          --model            geobuild-summarize {dir} --model {undecodable}
+geobuild-solve-not-utf8              --ids              geobuild-solve S --ids {undecodable}
+sweep-not-utf8                       --only             sweep W --only {undecodable}
+report-not-utf8                      --out              report {dir} --out {tmp}/{undecodable}
+human-export-not-utf8                --out              human-export {dir} --out={undecodable}
+human-import-not-utf8                number             human-import {undecodable} --items {dir} --out {out}
+probe-not-utf8                       --arch             probe --grid {file} --out {out} --arch {undecodable}
+probe-summarize-not-utf8             --min-accuracy     probe-summarize {dir} --min-accuracy={undecodable}
+"""  # noqa: E501
 
-BAD_PATHS = [
-    # a file where a directory is wanted
-    ("generate-out-file", ["generate", "--out", "{file}"], "--out"),
-    ("evaluate-out-file", ["evaluate", "--items", "{dir}", "--engine", "oracle", "--model", "o",
-                           "--out", "{file}"], "--out"),  # fmt: skip
-    ("evaluate-items-file", ["evaluate", "--items", "{file}", "--engine", "oracle", "--model",
-                             "o", "--out", OUT], "--items"),  # fmt: skip
-    ("geobuild-out-file", ["geobuild", "--dataset", "{dir}", "--engine", "hf", "--model", "m",
-                           "--out", "{file}"], "--out"),  # fmt: skip
-    ("geobuild-solve-out-file", ["geobuild-solve", "--dataset", "{dir}", "--out", "{file}"],
-     "--out"),  # fmt: skip
-    ("sweep-out-file", ["sweep", "--models", MODELS, "--out", "{file}", "--dry-run"], "--out"),
-    ("sweep-items-file", ["sweep", "--models", MODELS, "--out", OUT, "--items", "{file}",
-                          "--dry-run"], "--items"),  # fmt: skip
-    ("sweep-models-file", ["sweep", "--models", "{file}", "--out", OUT, "--dry-run"], "--models"),
-    ("tiny-model-out-file", ["tiny-model", "--kind", "llm", "--out", "{file}"], "--out"),
-    ("report-out-file", ["report", "{dir}", "--out", "{file}"], "--out"),
-    ("report-results-file", ["report", "{file}", "--out", OUT], "results"),
-    ("summarize-results-file", ["summarize", "{file}"], "results"),
-    ("geobuild-summarize-results-file", ["geobuild-summarize", "{file}"], "results"),
-    ("probe-summarize-results-file", ["probe-summarize", "{file}"], "results"),
-    ("probe-out-file", ["probe", "--grid", "{file}", "--out", "{file}"], "--out"),
-    ("human-export-out-file", ["human-export", "{dir}", "--out", "{file}"], "--out"),
-    ("human-export-items-file", ["human-export", "{file}", "--out", OUT], "items"),
-    ("human-import-out-file", ["human-import", "{file}", "--items", "{dir}", "--out", "{file}"],
-     "--out"),  # fmt: skip
-    ("human-import-items-file", ["human-import", "{file}", "--items", "{file}", "--out", OUT],
-     "--items"),  # fmt: skip
-    # a directory where a file is wanted
-    ("report-audit-dir", ["report", "{dir}", "--out", OUT, "--audit", "{dir}"], "--audit"),
-    ("probe-grid-dir", ["probe", "--grid", "{dir}", "--out", OUT], "--grid"),
-    ("human-import-annotations-dir", ["human-import", "{dir}", "--items", "{dir}", "--out", OUT],
-     "annotations"),  # fmt: skip
-    ("geobuild-check-programs-dir", ["geobuild-check", "--dataset", "{dir}", "--programs",
-                                     "{dir}"], "--programs"),  # fmt: skip
-    # missing paths
-    ("evaluate-items-missing", ["evaluate", "--items", "{tmp}/none", "--engine", "oracle",
-                                "--model", "o", "--out", OUT], "--items"),  # fmt: skip
-    ("summarize-results-missing", ["summarize", "{tmp}/none"], "results"),
-    ("report-results-missing", ["report", "{tmp}/none", "--out", OUT], "results"),
-    ("report-audit-missing", ["report", "{dir}", "--out", OUT, "--audit", "{tmp}/none.csv"],
-     "--audit"),  # fmt: skip
-    ("probe-grid-missing", ["probe", "--grid", "{tmp}/none.yaml", "--out", OUT], "--grid"),
-    ("geobuild-check-programs-missing", ["geobuild-check", "--dataset", "{dir}", "--programs",
-                                         "{tmp}/none"], "--programs"),  # fmt: skip
-    ("geobuild-check-dataset-missing", ["geobuild-check", "--dataset", "{tmp}/none",
-                                        "--programs", "{file}"], "none"),  # fmt: skip
-    ("geobuild-solve-dataset-missing", ["geobuild-solve", "--dataset", "{tmp}/none", "--out",
-                                        OUT], "none"),  # fmt: skip
-    ("human-import-annotations-missing", ["human-import", "{tmp}/none.csv", "--items", "{dir}",
-                                          "--out", OUT], "annotations"),  # fmt: skip
-    # names that would reach outside the results folder
-    *[
-        (f"summarize-benchmark-{i}", ["summarize", "{dir}", "--benchmark", name], "--benchmark")
-        for i, name in enumerate(["../../x", "a/b", "..", ".", "", "a\\b"])
-    ],
-    # --out that report would have to replace: the results themselves, or a folder of files
-    ("report-out-is-results", ["report", "{dir}", "--out", "{dir}"], "--out"),
-    ("report-out-not-a-report", ["report", "{dir}", "--out", "{items}"], "--out"),
-]
 
-BAD_FILES = [
-    # not UTF-8
-    ("evaluate-model-yaml-latin1", ["evaluate", "--items", "{items_ok}", "--engine", "hf",
-                                    "--model", "{latin1_yaml}", "--out", OUT], "latin1.yaml"),
-    ("report-audit-latin1", ["report", "{dir}", "--out", OUT, "--audit", "{latin1}"], "--audit"),
-    ("probe-grid-latin1", ["probe", "--grid", "{latin1}", "--out", OUT], "--grid"),
-    ("human-import-latin1", ["human-import", "{latin1}", "--items", "{dir}", "--out", OUT],
-     "latin1"),  # fmt: skip
-    ("geobuild-check-programs-latin1", ["geobuild-check", "--dataset", "{dir}", "--programs",
-                                        "{latin1}"], "--programs"),  # fmt: skip
-    ("geobuild-check-dataset-latin1", ["geobuild-check", "--dataset", "{latin1}", "--programs",
-                                       "{file}"], "--dataset"),  # fmt: skip
-    ("geobuild-solve-dataset-latin1", ["geobuild-solve", "--dataset", "{latin1}", "--out", OUT],
-     "--dataset"),  # fmt: skip
-    ("evaluate-manifest-latin1", ["evaluate", "--items", "{items_latin1}", "--engine", "oracle",
-                                  "--model", "o", "--out", OUT], "manifest.json"),
-    # malformed JSON / YAML / CSV / Parquet
-    ("evaluate-manifest-malformed", ["evaluate", "--items", "{items}", "--engine", "oracle",
-                                     "--model", "o", "--out", OUT], "manifest.json"),
-    ("evaluate-manifest-not-object", ["evaluate", "--items", "{items_list}", "--engine",
-                                      "oracle", "--model", "o", "--out", OUT], "manifest.json"),
-    ("sweep-manifest-malformed", ["sweep", "--models", MODELS, "--out", OUT, "--items",
-                                  "{items}", "--dry-run"], "manifest.json"),  # fmt: skip
-    ("evaluate-model-yaml-malformed", ["evaluate", "--items", "{items_ok}", "--engine", "hf",
-                                       "--model", "{badyaml}", "--out", OUT], "bad.yaml"),
-    ("probe-grid-malformed", ["probe", "--grid", "{badyaml}", "--out", OUT], "--grid"),
-    ("probe-grid-wrong-shape", ["probe", "--grid", "{listyaml}", "--out", OUT], "--grid"),
-    ("geobuild-check-dataset-malformed", ["geobuild-check", "--dataset", "{badjson}",
-                                          "--programs", "{file}"], "--dataset"),  # fmt: skip
-    ("report-audit-wrong-columns", ["report", "{dir}", "--out", OUT, "--audit", "{file}"],
-     "--audit"),  # fmt: skip
-    ("report-audit-not-numeric", ["report", "{dir}", "--out", OUT, "--audit", "{badaudit}"],
-     "--audit"),  # fmt: skip
-    ("human-import-wrong-columns", ["human-import", "{file}", "--items", "{dir}", "--out", OUT],
-     "lacks column"),  # fmt: skip
-    ("human-export-junk-shard", ["human-export", "{junk_items}", "--out", OUT], "part-x.parquet"),
-]
+def _rows(table: str) -> list[tuple[str, str, list[str]]]:
+    rows = []
+    for line in table.strip().splitlines():
+        if not line.startswith("#"):
+            row_id, names, argv = line.split(None, 2)
+            rows.append((row_id, names, argv.split()))
+    return rows
 
-BAD_ARGV = [
-    ("unknown-command", ["nope"], "COMMAND"),
-    ("unknown-flag", ["summarize", "{dir}", "--bogus"], "--bogus"),
-    ("missing-required", ["generate"], "--out"),
-    ("bad-choice", ["geobuild-check", "--dataset", "{dir}", "--programs", "{file}", "--lang",
-                    "xx"], "--lang"),  # fmt: skip
-    *[
-        (f"{argv[0]}-not-utf8", argv, flag)
-        for argv, flag in [
-            (["generate", "--out", OUT, "--tasks", UNDECODABLE], "--tasks"),
-            (["evaluate", *"E", "--model", UNDECODABLE], "--model"),
-            (["summarize", "{dir}", "--benchmark", UNDECODABLE], "--benchmark"),
-            (["tiny-model", "--kind", UNDECODABLE, "--out", OUT], "--kind"),
-            (["geobuild-check", "--dataset", UNDECODABLE, "--programs", "{file}"], "--dataset"),
-            (["geobuild", *"G", "--ids", UNDECODABLE], "--ids"),
-            (["geobuild-summarize", "{dir}", "--model", UNDECODABLE], "--model"),
-            (["geobuild-solve", *"S", "--ids", UNDECODABLE], "--ids"),
-            (["sweep", *"W", "--only", UNDECODABLE], "--only"),
-            (["report", "{dir}", "--out", f"{{tmp}}/{UNDECODABLE}"], "--out"),
-            (["human-export", "{dir}", f"--out={UNDECODABLE}"], "--out"),
-            (["human-import", UNDECODABLE, "--items", "{dir}", "--out", OUT], "number 2"),
-            (["probe", "--grid", "{file}", "--out", OUT, "--arch", UNDECODABLE], "--arch"),
-            (["probe-summarize", "{dir}", f"--min-accuracy={UNDECODABLE}"], "--min-accuracy"),
-        ]
-    ],
-]
 
-ROWS = BAD_NUMBERS + BAD_PATHS + BAD_FILES + BAD_ARGV
+ROWS = _rows(TABLE)
 
 # Stand-ins for a command's required arguments, spliced in where a row says "E", "G"...
 BASE = {
-    "E": ["--items", "{dir}", "--engine", "oracle", "--model", "o", "--out", OUT],
-    "G": ["--dataset", "{dir}", "--engine", "hf", "--model", "m", "--out", OUT],
-    "S": ["--dataset", "{dir}", "--out", OUT],
-    "W": ["--models", MODELS, "--out", OUT, "--dry-run"],
+    "E": ["--items", "{dir}", "--engine", "oracle", "--model", "o", "--out", "{out}"],
+    "G": ["--dataset", "{dir}", "--engine", "hf", "--model", "m", "--out", "{out}"],
+    "S": ["--dataset", "{dir}", "--out", "{out}"],
+    "W": ["--models", "{models}", "--out", "{out}", "--dry-run"],
 }
 
 
 def _inputs(tmp: Path) -> dict[str, str]:
     """Every placeholder's file or folder, made fresh under `tmp`."""
     (tmp / "empty").mkdir()
-    made = {"tmp": str(tmp), "dir": str(tmp / "empty")}
+    made = {
+        "tmp": str(tmp),
+        "dir": str(tmp / "empty"),
+        "out": str(tmp / "out"),
+        "models": str(REPO / "configs" / "models"),
+        "undecodable": UNDECODABLE,
+        "empty": "",
+    }
     files = {
         "file": b"just some text\n",
         "latin1": NOT_UTF8,
@@ -293,9 +240,9 @@ def _tree(root: Path) -> dict[str, int]:
     }
 
 
-@pytest.mark.parametrize(("argv", "names"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+@pytest.mark.parametrize(("names", "argv"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], names: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], names: str, argv: list[str]
 ) -> None:
     import ray
 
@@ -313,22 +260,23 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(
 
 
 def test_the_table_covers_every_command() -> None:
-    covered = {r[1][0] for r in ROWS}
+    covered = {r[2][0] for r in ROWS}
     assert set(cli.COMMANDS) <= covered, set(cli.COMMANDS) - covered
 
 
-SUBPROCESS_ROWS = [
-    ("batch-size-0", ["evaluate", *BASE["E"], "--batch-size", "0"], "--batch-size"),
-    ("image-size-0", ["geobuild", *BASE["G"], "--image-size", "0"], "--image-size"),
-    ("benchmark-escapes", ["summarize", "{dir}", "--benchmark", "../../x"], "--benchmark"),
-    ("unknown-flag", ["report", "{dir}", "--out", OUT, "--nope"], "--nope"),
-]
+SUBPROCESS_ROWS = _rows("""
+batch-size-0          --batch-size   evaluate E --batch-size 0
+image-size-0          --image-size   geobuild G --image-size 0
+benchmark-escapes     --benchmark    summarize {dir} --benchmark ../../x
+manifest-malformed    manifest.json  evaluate --items {items} --engine oracle --model o --out {out}
+unknown-flag          --nope         report {dir} --out {out} --nope
+""")
 
 
 @pytest.mark.parametrize(
-    ("argv", "names"), [r[1:] for r in SUBPROCESS_ROWS], ids=[r[0] for r in SUBPROCESS_ROWS]
+    ("names", "argv"), [r[1:] for r in SUBPROCESS_ROWS], ids=[r[0] for r in SUBPROCESS_ROWS]
 )
-def test_real_process_exits_2_with_one_line(tmp_path: Path, argv: list[str], names: str) -> None:
+def test_real_process_exits_2_with_one_line(tmp_path: Path, names: str, argv: list[str]) -> None:
     inputs = _inputs(tmp_path)
     before = _tree(tmp_path)
     result = _python_m(_argv(argv, inputs))
