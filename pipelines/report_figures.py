@@ -8,6 +8,7 @@ good one's; gaps blue where full images help and red where they hurt.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -21,7 +22,7 @@ from matplotlib.colors import LogNorm, Normalize, TwoSlopeNorm  # noqa: E402
 DPI = 110
 # Labels are model names and task IDs, not maths: `$` must stay a dollar sign (a name like
 # `a$\frac{$b` made mathtext raise), and TeX must never see them.
-PLAIN = {"parse_math": False, "usetex": False}
+PLAIN: dict[str, Any] = {"parse_math": False, "usetex": False}
 
 
 def _size(rows: int, cols: int) -> tuple[float, float]:

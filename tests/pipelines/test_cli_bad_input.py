@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -294,7 +295,7 @@ def test_undecodable_argv_bytes_exit_2(tmp_path: Path) -> None:
     assert len(lines) == 1 and "--benchmark" in lines[0] and "UTF-8" in lines[0], lines
 
 
-def _python_m(argv: list[str | bytes]) -> subprocess.CompletedProcess[bytes]:
+def _python_m(argv: Sequence[str | bytes]) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUTF8": "0", "LC_ALL": "C.UTF-8"}
     return subprocess.run(
         [sys.executable, "-m", "pipelines", *argv],
