@@ -50,15 +50,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def read_manifest(items: Path, flag: str = "--items") -> dict[str, Any]:
-    """The manifest of an item directory; missing, not UTF-8, malformed or lacking the keys
-    the commands use is a UsageError naming the file."""
+MANIFEST_SHAPES: dict[str, type] = {"tasks": list, "setups": list, "per_task": int}
+
+
+def read_manifest(
+    items: Path, flag: str = "--items", keys: tuple[str, ...] = ("tasks", "setups")
+) -> dict[str, Any]:
+    """The manifest of an item directory; missing, not UTF-8, malformed or lacking the
+    `keys` the caller reads is a UsageError naming the file."""
     path = items / MANIFEST
     if not path.is_file():
         raise UsageError(f"{flag} {items} holds no item table (no {MANIFEST}); run `generate`")
-    manifest = read_json_object(path, f"{flag} manifest", ("tasks", "setups", "per_task"))
-    shapes = {"tasks": list, "setups": list, "per_task": int}
-    wrong = [k for k, kind in shapes.items() if not isinstance(manifest[k], kind)]
+    manifest = read_json_object(path, f"{flag} manifest", keys)
+    wrong = [k for k in keys if not isinstance(manifest[k], MANIFEST_SHAPES.get(k, object))]
     if wrong:
         raise UsageError(f"{flag} manifest {path} has malformed {', '.join(wrong)}; regenerate it")
     return manifest

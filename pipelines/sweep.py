@@ -103,7 +103,7 @@ def _select_configs(folder: Path, only: str | None) -> list[ModelConfig]:
 def _items_state(items: Path, per_task: int) -> tuple[dict[str, Any] | None, list[Path]]:
     if not (items / MANIFEST).is_file():
         return None, []
-    manifest = read_manifest(items)
+    manifest = read_manifest(items, keys=("tasks", "setups", "per_task"))
     if manifest["per_task"] < per_task:
         raise UsageError(
             f"--items {items} has {manifest['per_task']} items per task, fewer than --per-task "
