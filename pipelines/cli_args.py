@@ -107,7 +107,7 @@ def output_dir(text: str) -> Path:
         raise _refuse("a directory path", text)
     path = Path(text)
     if path.exists() and not path.is_dir():
-        raise _refuse("a directory or a new path, not a file", text)
+        raise argparse.ArgumentTypeError(f"{text} is a file; give a directory (existing or new)")
     return path
 
 

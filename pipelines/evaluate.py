@@ -22,7 +22,6 @@ from geometry.answers import grammar_for
 from geometry.item import IMAGE_SETUPS, SETUPS
 from pipelines.cli import UsageError
 from pipelines.cli_args import (
-    existing_dir,
     non_negative_float,
     non_negative_int,
     output_dir,
@@ -59,7 +58,8 @@ PREFLIGHT_PROMPTS = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--items", required=True, type=existing_dir, help="item dir (generate)")
+    # A plain Path: run() checks it, after --max-error-rate, whatever the argv order.
+    parser.add_argument("--items", required=True, type=Path, help="item dir from `generate`")
     parser.add_argument("--engine", required=True, help=f"one of {', '.join(ENGINES)}")
     parser.add_argument("--model", required=True, help="config name/path, checkpoint dir, or name")
     parser.add_argument("--revision", default=None)
