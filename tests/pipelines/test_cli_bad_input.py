@@ -130,11 +130,13 @@ human-import-latin1                  latin1             human-import {latin1} --
 geobuild-check-programs-latin1       --programs         geobuild-check --dataset {dir} --programs {latin1}
 geobuild-check-dataset-latin1        --dataset          geobuild-check --dataset {latin1} --programs {file}
 geobuild-solve-dataset-latin1        --dataset          geobuild-solve --dataset {latin1} --out {out}
+geobuild-programs-latin1             --model            geobuild --dataset {nodata} --engine programs --model {latin1} --out {out}
 evaluate-manifest-latin1             manifest.json      evaluate --items {items_latin1} --engine oracle --model o --out {out}
 evaluate-manifest-malformed          manifest.json      evaluate --items {items} --engine oracle --model o --out {out}
 evaluate-manifest-not-object         manifest.json      evaluate --items {items_list} --engine oracle --model o --out {out}
 sweep-manifest-malformed             manifest.json      sweep --models {models} --out {out} --items {items} --dry-run
 evaluate-model-yaml-malformed        bad.yaml           evaluate --items {items_ok} --engine hf --model {badyaml} --out {out}
+geobuild-programs-malformed          badjson.txt        geobuild --dataset {nodata} --engine programs --model {badjson} --out {out}
 probe-grid-malformed                 --grid             probe --grid {badyaml} --out {out}
 probe-grid-wrong-shape               --grid             probe --grid {listyaml} --out {out}
 geobuild-check-dataset-malformed     --dataset          geobuild-check --dataset {badjson} --programs {file}
@@ -200,11 +202,17 @@ def _inputs(tmp: Path) -> dict[str, str]:
         "latin1": NOT_UTF8,
         "latin1_yaml": NOT_UTF8,
         "badjson": b'{"problems": [',
+        "nodata": b'{"problems": []}',
         "badyaml": b"name: [unclosed\n",
         "listyaml": b"- 1\n- 2\n",
         "badaudit": b"id,status,conflicts,reason,seconds\n1,solved,,,fast\n",
     }
-    names = {"latin1_yaml": "latin1.yaml", "badyaml": "bad.yaml", "listyaml": "list.yaml"}
+    names = {
+        "latin1_yaml": "latin1.yaml",
+        "badyaml": "bad.yaml",
+        "listyaml": "list.yaml",
+        "nodata": "no_problems.json",
+    }
     for key, data in files.items():
         path = tmp / names.get(key, f"{key}.txt")
         path.write_bytes(data)
