@@ -84,10 +84,10 @@ def path_component(text: str) -> str:
 
 
 def existing_dir(text: str) -> Path:
-    """A directory that exists."""
+    """A directory that exists ("" is refused, not read as the working directory)."""
     path = Path(text)
-    if not path.is_dir():
-        what = "a file" if path.exists() else "missing"
+    if not text.strip() or not path.is_dir():
+        what = "a file" if path.is_file() else "missing"
         raise _refuse(f"an existing directory ({what})", text)
     return path
 
@@ -96,7 +96,7 @@ def existing_file(text: str) -> Path:
     """A file that exists."""
     path = Path(text)
     if not path.is_file():
-        what = "a directory" if path.is_dir() else "missing"
+        what = "a directory" if path.is_dir() and text.strip() else "missing"
         raise _refuse(f"an existing file ({what})", text)
     return path
 

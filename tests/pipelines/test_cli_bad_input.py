@@ -106,6 +106,7 @@ probe-grid-dir                       --grid             probe --grid {dir} --out
 human-import-annotations-dir         annotations        human-import {dir} --items {dir} --out {out}
 geobuild-check-programs-dir          --programs         geobuild-check --dataset {dir} --programs {dir}
 evaluate-items-missing               --items            evaluate --items {tmp}/none --engine oracle --model o --out {out}
+summarize-results-empty              results            summarize {empty}
 summarize-results-missing            results            summarize {tmp}/none
 report-results-missing               results            report {tmp}/none --out {out}
 report-audit-missing                 --audit            report {dir} --out {out} --audit {tmp}/none.csv
