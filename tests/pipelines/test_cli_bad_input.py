@@ -132,6 +132,7 @@ geobuild-check-programs-latin1       --programs         geobuild-check --dataset
 geobuild-check-dataset-latin1        --dataset          geobuild-check --dataset {latin1} --programs {file}
 geobuild-solve-dataset-latin1        --dataset          geobuild-solve --dataset {latin1} --out {out}
 geobuild-programs-latin1             --model            geobuild --dataset {nodata} --engine programs --model {latin1} --out {out}
+sweep-model-yaml-latin1              x.yaml             sweep --models {badmodels} --out {out} --dry-run
 evaluate-manifest-latin1             manifest.json      evaluate --items {items_latin1} --engine oracle --model o --out {out}
 evaluate-manifest-malformed          manifest.json      evaluate --items {items} --engine oracle --model o --out {out}
 evaluate-manifest-not-object         manifest.json      evaluate --items {items_list} --engine oracle --model o --out {out}
@@ -230,6 +231,9 @@ def _inputs(tmp: Path) -> dict[str, str]:
         (folder / "part-C-BCT-CT.parquet").write_bytes(b"not parquet")
         (folder / "manifest.json").write_bytes(manifest)
         made[key] = str(folder)
+    (tmp / "badmodels").mkdir()
+    (tmp / "badmodels" / "x.yaml").write_bytes(NOT_UTF8)
+    made["badmodels"] = str(tmp / "badmodels")
     junk = tmp / "junk_items"
     junk.mkdir()
     (junk / "part-x.parquet").write_bytes(b"not parquet")
