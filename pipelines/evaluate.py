@@ -36,7 +36,13 @@ from pipelines.engines import (
     MissingKeyError,
     NoGPUError,
 )
-from pipelines.generate import MANIFEST, SHARD_GLOB, parse_list, read_manifest
+from pipelines.generate import (
+    MANIFEST,
+    SHARD_GLOB,
+    check_item_shards,
+    parse_list,
+    read_manifest,
+)
 from pipelines.model_config import BASELINES, ENGINES, ModelConfig, ModelConfigError, resolve_model
 from pipelines.preflight import WEIGHT_ENGINES, PreflightError, check_model
 from pipelines.requests import SamplingConfig, add_requests, build_messages
@@ -194,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
         cfg.check_setups(setups)
     except ModelConfigError as err:
         raise UsageError(str(err)) from err
+    check_item_shards(files)
     missing = [s for s in setups if s not in manifest["setups"]]
     if missing:
         raise UsageError(

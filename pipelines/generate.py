@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from geometry.item import ITEM_SCHEMA, SETUPS, Item
 from geometry.items import GENERATOR_VERSION, build_items
@@ -66,6 +67,16 @@ def read_manifest(
     if wrong:
         raise UsageError(f"{flag} manifest {path} has malformed {', '.join(wrong)}; regenerate it")
     return manifest
+
+
+def check_item_shards(files: list[Path], flag: str = "--items") -> None:
+    """Every shard has a readable Parquet footer (cheap: no rows are read); a truncated or
+    foreign file is a UsageError naming it, before Ray starts."""
+    for path in files:
+        try:
+            pq.read_metadata(path)
+        except (OSError, pa.ArrowException) as err:
+            raise UsageError(f"{flag} shard {path} is not a readable item table: {err}") from err
 
 
 def parse_list(value: str, valid: list[str] | tuple[str, ...], what: str) -> list[str]:

@@ -145,6 +145,7 @@ geobuild-check-dataset-malformed     --dataset          geobuild-check --dataset
 report-audit-wrong-columns           --audit            report {dir} --out {out} --audit {file}
 report-audit-not-numeric             --audit            report {dir} --out {out} --audit {badaudit}
 human-import-wrong-columns           lacks              human-import {file} --items {dir} --out {out}
+evaluate-junk-shard                  part-C-BCT-CT      evaluate --items {items_ok} --engine oracle --model o --out {out}
 human-export-junk-shard              part-x.parquet     human-export {junk_items} --out {out}
 # argv argparse refuses, and argv bytes that are not UTF-8
 unknown-command                      COMMAND            nope
