@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import Any, NoReturn
 
 # command name -> (module, one-line help). Modules load lazily so `--help` stays fast.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -51,18 +52,50 @@ class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2, nothing written."""
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines", description=__doc__)
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument raises UsageError instead of printing usage + error
+    (two lines) and exiting: main prints one line naming the flag and returns 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _undecodable(argv: list[str]) -> str | None:
+    """The flag (or position) of the first argument that is not valid UTF-8, else None.
+
+    Python keeps undecodable argv bytes as lone surrogates, which cannot be encoded back."""
+    for position, arg in enumerate(argv):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            if arg.startswith("-"):
+                return arg.split("=", 1)[0].encode("utf-8", "backslashreplace").decode()
+            previous = argv[position - 1] if position else ""
+            return previous if previous.startswith("-") else f"number {position + 1}"
+    return None
+
+
+def _parse(argv: list[str]) -> tuple[Any, argparse.Namespace]:
+    """The command's module and its parsed arguments; bad ones raise UsageError."""
+    flag = _undecodable(argv)
+    if flag is not None:
+        raise UsageError(f"argument {flag}: is not valid UTF-8 text")
+    parser = OneLineParser(prog="python -m pipelines", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_module, help_text) in COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
     args, rest = parser.parse_known_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])
-    command_parser = argparse.ArgumentParser(prog=f"python -m pipelines {args.command}")
+    command_parser = OneLineParser(prog=f"python -m pipelines {args.command}")
     module.add_arguments(command_parser)
-    command_args = command_parser.parse_args(rest)
+    return module, command_parser.parse_args(rest)
+
+
+def main(argv: list[str] | None = None) -> int:
     try:
+        module, command_args = _parse(sys.argv[1:] if argv is None else argv)
         return int(module.run(command_args))
     except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
+        # One line whatever the message holds (a pydantic or YAML error spans several).
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import math
 import sys
 from pathlib import Path
@@ -22,6 +21,13 @@ import pyarrow.parquet as pq
 from geometry.answers import grammar_for
 from geometry.item import IMAGE_SETUPS, SETUPS
 from pipelines.cli import UsageError
+from pipelines.cli_args import (
+    non_negative_float,
+    non_negative_int,
+    output_dir,
+    positive_int,
+    share,
+)
 from pipelines.engines import (
     LIGHT_CPUS,
     STAGES,
@@ -30,7 +36,13 @@ from pipelines.engines import (
     MissingKeyError,
     NoGPUError,
 )
-from pipelines.generate import MANIFEST, SHARD_GLOB, parse_list
+from pipelines.generate import (
+    MANIFEST,
+    SHARD_GLOB,
+    check_item_shards,
+    parse_list,
+    read_manifest,
+)
 from pipelines.model_config import BASELINES, ENGINES, ModelConfig, ModelConfigError, resolve_model
 from pipelines.preflight import WEIGHT_ENGINES, PreflightError, check_model
 from pipelines.requests import SamplingConfig, add_requests, build_messages
@@ -52,33 +64,34 @@ PREFLIGHT_PROMPTS = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # A plain Path: run() checks it, after --max-error-rate, whatever the argv order.
     parser.add_argument("--items", required=True, type=Path, help="item dir from `generate`")
     parser.add_argument("--engine", required=True, help=f"one of {', '.join(ENGINES)}")
     parser.add_argument("--model", required=True, help="config name/path, checkpoint dir, or name")
     parser.add_argument("--revision", default=None)
     parser.add_argument("--setups", default=None, help="comma-separated; default: the model's")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
-    parser.add_argument("--limit", type=int, default=None, help="at most N items per task")
-    parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--max-tokens", type=int, default=2048)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--pool-size", type=int, default=1, help="engine replicas")
-    parser.add_argument("--batch-size", type=int, default=16, help="rows per engine call")
+    parser.add_argument("--limit", type=positive_int, help="at most N items per task")
+    parser.add_argument("--temperature", type=non_negative_float, default=0.0)
+    parser.add_argument("--max-tokens", type=positive_int, default=2048)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--pool-size", type=positive_int, default=1, help="engine replicas")
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
     parser.add_argument(
         "--baseline-delay",
-        type=float,
+        type=non_negative_float,
         default=0.0,
         help="seconds a baseline engine sleeps per batch, to stand in for model latency",
     )
     parser.add_argument(
         "--shard-rows",
-        type=int,
+        type=positive_int,
         default=256,
         help="rows per result shard: what a killed run can lose at most, per writer",
     )
     parser.add_argument(
         "--max-error-rate",
-        type=float,
+        type=share,
         default=DEFAULT_MAX_ERROR_RATE,
         help="exit 1 when more than this share (0..1) of the run's rows are engine errors",
     )
@@ -89,7 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="which rows stored with an engine error a rerun sends again: transient (429, "
         "5xx, timeouts, connection errors), all, or none",
     )
-    parser.add_argument("--out", required=True, type=Path, help="results directory")
+    parser.add_argument("--out", required=True, type=output_dir, help="results directory")
 
 
 def _item_files(items: Path) -> list[Path]:
@@ -175,10 +188,8 @@ def _check_rate(value: float) -> float:
 
 def run(args: argparse.Namespace) -> int:
     max_error_rate = _check_rate(args.max_error_rate)
-    if args.max_tokens < 1:
-        raise UsageError(f"--max-tokens must be at least 1, got {args.max_tokens}")
     files = _item_files(args.items)
-    manifest = json.loads((args.items / MANIFEST).read_text())
+    manifest = read_manifest(args.items)
     tasks = parse_list(args.tasks, manifest["tasks"], "task IDs")
     try:
         cfg = resolve_model(args.engine, args.model, args.revision)
@@ -189,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
         cfg.check_setups(setups)
     except ModelConfigError as err:
         raise UsageError(str(err)) from err
+    check_item_shards(files)
     missing = [s for s in setups if s not in manifest["setups"]]
     if missing:
         raise UsageError(

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from geometry.item import ITEM_SCHEMA, SETUPS, Item
 from geometry.items import GENERATOR_VERSION, build_items
@@ -24,18 +25,58 @@ from geometry.render import render_png
 from geometry.tasks.registry import all_tasks
 from pipelines.atomic import write_bytes_atomic, write_parquet_atomic
 from pipelines.cli import UsageError
+from pipelines.cli_args import (
+    int_at_least,
+    non_negative_int,
+    output_dir,
+    positive_int,
+    read_json_object,
+)
 
 MANIFEST = "manifest.json"
 SHARD_GLOB = "part-*.parquet"
+MIN_IMAGE_SIZE = 64  # smaller figures are unreadable; 0 crashed the renderer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, type=Path, help="item directory to write")
-    parser.add_argument("--per-task", type=int, default=100, help="items per task (default 100)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True, type=output_dir, help="item directory to write")
+    parser.add_argument(
+        "--per-task", type=positive_int, default=100, help="items per task (default 100)"
+    )
+    parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--setups", default=",".join(SETUPS), help="comma-separated setups")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
-    parser.add_argument("--image-size", type=int, default=448, help="image side in pixels")
+    parser.add_argument(
+        "--image-size", type=int_at_least(MIN_IMAGE_SIZE), default=448, help="image side, pixels"
+    )
+
+
+MANIFEST_SHAPES: dict[str, type] = {"tasks": list, "setups": list, "per_task": int}
+
+
+def read_manifest(
+    items: Path, flag: str = "--items", keys: tuple[str, ...] = ("tasks", "setups")
+) -> dict[str, Any]:
+    """The manifest of an item directory; missing, not UTF-8, malformed or lacking the
+    `keys` the caller reads is a UsageError naming the file."""
+    path = items / MANIFEST
+    if not path.is_file():
+        raise UsageError(f"{flag} {items} holds no item table (no {MANIFEST}); run `generate`")
+    manifest = read_json_object(path, f"{flag} manifest", keys)
+    wrong = [k for k in keys if not isinstance(manifest[k], MANIFEST_SHAPES.get(k, object))]
+    if wrong:
+        raise UsageError(f"{flag} manifest {path} has malformed {', '.join(wrong)}; regenerate it")
+    return manifest
+
+
+def check_item_shards(files: list[Path], flag: str = "--items") -> None:
+    """Every shard has a readable Parquet footer (cheap: no rows are read); a truncated or
+    foreign file is a UsageError naming it, before Ray starts."""
+    for path in files:
+        try:
+            pq.read_metadata(path)
+        except (OSError, pa.ArrowException) as err:
+            raise UsageError(f"{flag} shard {path} is not a readable item table: {err}") from err
 
 
 def parse_list(value: str, valid: list[str] | tuple[str, ...], what: str) -> list[str]:
@@ -100,10 +141,6 @@ def check_out_dir(out: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     tasks = parse_list(args.tasks, list(all_tasks()), "task IDs")
     setups = parse_list(args.setups, SETUPS, "setups")
-    if args.per_task < 1:
-        raise UsageError(f"--per-task must be at least 1, got {args.per_task}")
-    if args.image_size < 64:
-        raise UsageError(f"--image-size must be at least 64 pixels, got {args.image_size}")
     check_out_dir(args.out)
     manifest = generate(args.out, tasks, args.per_task, args.seed, setups, args.image_size)
     print(

@@ -27,6 +27,13 @@ from geometry.dsl.dataset import LANGUAGES, Problem, load_problems
 from geometry.dsl.prompts import FEEDBACK_MODES, problem_prompt, system_prompt
 from pipelines.atomic import write_bytes_atomic
 from pipelines.cli import UsageError
+from pipelines.cli_args import (
+    int_at_least,
+    non_negative_float,
+    non_negative_int,
+    output_dir,
+    positive_int,
+)
 from pipelines.engines import LIGHT_CPUS, EngineOptions, NoGPUError, check_gpus
 from pipelines.geobuild_engines import Engine, close_stage, model_stage, resolve_engine
 from pipelines.geobuild_rows import RoundWriter, finished_problems, read_round, round_dir
@@ -45,21 +52,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", required=True, help="hf, http, vllm, or programs")
     parser.add_argument("--model", required=True, help="model config/checkpoint, or JSONL file")
     parser.add_argument("--revision", default=None)
-    parser.add_argument("--max-rounds", type=int, default=5, help="replies per problem at most")
+    parser.add_argument(
+        "--max-rounds", type=positive_int, default=5, help="replies per problem at most"
+    )
     parser.add_argument("--feedback", default="full", choices=FEEDBACK_MODES)
     parser.add_argument("--no-image", action="store_true", help="never attach the figure")
     parser.add_argument("--lang", default="en", choices=LANGUAGES)
-    parser.add_argument("--limit", type=int, default=None, help="the first N problems only")
+    parser.add_argument("--limit", type=positive_int, help="the first N problems only")
     parser.add_argument("--ids", default=None, help="comma-separated problem ids")
-    parser.add_argument("--max-tokens", type=int, default=2048)
-    parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--pool-size", type=int, default=1, help="engine replicas")
-    parser.add_argument("--batch-size", type=int, default=16, help="rows per engine call")
-    parser.add_argument("--executors", type=int, default=1, help="DSL-executor actors")
-    parser.add_argument("--image-size", type=int, default=512, help="figure size in pixels")
-    parser.add_argument("--shard-rows", type=int, default=64, help="rows per result shard")
-    parser.add_argument("--out", required=True, type=Path, help="results directory")
+    parser.add_argument("--max-tokens", type=positive_int, default=2048)
+    parser.add_argument("--temperature", type=non_negative_float, default=0.0)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--pool-size", type=positive_int, default=1, help="engine replicas")
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
+    parser.add_argument("--executors", type=positive_int, default=1, help="DSL-executor actors")
+    # Checked here, not in the Ray executors: a bad size must fail before settings.json.
+    parser.add_argument("--image-size", type=int_at_least(64), default=512, help="figure pixels")
+    parser.add_argument("--shard-rows", type=positive_int, default=64, help="rows per shard")
+    parser.add_argument("--out", required=True, type=output_dir, help="results directory")
 
 
 def select_problems(problems: list[Problem], ids: str | None, limit: int | None) -> list[Problem]:

@@ -18,6 +18,7 @@ from geometry.dsl.dataset import LANGUAGES, Problem, load_problems
 from geometry.dsl.executor import execute
 from geometry.dsl.validator import validate
 from pipelines.cli import UsageError
+from pipelines.cli_args import existing_file, read_utf8
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,25 +28,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="geoqa3_dataset_{en,zh}.json, or the directory that holds them",
     )
     parser.add_argument(
-        "--programs", required=True, help='JSONL file of {"id": ..., "dsl": ...} lines'
+        "--programs",
+        required=True,
+        type=existing_file,
+        help='JSONL file of {"id": ..., "dsl": ...} lines',
     )
     parser.add_argument("--lang", default="en", choices=LANGUAGES, help="data set language")
 
 
 def run(args: argparse.Namespace) -> int:
     """Print one verdict per program line; exit 0 even when programs fail (they are data)."""
+    # Read whole before the first verdict: a byte that is not UTF-8 halfway down the file
+    # is a usage error, not a traceback after half the verdicts.
+    lines = read_utf8(Path(args.programs), "--programs").split("\n")
     try:
         problems = {p.id: p for p in load_problems(args.dataset, args.lang)}
     except FileNotFoundError as err:
         raise UsageError(f"{err} (pass --dataset the data file or its directory)") from err
     except ValueError as err:
         raise UsageError(f"--dataset {args.dataset}: {err}") from err
-    programs = Path(args.programs)
-    if not programs.is_file():
-        raise UsageError(f"--programs {programs} does not exist")
-    with programs.open(encoding="utf-8") as lines:
-        for verdict in check_lines(lines, problems):
-            print(json.dumps(verdict, ensure_ascii=False))
+    for verdict in check_lines(lines, problems):
+        print(json.dumps(verdict, ensure_ascii=False))
     sys.stdout.flush()
     return 0
 

@@ -36,6 +36,8 @@ def _programs_config(model: str, revision: str | None) -> ModelConfig:
         raise UsageError(f"--model {model}: the programs engine needs a JSONL file of replies")
     try:
         load_script(path)
+    except UnicodeDecodeError as err:
+        raise UsageError(f"--model {model} is not UTF-8 text (byte {err.start})") from err
     except ValueError as err:
         raise UsageError(str(err)) from err
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]

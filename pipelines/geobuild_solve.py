@@ -30,6 +30,7 @@ from geometry.dsl.dataset import LANGUAGES, Problem, load_problems
 from geometry.dsl.solver import Budget, SolveResult, solve_problem
 from pipelines.atomic import write_bytes_atomic
 from pipelines.cli import UsageError
+from pipelines.cli_args import output_dir, positive_float, positive_int
 
 AUDIT_COLUMNS = ("id", "status", "conflicts", "reason", "restarts", "residual", "seconds")
 
@@ -40,25 +41,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="geoqa3_dataset_{en,zh}.json, or the directory that holds them",
     )
-    parser.add_argument("--out", required=True, help="directory for programs.jsonl and audit.csv")
+    # A file here used to fail only after every problem was solved.
+    parser.add_argument(
+        "--out", required=True, type=output_dir, help="directory for programs.jsonl and audit.csv"
+    )
     parser.add_argument("--lang", default="en", choices=LANGUAGES, help="data set language")
     parser.add_argument("--ids", nargs="+", help="solve only these problem ids (default: all)")
-    parser.add_argument("--restarts", type=int, default=8, help="random starts per problem")
+    parser.add_argument(
+        "--restarts", type=positive_int, default=8, help="random starts per problem"
+    )
     parser.add_argument(
         "--workers",
-        type=int,
+        type=positive_int,
         default=os.cpu_count() or 1,
         help="worker processes (1: run in this process)",
     )
     parser.add_argument(
         "--solve-seconds",
-        type=float,
+        type=positive_float,
         default=Budget.solve_seconds,
         help="per problem: no new start after this many seconds",
     )
     parser.add_argument(
         "--conflict-seconds",
-        type=float,
+        type=positive_float,
         default=Budget.conflict_seconds,
         help="per unsolved problem: time for the search for conflicting conditions",
     )
@@ -75,10 +81,6 @@ class Timed:
 def run(args: argparse.Namespace) -> int:
     """Solve the selected problems, write programs.jsonl and audit.csv, print the counts."""
     problems = _select(_load(args.dataset, args.lang), args.ids)
-    if args.restarts < 1:
-        raise UsageError(f"--restarts must be at least 1, got {args.restarts}")
-    if args.workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {args.workers}")
     budget = Budget(args.solve_seconds, args.conflict_seconds)
     started = time.monotonic()
     bar = tqdm(total=len(problems), desc="geobuild-solve", unit="problem")

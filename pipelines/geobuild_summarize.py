@@ -16,6 +16,7 @@ import polars as pl
 
 from geometry.dsl.validator import CONDITION_WEIGHT, OBJECT_WEIGHT
 from pipelines.cli import UsageError
+from pipelines.cli_args import existing_dir
 from pipelines.shards import read_shards
 
 BENCHMARK = "geobuild"
@@ -32,7 +33,7 @@ _COLUMNS = [
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", type=Path, help="the --out directory of `geobuild`")
+    parser.add_argument("results", type=existing_dir, help="the --out directory of `geobuild`")
     parser.add_argument("--model", default=None, help="one model's name only")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import random
 import re
@@ -32,6 +33,7 @@ from geometry.answers import read_number
 from geometry.prompts import format_instruction
 from pipelines.atomic import write_bytes_atomic, write_parquet_atomic
 from pipelines.cli import UsageError
+from pipelines.cli_args import read_utf8
 from pipelines.generate import SHARD_GLOB
 from pipelines.results import RESULT_SCHEMA, model_dir, write_run_record
 from pipelines.scoring import score_row
@@ -54,10 +56,17 @@ def dotted_items(items: Path) -> list[dict[str, Any]]:
     files = sorted(items.glob(SHARD_GLOB)) if items.is_dir() else []
     if not files:
         raise UsageError(f"--items {items} holds no item table; create one with `generate`")
-    rows = [r for f in files for r in pq.read_table(f).to_pylist() if r["setup"] == SETUP]
+    rows = [r for f in files for r in _item_rows(f) if r["setup"] == SETUP]
     if not rows:
         raise UsageError(f"--items {items} has no {SETUP} setup; generate with --setups dotted")
     return sorted(rows, key=lambda r: r["item_id"])
+
+
+def _item_rows(path: Path) -> list[dict[str, Any]]:
+    try:
+        return list(pq.read_table(path).to_pylist())
+    except (OSError, pa.ArrowException) as err:
+        raise UsageError(f"--items shard {path} is not a readable item table: {err}") from err
 
 
 def question_text(row: dict[str, Any]) -> str:
@@ -174,14 +183,16 @@ def read_annotations(path: Path) -> list[dict[str, str]]:
     """Rows of the annotation CSV; a missing file or column is a UsageError."""
     if not path.is_file():
         raise UsageError(f"annotations {path} is not a file")
-    with path.open(newline="", encoding="utf-8-sig") as f:
-        reader = csv.DictReader(f)
+    reader = csv.DictReader(io.StringIO(read_utf8(path, "annotations"), newline=""))
+    try:
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise UsageError(
                 f"{path} lacks column(s) {', '.join(missing)}; needs {', '.join(COLUMNS)}"
             )
         rows = [{c: (r[c] or "").strip() for c in COLUMNS} for r in reader]
+    except csv.Error as err:
+        raise UsageError(f"annotations {path} is not valid CSV: {err}") from err
     if not rows:
         raise UsageError(f"{path} holds no annotation rows")
     return rows

@@ -6,15 +6,15 @@ Pages of 10 (JSON + PNG), answers only in DIR/key.json; see pipelines/human.py.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from pipelines.cli_args import existing_dir, non_negative_int, output_dir
 from pipelines.human import PAGE_SIZE, export_pages
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("items", type=Path, help="item directory from `generate`")
-    parser.add_argument("--out", type=Path, required=True, help="new directory for the pages")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the item order")
+    parser.add_argument("items", type=existing_dir, help="item directory from `generate`")
+    parser.add_argument("--out", type=output_dir, required=True, help="new directory for pages")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the item order")
 
 
 def run(args: argparse.Namespace) -> int:

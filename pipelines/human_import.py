@@ -7,15 +7,19 @@ see pipelines/human.py.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from pipelines.cli_args import existing_dir, existing_file, output_dir
 from pipelines.human import TIE_RULE, import_annotations
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("annotations", type=Path, help="CSV with item_id, annotator, answer")
-    parser.add_argument("--items", type=Path, required=True, help="the exported item directory")
-    parser.add_argument("--out", type=Path, required=True, help="results directory")
+    parser.add_argument(
+        "annotations", type=existing_file, help="CSV with item_id, annotator, answer"
+    )
+    parser.add_argument(
+        "--items", type=existing_dir, required=True, help="the exported item directory"
+    )
+    parser.add_argument("--out", type=output_dir, required=True, help="results directory")
 
 
 def run(args: argparse.Namespace) -> int:

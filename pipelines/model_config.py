@@ -184,7 +184,7 @@ class ModelConfig(BaseModel):
 def load_config(path: Path) -> ModelConfig:
     """One config file, validated; a bad file is a ModelConfigError naming path and field."""
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
         return ModelConfig.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
@@ -192,6 +192,8 @@ def load_config(path: Path) -> ModelConfig:
         raise ModelConfigError(f"{path}: field {field}: {first['msg']}") from err
     except (OSError, yaml.YAMLError) as err:
         raise ModelConfigError(f"{path}: {err}") from err
+    except UnicodeDecodeError as err:
+        raise ModelConfigError(f"{path} is not UTF-8 text (byte {err.start})") from err
 
 
 def load_configs(folder: Path) -> list[ModelConfig]:

@@ -12,22 +12,26 @@ import argparse
 import time
 from pathlib import Path
 
+import yaml
 from pydantic import ValidationError
 from tqdm import tqdm
 
 from pipelines.atomic import sweep_temporaries
 from pipelines.cli import UsageError
+from pipelines.cli_args import existing_file, output_dir, positive_int
 from probes.encoder import EncoderError, resolve_weights
 from probes.grid import GridSpec, Trial, expand, load_grid, run_trial, trial_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--grid", type=Path, required=True, help="grid YAML (configs/probes/)")
-    parser.add_argument("--out", type=Path, required=True, help="results root")
+    parser.add_argument(
+        "--grid", type=existing_file, required=True, help="grid YAML (configs/probes/)"
+    )
+    parser.add_argument("--out", type=output_dir, required=True, help="results root")
     parser.add_argument("--arch", help="override the grid's encoder arch (open_clip name)")
     parser.add_argument("--pretrained", help="override the grid's weights: tag, file or none")
     parser.add_argument("--executor", choices=("ray", "local"), default="ray")
-    parser.add_argument("--limit", type=int, help="run at most this many pending trials")
+    parser.add_argument("--limit", type=positive_int, help="run at most this many pending trials")
 
 
 def pending_trials(trials: list[Trial], out: Path) -> list[Trial]:
@@ -74,8 +78,10 @@ def run_with_ray(spec: GridSpec, trials: list[Trial], out: Path) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     try:
         spec = load_grid(args.grid)
-    except (OSError, ValidationError) as err:
+    except (OSError, ValidationError, yaml.YAMLError) as err:
         raise UsageError(f"--grid {args.grid}: {err}") from err
+    except UnicodeDecodeError as err:
+        raise UsageError(f"--grid {args.grid} is not UTF-8 text (byte {err.start})") from err
     if args.arch:
         spec.encoder.arch = args.arch
     if args.pretrained is not None:

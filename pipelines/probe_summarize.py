@@ -8,17 +8,17 @@ the whole transfer matrix. `probes.tables.summarize` returns the same tables as 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import polars as pl
 
 from pipelines.cli import UsageError
+from pipelines.cli_args import existing_dir, percent
 from probes.tables import summarize
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", type=Path, help="results root given to `probe --out`")
-    parser.add_argument("--min-accuracy", type=float, default=70.0, help="Table 5 threshold (%%)")
+    parser.add_argument("results", type=existing_dir, help="results root given to `probe --out`")
+    parser.add_argument("--min-accuracy", type=percent, default=70.0, help="Table 5 threshold (%%)")
     parser.add_argument("--matrix", action="store_true", help="also print the transfer matrix")
 
 

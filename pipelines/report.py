@@ -10,7 +10,10 @@ A part with no results becomes a section that says so. docs/report.md explains e
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -18,37 +21,96 @@ import polars as pl
 
 from pipelines import report_tables as rt
 from pipelines.cli import UsageError
+from pipelines.cli_args import existing_dir, existing_file, output_dir, percent, read_utf8
 from pipelines.report_figures import gap_distribution, heatmap
 from pipelines.report_html import Figure, Section, Table, write_report
 from pipelines.summarize import load_results
 
+# The audit.csv columns (geobuild_solve.AUDIT_COLUMNS) that the audit section reads.
+AUDIT_NEEDS = ("id", "status", "conflicts", "reason", "seconds")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", type=Path, help="results directory (evaluate/geobuild/probe)")
-    parser.add_argument("--out", type=Path, required=True, help="report directory")
-    parser.add_argument("--audit", type=Path, default=None, help="audit.csv of `geobuild-solve`")
     parser.add_argument(
-        "--min-accuracy", type=float, default=70.0, help="probe Table 5 threshold (%%)"
+        "results", type=existing_dir, help="results directory (evaluate/geobuild/probe)"
+    )
+    parser.add_argument("--out", type=output_dir, required=True, help="report directory")
+    parser.add_argument("--audit", type=existing_file, help="audit.csv of `geobuild-solve`")
+    parser.add_argument(
+        "--min-accuracy", type=percent, default=70.0, help="probe Table 5 threshold (%%)"
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.results.is_dir():
-        raise UsageError(f"RESULTS {args.results} is not a directory; give evaluate's --out")
-    if args.audit is not None and not args.audit.is_file():
-        raise UsageError(f"--audit {args.audit} is not a file; give geobuild-solve's audit.csv")
-    if args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"--out {args.out} is a file; give a directory")
-    index = build_report(args.results, args.out, args.audit, args.min_accuracy)
+    check_out(args.results, args.out)
+    audit = read_audit(args.audit) if args.audit is not None else None
+    index = build_report(args.results, args.out, audit, args.min_accuracy)
     print(index)
     return 0
 
 
+def check_out(results: Path, out: Path) -> None:
+    """--out is replaced whole, so it must be new, empty or an earlier report, and must
+    not hold RESULTS."""
+    if out.resolve() == results.resolve() or out.resolve() in results.resolve().parents:
+        raise UsageError(f"--out {out} would replace the results in {results}; give a new folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / "index.html").is_file():
+        raise UsageError(f"--out {out} holds files and no report (no index.html); give a new one")
+
+
+def read_audit(path: Path) -> pl.DataFrame:
+    """geobuild-solve's audit.csv; not UTF-8, not CSV or lacking its columns is a UsageError."""
+    text = read_utf8(path, "--audit")
+    try:
+        frame = pl.read_csv(
+            io.BytesIO(text.encode()), schema_overrides={"id": pl.String, "conflicts": pl.String}
+        )
+    except pl.exceptions.PolarsError as err:
+        raise UsageError(f"--audit {path} is not a readable CSV: {err}") from err
+    missing = [c for c in AUDIT_NEEDS if c not in frame.columns]
+    if missing:
+        raise UsageError(f"--audit {path} lacks column(s) {', '.join(missing)}; is it audit.csv?")
+    try:
+        return frame.with_columns(pl.col("seconds").cast(pl.Float64, strict=True))
+    except pl.exceptions.PolarsError as err:
+        raise UsageError(f"--audit {path}: column seconds is not numeric") from err
+
+
 def build_report(
-    results: Path, out: Path, audit: Path | None = None, min_accuracy: float = 70.0
+    results: Path, out: Path, audit: pl.DataFrame | None = None, min_accuracy: float = 70.0
 ) -> Path:
-    """Writes the whole report under `out`; returns the path of index.html."""
-    (out / "figures").mkdir(parents=True, exist_ok=True)
+    """Writes the whole report under `out`; returns the path of index.html.
+
+    The report is built in a hidden sibling folder and renamed to `out` only when complete,
+    so a crash leaves the previous report (or none), never half of one."""
+    out = out.resolve()  # `--out .` has no name to make a sibling from
+    staging = out.parent / f".{out.name}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "figures").mkdir(parents=True)
+    try:
+        _write_report(results, staging, audit, min_accuracy)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _swap_in(staging, out)
+    return out / "index.html"
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """Put `staging` where `out` is: the old report is moved aside first, removed last."""
+    if not out.exists():
+        staging.rename(out)
+        return
+    old = out.parent / f".{out.name}.old-{os.getpid()}"
+    shutil.rmtree(old, ignore_errors=True)
+    out.rename(old)
+    staging.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_report(
+    results: Path, out: Path, audit: pl.DataFrame | None, min_accuracy: float
+) -> Path:
     try:
         df = load_results(results)
     except UsageError as err:
@@ -58,7 +120,11 @@ def build_report(
         if df is not None
         else [Section("NoReGeo", "Accuracy of models on the NoReGeo items.", empty=missing)]
     )
-    sections += [geobuild_section(results), audit_section(audit), *probe_sections(results)]
+    sections += [
+        geobuild_section(results),
+        audit_section(audit),
+        *probe_sections(results, min_accuracy),
+    ]
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     subtitle = f"Results from {results.resolve()}, report written {stamp}."
     return write_report(out, "NoReGeo and GeoBuild report", subtitle, sections)
@@ -207,7 +273,7 @@ def geobuild_section(results: Path) -> Section:
     return section
 
 
-def audit_section(audit: Path | None) -> Section:
+def audit_section(frame: pl.DataFrame | None) -> Section:
     """Counts of the solver's constructibility audit and the problems it could not solve."""
     section = Section(
         "GeoBuild solver audit",
@@ -215,9 +281,8 @@ def audit_section(audit: Path | None) -> Section:
         "problems have a construction, and which conditions conflict where none was found.",
         empty="no audit given (report --audit DIR/audit.csv)",
     )
-    if audit is None:
+    if frame is None:
         return section
-    frame = pl.read_csv(audit, schema_overrides={"id": pl.String, "conflicts": pl.String})
     counts = frame.group_by("status").agg(
         pl.len().alias("problems"),
         pl.col("seconds").median().alias("median_seconds"),

@@ -8,6 +8,7 @@ good one's; gaps blue where full images help and red where they hurt.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -19,6 +20,9 @@ import polars as pl  # noqa: E402
 from matplotlib.colors import LogNorm, Normalize, TwoSlopeNorm  # noqa: E402
 
 DPI = 110
+# Labels are model names and task IDs, not maths: `$` must stay a dollar sign (a name like
+# `a$\frac{$b` made mathtext raise), and TeX must never see them.
+PLAIN: dict[str, Any] = {"parse_math": False, "usetex": False}
 
 
 def _size(rows: int, cols: int) -> tuple[float, float]:
@@ -49,8 +53,8 @@ def heatmap(wide: pl.DataFrame, title: str, path: Path, kind: str) -> Path:
     fig, ax = plt.subplots(figsize=_size(len(labels), len(models)))
     image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto")
     ax.set_facecolor("#dddddd")  # missing cells (model did not run the task) stay grey
-    ax.set_xticks(range(len(models)), models, rotation=45, ha="right", fontsize=8)
-    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_xticks(range(len(models)), models, rotation=45, ha="right", fontsize=8, **PLAIN)
+    ax.set_yticks(range(len(labels)), labels, fontsize=8, **PLAIN)
     shown = wide.select(models).to_numpy().astype(float)
     for (r, c), v in np.ndenumerate(shown):
         if np.isfinite(v):
@@ -59,7 +63,7 @@ def heatmap(wide: pl.DataFrame, title: str, path: Path, kind: str) -> Path:
             dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # white text on dark cells
             ax.text(c, r, text, ha="center", va="center", fontsize=7, color="w" if dark else "k")
     fig.colorbar(image, ax=ax, shrink=0.8)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, **PLAIN)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
@@ -72,7 +76,7 @@ def gap_distribution(per_category: pl.DataFrame, path: Path) -> Path:
     groups = [per_category.filter(pl.col("code") == c)["gap"].to_numpy() for c in codes]
     fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * len(codes) + 2), 4))
     ax.boxplot(groups, showfliers=False)
-    ax.set_xticks(range(1, len(codes) + 1), codes)
+    ax.set_xticks(range(1, len(codes) + 1), codes, **PLAIN)
     jitter = np.random.default_rng(0)  # fixed, so the same results give the same figure
     for i, gaps in enumerate(groups, start=1):
         ax.scatter(i + jitter.uniform(-0.15, 0.15, len(gaps)), gaps, s=12, alpha=0.7)

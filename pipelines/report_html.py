@@ -3,7 +3,8 @@
 No network assets: the CSS is inline, figures are relative PNG files, and the only script is
 inline. It marks `<body data-images-loaded="N/M" data-images-ok="true|false">` once the
 page has loaded, so a headless browser can check that every figure decoded.
-Every table is also written as `tables/<name>.csv` and `tables/<name>.md`.
+Every table is also written as `tables/<name>.csv` and `tables/<name>.md`; text in all
+three is escaped (pipelines/report_escape.py), so a model called `<script>` stays text.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.atomic import write_bytes_atomic
+from pipelines.report_escape import csv_table, markdown_text
 
 
 @dataclass(frozen=True)
@@ -55,19 +57,18 @@ def cell(value: object) -> str:
 
 
 def markdown(frame: pl.DataFrame) -> str:
-    """A GitHub-flavoured Markdown table."""
-    escape = lambda text: text.replace("|", "\\|")  # noqa: E731
-    lines = ["| " + " | ".join(escape(c) for c in frame.columns) + " |"]
+    """A GitHub-flavoured Markdown table; text is escaped (no live markup, no `|` splits)."""
+    lines = ["| " + " | ".join(markdown_text(c) for c in frame.columns) + " |"]
     lines.append("|" + "---|" * len(frame.columns))
     for row in frame.iter_rows():
-        lines.append("| " + " | ".join(escape(cell(v)) for v in row) + " |")
+        lines.append("| " + " | ".join(markdown_text(cell(v)) for v in row) + " |")
     return "\n".join(lines) + "\n"
 
 
 def write_table(out: Path, table: Table) -> None:
     """tables/<name>.csv and tables/<name>.md, each written atomically."""
     frame = table.frame
-    write_bytes_atomic(out / "tables" / f"{table.name}.csv", frame.write_csv().encode())
+    write_bytes_atomic(out / "tables" / f"{table.name}.csv", csv_table(frame).encode())
     write_bytes_atomic(out / "tables" / f"{table.name}.md", markdown(frame).encode())
 
 

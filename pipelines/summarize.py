@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.cli import UsageError
+from pipelines.cli_args import existing_dir, path_component
 from pipelines.results import model_slug
 from pipelines.shards import ERROR_COLUMN, read_shards, shard_files
 
@@ -27,8 +28,11 @@ BOOTSTRAP_SEED = 0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", type=Path, help="results directory given to evaluate --out")
-    parser.add_argument("--benchmark", default="noregeo")
+    parser.add_argument(
+        "results", type=existing_dir, help="results directory given to evaluate --out"
+    )
+    # A folder name under RESULTS: no separators or `..`, so it cannot read outside it.
+    parser.add_argument("--benchmark", type=path_component, default="noregeo")
 
 
 def load_results(out: Path, model: str | None = None, benchmark: str = "noregeo") -> pl.DataFrame:

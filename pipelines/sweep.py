@@ -32,9 +32,19 @@ from geometry.item import SETUPS
 from geometry.tasks.registry import all_tasks
 from pipelines.atomic import write_bytes_atomic
 from pipelines.cli import UsageError
+from pipelines.cli_args import (
+    existing_dir,
+    existing_file,
+    int_at_least,
+    non_negative_float,
+    non_negative_int,
+    output_dir,
+    positive_float,
+    positive_int,
+)
 from pipelines.cluster_capacity import GPUCapacity, discover
 from pipelines.engines import EngineOptions
-from pipelines.generate import MANIFEST, parse_list
+from pipelines.generate import MANIFEST, MIN_IMAGE_SIZE, parse_list, read_manifest
 from pipelines.model_config import BASELINES, ModelConfig, ModelConfigError, load_configs
 from pipelines.requests import SamplingConfig
 from pipelines.sweep_plan import (
@@ -53,42 +63,45 @@ TAG_ENV = "GEOSEE_SWEEP_JOB"  # rides on each model's runtime env, so its actors
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `python -m pipelines sweep`."""
-    parser.add_argument("--models", type=Path, default=Path("configs/models"))
+    parser.add_argument("--models", type=existing_dir, default=Path("configs/models"))
     parser.add_argument("--only", default=None, help="comma-separated config names")
     parser.add_argument("--benchmarks", default="noregeo", help="noregeo,geobuild")
-    parser.add_argument("--out", required=True, type=Path, help="results directory")
-    parser.add_argument("--items", type=Path, default=None, help="item dir (default OUT/items)")
-    parser.add_argument("--per-task", type=int, default=100, help="items per task")
+    parser.add_argument("--out", required=True, type=output_dir, help="results directory")
+    parser.add_argument("--items", type=output_dir, help="item dir (default OUT/items)")
+    parser.add_argument("--per-task", type=positive_int, default=100, help="items per task")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--image-size", type=int, default=448)
-    parser.add_argument("--max-tokens", type=int, default=2048)
-    parser.add_argument("--batch-size", type=int, default=16, help="rows per engine call")
-    parser.add_argument("--replicas", type=int, default=1, help="engine replicas per model")
-    parser.add_argument("--shard-rows", type=int, default=256)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--image-size", type=int_at_least(MIN_IMAGE_SIZE), default=448)
+    parser.add_argument("--max-tokens", type=positive_int, default=2048)
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
+    parser.add_argument("--replicas", type=positive_int, default=1, help="engine replicas/model")
+    parser.add_argument("--shard-rows", type=positive_int, default=256)
     parser.add_argument(
-        "--baseline-delay", type=float, default=0.0, help="seconds per batch (latency stand-in)"
+        "--baseline-delay",
+        type=non_negative_float,
+        default=0.0,
+        help="seconds per batch (latency stand-in)",
     )
     parser.add_argument(
         "--gpus",
-        type=float,
+        type=non_negative_float,
         default=None,
         help="GPUs to plan for (default: what the autoscaler can add, else what is present)",
     )
     parser.add_argument(
         "--cluster-config",
-        type=Path,
+        type=existing_file,
         default=None,
         help="cluster-launcher YAML to plan GPUs from (e.g. cluster.yaml, for a dry run)",
     )
     parser.add_argument(
         "--cpu-parallel",
-        type=int,
+        type=positive_int,
         default=None,
         help="CPU-only models at once (default: one per 4 cluster CPUs; each pipeline holds "
         "about 1 CPU of actors and needs 1 more for its read tasks)",
     )
-    parser.add_argument("--progress-interval", type=float, default=10.0, help="seconds")
+    parser.add_argument("--progress-interval", type=positive_float, default=10.0, help="seconds")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
 
 
@@ -106,7 +119,7 @@ def _select_configs(folder: Path, only: str | None) -> list[ModelConfig]:
 def _items_state(items: Path, per_task: int) -> tuple[dict[str, Any] | None, list[Path]]:
     if not (items / MANIFEST).is_file():
         return None, []
-    manifest = json.loads((items / MANIFEST).read_text())
+    manifest = read_manifest(items, keys=("tasks", "setups", "per_task"))
     if manifest["per_task"] < per_task:
         raise UsageError(
             f"--items {items} has {manifest['per_task']} items per task, fewer than --per-task "
@@ -381,11 +394,11 @@ def run(args: argparse.Namespace) -> int:
     benchmarks = parse_list(args.benchmarks, BENCHMARKS, "benchmarks")
     tasks = parse_list(args.tasks, list(all_tasks()), "task IDs")
     configs = _select_configs(args.models, args.only)
-    if args.per_task < 1:
-        raise UsageError(f"--per-task must be at least 1, got {args.per_task}")
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
     items = args.items or args.out / "items"
+    if items.exists() and not items.is_dir():
+        raise UsageError(f"--items {items} is a file; give a directory")
     manifest, files = _items_state(items, args.per_task)
     limit = args.per_task if manifest and args.per_task < manifest["per_task"] else None
     sampling = SamplingConfig(0.0, args.max_tokens, args.seed)
@@ -396,7 +409,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         capacity = discover(args.gpus, args.cluster_config, connected=not args.dry_run)
     except ValueError as err:
-        raise UsageError(str(err)) from err
+        raise UsageError(f"--cluster-config {err}" if args.cluster_config else str(err)) from err
     print(f"planning for {capacity.total:g} GPU(s) ({capacity.source})", flush=True)
     geobuild_note = None
     if "geobuild" in benchmarks:

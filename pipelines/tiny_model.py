@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.cli import UsageError
+from pipelines.cli_args import non_negative_int, output_dir
 
 KINDS = ("llm", "vlm")
 # Longer than the default --max-tokens (2,048) plus the longest GeoBuild prompt, so the
@@ -222,8 +223,10 @@ def build_tiny_model(
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `python -m pipelines tiny-model`."""
     parser.add_argument("--kind", required=True, help=f"one of {', '.join(KINDS)}")
-    parser.add_argument("--out", required=True, type=Path, help="directory to write")
-    parser.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
+    parser.add_argument("--out", required=True, type=output_dir, help="directory to write")
+    parser.add_argument(
+        "--seed", type=non_negative_int, default=0, help="weight initialisation seed"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

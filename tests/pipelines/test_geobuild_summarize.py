@@ -97,5 +97,6 @@ def test_cli_prints_tables_and_refuses_empty_dirs(
     )
     assert pipelines.cli.main(["geobuild-summarize", str(results)]) == 0
     assert "success_rate" in capsys.readouterr().out
+    (tmp_path / "none").mkdir()  # a folder without GeoBuild results (a missing one: argparse)
     assert pipelines.cli.main(["geobuild-summarize", str(tmp_path / "none")]) == 2
     assert "no GeoBuild results" in capsys.readouterr().err

@@ -1,0 +1,136 @@
+"""argparse `type=` validators shared by the command modules, and UTF-8 input readers.
+
+A validator turns the flag's text into a value or raises `ArgumentTypeError` saying what
+the valid values are; argparse adds the flag's name, and `pipelines.cli` prints that as one
+line and exits 2. So a bad number or path is refused while parsing: before Ray starts and
+before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pipelines.cli import UsageError
+
+
+def _refuse(requirement: str, text: str) -> argparse.ArgumentTypeError:
+    shown = text if text.strip() == text and text else repr(text)
+    return argparse.ArgumentTypeError(f"must be {requirement}, got {shown}")
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An integer >= `low`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise _refuse(f"an integer >= {low}", text) from None
+        if value < low:
+            raise _refuse(f"an integer >= {low}", text)
+        return value
+
+    parse.__name__ = f"int_at_least_{low}"
+    return parse
+
+
+positive_int = int_at_least(1)
+non_negative_int = int_at_least(0)
+
+
+def finite_float(
+    low: float | None = None, high: float | None = None, *, above: bool = False
+) -> Callable[[str], float]:
+    """A finite number (NaN and inf refused) within [low, high]; (low, high] with `above`."""
+    parts = ["a finite number"]
+    if low is not None:
+        parts.append(f"{'>' if above else '>='} {low:g}")
+    if high is not None:
+        parts.append(f"{'and ' if low is not None else ''}<= {high:g}")
+    requirement = " ".join(parts)
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise _refuse(requirement, text) from None
+        too_low = low is not None and (value <= low if above else value < low)
+        too_high = high is not None and value > high
+        if not math.isfinite(value) or too_low or too_high:
+            raise _refuse(requirement, text)
+        return value
+
+    parse.__name__ = "finite_float"
+    return parse
+
+
+share = finite_float(0.0, 1.0)  # a fraction, 0..1
+percent = finite_float(0.0, 100.0)
+non_negative_float = finite_float(0.0)
+positive_float = finite_float(0.0, above=True)
+
+
+def path_component(text: str) -> str:
+    """A name used as one folder name under a results directory: no separators, not `.`
+    or `..`, so it cannot reach outside that directory."""
+    if not text or text in (".", "..") or any(c in text for c in "/\\\0"):
+        raise _refuse("a plain name (no '/', '\\', '..' or empty)", text)
+    return text
+
+
+def existing_dir(text: str) -> Path:
+    """A directory that exists ("" is refused, not read as the working directory)."""
+    path = Path(text)
+    if not text.strip() or not path.is_dir():
+        what = "a file" if path.is_file() else "missing"
+        raise _refuse(f"an existing directory ({what})", text)
+    return path
+
+
+def existing_file(text: str) -> Path:
+    """A file that exists."""
+    path = Path(text)
+    if not path.is_file():
+        what = "a directory" if path.is_dir() and text.strip() else "missing"
+        raise _refuse(f"an existing file ({what})", text)
+    return path
+
+
+def output_dir(text: str) -> Path:
+    """A directory to write into: absent (created later) or a directory, never a file."""
+    if not text.strip():
+        raise _refuse("a directory path", text)
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file; give a directory (existing or new)")
+    return path
+
+
+def read_utf8(path: Path, what: str) -> str:
+    """The text of an input file; unreadable or not UTF-8 is a UsageError naming it."""
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise UsageError(f"{what} {path} is not UTF-8 text (byte {err.start})") from err
+    except OSError as err:
+        raise UsageError(f"{what} {path} cannot be read: {err.strerror}") from err
+
+
+def read_json_object(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A JSON object from a file, holding `keys`; anything else is a UsageError naming it."""
+    try:
+        data = json.loads(read_utf8(path, what))
+    except json.JSONDecodeError as err:
+        where = f"{err.msg} at line {err.lineno}"
+        raise UsageError(f"{what} {path} is not valid JSON: {where}") from err
+    if not isinstance(data, dict):
+        raise UsageError(f"{what} {path} is not a JSON object")
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise UsageError(f"{what} {path} lacks {', '.join(missing)}; regenerate it")
+    return data

@@ -1,0 +1,324 @@
+"""Every command x each class of bad input: exit 2, one line on stderr naming the flag (or
+file), nothing written, Ray never started.
+
+The table is the point: add a row for each new flag or input file. Rows run in-process
+through `pipelines.cli.main` (fast, no Ray); a few run through `python -m pipelines` to
+check the real exit code and undecodable argv bytes.
+
+A row is: id, text the error line must contain (the flag, or the file), the argv. In the
+argv, `E`, `G`, `S`, `W` stand for the required arguments of evaluate, geobuild,
+geobuild-solve and sweep (`BASE`); `{...}` are files and folders made by `_inputs`: `{dir}`
+an empty folder, `{file}` a small text file, `{out}` a path that must stay absent,
+`{items}` an item folder with a malformed manifest.json, `{latin1}` a file that is not UTF-8,
+and so on.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from pipelines import cli
+from tests.conftest import REPO
+
+NOT_UTF8 = "caf\xe9 = 1\n".encode("latin-1")  # 0xE9 alone is not UTF-8
+UNDECODABLE = os.fsdecode(b"\xff\xfe")  # how Python hands over argv bytes that are not UTF-8
+
+TABLE = r"""
+# zero, negative, NaN, inf, non-numbers and out-of-range shares
+generate-per-task-0                  --per-task         generate --out {out} --per-task 0
+generate-image-size-0                --image-size       generate --out {out} --image-size 0
+generate-seed-negative               --seed             generate --out {out} --seed -1
+generate-per-task-text               --per-task         generate --out {out} --per-task ten
+evaluate-batch-size-0                --batch-size       evaluate E --batch-size 0
+evaluate-shard-rows-0                --shard-rows       evaluate E --shard-rows 0
+evaluate-pool-size-0                 --pool-size        evaluate E --pool-size 0
+evaluate-max-tokens--5               --max-tokens       evaluate E --max-tokens -5
+evaluate-limit-0                     --limit            evaluate E --limit 0
+evaluate-seed--1                     --seed             evaluate E --seed -1
+evaluate-temperature-nan             --temperature      evaluate E --temperature nan
+evaluate-temperature--1              --temperature      evaluate E --temperature -1
+evaluate-baseline-delay-inf          --baseline-delay   evaluate E --baseline-delay inf
+evaluate-baseline-delay--0.5         --baseline-delay   evaluate E --baseline-delay -0.5
+evaluate-max-error-rate-1.5          --max-error-rate   evaluate E --max-error-rate 1.5
+evaluate-max-error-rate-nan          --max-error-rate   evaluate E --max-error-rate nan
+evaluate-batch-size-2.5              --batch-size       evaluate E --batch-size 2.5
+geobuild-image-size-0                --image-size       geobuild G --image-size 0
+geobuild-max-rounds-0                --max-rounds       geobuild G --max-rounds 0
+geobuild-executors-0                 --executors        geobuild G --executors 0
+geobuild-batch-size-0                --batch-size       geobuild G --batch-size 0
+geobuild-pool-size--2                --pool-size        geobuild G --pool-size -2
+geobuild-shard-rows-0                --shard-rows       geobuild G --shard-rows 0
+geobuild-max-tokens-0                --max-tokens       geobuild G --max-tokens 0
+geobuild-limit-0                     --limit            geobuild G --limit 0
+geobuild-temperature-nan             --temperature      geobuild G --temperature nan
+geobuild-seed--3                     --seed             geobuild G --seed -3
+geobuild-solve-solve-seconds-nan     --solve-seconds    geobuild-solve S --solve-seconds nan
+geobuild-solve-solve-seconds-0       --solve-seconds    geobuild-solve S --solve-seconds 0
+geobuild-solve-restarts-0            --restarts         geobuild-solve S --restarts 0
+geobuild-solve-workers-0             --workers          geobuild-solve S --workers 0
+sweep-replicas-0                     --replicas         sweep W --replicas 0
+sweep-gpus--1                        --gpus             sweep W --gpus -1
+sweep-gpus-nan                       --gpus             sweep W --gpus nan
+sweep-cpu-parallel-0                 --cpu-parallel     sweep W --cpu-parallel 0
+sweep-progress-interval-0            --progress-interval sweep W --progress-interval 0
+sweep-per-task-0                     --per-task         sweep W --per-task 0
+sweep-image-size-0                   --image-size       sweep W --image-size 0
+sweep-max-tokens-0                   --max-tokens       sweep W --max-tokens 0
+sweep-batch-size-0                   --batch-size       sweep W --batch-size 0
+sweep-shard-rows-0                   --shard-rows       sweep W --shard-rows 0
+sweep-baseline-delay-nan             --baseline-delay   sweep W --baseline-delay nan
+sweep-seed--1                        --seed             sweep W --seed -1
+geobuild-solve-conflict-seconds--inf --conflict-seconds geobuild-solve S --conflict-seconds=-inf
+tiny-model-seed                      --seed             tiny-model --kind llm --out {out} --seed -1
+report-min-accuracy-nan              --min-accuracy     report {dir} --out {out} --min-accuracy nan
+report-min-accuracy-101              --min-accuracy     report {dir} --out {out} --min-accuracy 101
+probe-summarize-min-accuracy         --min-accuracy     probe-summarize {dir} --min-accuracy -1
+probe-limit-0                        --limit            probe --grid {file} --out {out} --limit 0
+human-export-seed                    --seed             human-export {dir} --out {out} --seed -1
+# files where folders are wanted and back, missing paths, names that leave RESULTS
+generate-out-file                    --out              generate --out {file}
+evaluate-out-file                    --out              evaluate --items {dir} --engine oracle --model o --out {file}
+evaluate-items-file                  --items            evaluate --items {file} --engine oracle --model o --out {out}
+geobuild-out-file                    --out              geobuild --dataset {dir} --engine hf --model m --out {file}
+geobuild-solve-out-file              --out              geobuild-solve --dataset {dir} --out {file}
+sweep-out-file                       --out              sweep --models {models} --out {file} --dry-run
+sweep-items-file                     --items            sweep --models {models} --out {out} --items {file} --dry-run
+sweep-cluster-config-missing         --cluster-config   sweep --models {models} --out {out} --cluster-config {out} --dry-run
+sweep-models-file                    --models           sweep --models {file} --out {out} --dry-run
+tiny-model-out-file                  --out              tiny-model --kind llm --out {file}
+report-out-file                      --out              report {dir} --out {file}
+report-results-file                  results            report {file} --out {out}
+summarize-results-file               results            summarize {file}
+geobuild-summarize-results-file      results            geobuild-summarize {file}
+probe-summarize-results-file         results            probe-summarize {file}
+probe-out-file                       --out              probe --grid {file} --out {file}
+human-export-out-file                --out              human-export {dir} --out {file}
+human-export-items-file              items              human-export {file} --out {out}
+human-import-out-file                --out              human-import {file} --items {dir} --out {file}
+human-import-items-file              --items            human-import {file} --items {file} --out {out}
+report-audit-dir                     --audit            report {dir} --out {out} --audit {dir}
+probe-grid-dir                       --grid             probe --grid {dir} --out {out}
+human-import-annotations-dir         annotations        human-import {dir} --items {dir} --out {out}
+geobuild-check-programs-dir          --programs         geobuild-check --dataset {dir} --programs {dir}
+evaluate-items-missing               --items            evaluate --items {tmp}/none --engine oracle --model o --out {out}
+summarize-results-empty              results            summarize {empty}
+summarize-results-missing            results            summarize {tmp}/none
+report-results-missing               results            report {tmp}/none --out {out}
+report-audit-missing                 --audit            report {dir} --out {out} --audit {tmp}/none.csv
+probe-grid-missing                   --grid             probe --grid {tmp}/none.yaml --out {out}
+geobuild-check-programs-missing      --programs         geobuild-check --dataset {dir} --programs {tmp}/none
+geobuild-check-dataset-missing       none               geobuild-check --dataset {tmp}/none --programs {file}
+geobuild-solve-dataset-missing       none               geobuild-solve --dataset {tmp}/none --out {out}
+human-import-annotations-missing     annotations        human-import {tmp}/none.csv --items {dir} --out {out}
+summarize-benchmark-up               --benchmark        summarize {dir} --benchmark ../../x
+summarize-benchmark-sub              --benchmark        summarize {dir} --benchmark a/b
+summarize-benchmark-dd               --benchmark        summarize {dir} --benchmark ..
+summarize-benchmark-d                --benchmark        summarize {dir} --benchmark .
+summarize-benchmark-empty            --benchmark        summarize {dir} --benchmark {empty}
+summarize-benchmark-bs               --benchmark        summarize {dir} --benchmark a\b
+report-out-is-results                --out              report {dir} --out {dir}
+report-out-not-a-report              --out              report {dir} --out {items}
+# input files that are not UTF-8 or are malformed JSON, YAML, CSV or Parquet
+evaluate-model-yaml-latin1           latin1.yaml        evaluate --items {items_ok} --engine hf --model {latin1_yaml} --out {out}
+report-audit-latin1                  --audit            report {dir} --out {out} --audit {latin1}
+probe-grid-latin1                    --grid             probe --grid {latin1} --out {out}
+human-import-latin1                  latin1             human-import {latin1} --items {dir} --out {out}
+geobuild-check-programs-latin1       --programs         geobuild-check --dataset {dir} --programs {latin1}
+geobuild-check-dataset-latin1        --dataset          geobuild-check --dataset {latin1} --programs {file}
+geobuild-solve-dataset-latin1        --dataset          geobuild-solve --dataset {latin1} --out {out}
+geobuild-programs-latin1             --model            geobuild --dataset {nodata} --engine programs --model {latin1} --out {out}
+sweep-model-yaml-latin1              x.yaml             sweep --models {badmodels} --out {out} --dry-run
+sweep-cluster-config-latin1          --cluster-config   sweep --models {models} --out {out} --cluster-config {latin1} --dry-run
+sweep-cluster-config-not-launcher    --cluster-config   sweep --models {models} --out {out} --cluster-config {badyaml} --dry-run
+evaluate-manifest-latin1             manifest.json      evaluate --items {items_latin1} --engine oracle --model o --out {out}
+evaluate-manifest-malformed          manifest.json      evaluate --items {items} --engine oracle --model o --out {out}
+evaluate-manifest-not-object         manifest.json      evaluate --items {items_list} --engine oracle --model o --out {out}
+sweep-manifest-malformed             manifest.json      sweep --models {models} --out {out} --items {items} --dry-run
+evaluate-model-yaml-malformed        bad.yaml           evaluate --items {items_ok} --engine hf --model {badyaml} --out {out}
+geobuild-programs-malformed          badjson.txt        geobuild --dataset {nodata} --engine programs --model {badjson} --out {out}
+probe-grid-malformed                 --grid             probe --grid {badyaml} --out {out}
+probe-grid-wrong-shape               --grid             probe --grid {listyaml} --out {out}
+geobuild-check-dataset-malformed     --dataset          geobuild-check --dataset {badjson} --programs {file}
+report-audit-wrong-columns           --audit            report {dir} --out {out} --audit {file}
+report-audit-not-numeric             --audit            report {dir} --out {out} --audit {badaudit}
+human-import-wrong-columns           lacks              human-import {file} --items {dir} --out {out}
+evaluate-junk-shard                  part-C-BCT-CT      evaluate --items {items_ok} --engine oracle --model o --out {out}
+human-export-junk-shard              part-x.parquet     human-export {junk_items} --out {out}
+# argv argparse refuses, and argv bytes that are not UTF-8
+unknown-command                      COMMAND            nope
+unknown-flag                         --bogus            summarize {dir} --bogus
+missing-required                     --out              generate
+bad-choice                           --lang             geobuild-check --dataset {dir} --programs {file} --lang xx
+generate-not-utf8                    --tasks            generate --out {out} --tasks {undecodable}
+evaluate-not-utf8                    --model            evaluate E --model {undecodable}
+summarize-not-utf8                   --benchmark        summarize {dir} --benchmark {undecodable}
+tiny-model-not-utf8                  --kind             tiny-model --kind {undecodable} --out {out}
+geobuild-check-not-utf8              --dataset          geobuild-check --dataset {undecodable} --programs {file}
+geobuild-not-utf8                    --ids              geobuild G --ids {undecodable}
+geobuild-summarize-not-utf8          --model            geobuild-summarize {dir} --model {undecodable}
+geobuild-solve-not-utf8              --ids              geobuild-solve S --ids {undecodable}
+sweep-not-utf8                       --only             sweep W --only {undecodable}
+report-not-utf8                      --out              report {dir} --out {tmp}/{undecodable}
+human-export-not-utf8                --out              human-export {dir} --out={undecodable}
+human-import-not-utf8                number             human-import {undecodable} --items {dir} --out {out}
+probe-not-utf8                       --arch             probe --grid {file} --out {out} --arch {undecodable}
+probe-summarize-not-utf8             --min-accuracy     probe-summarize {dir} --min-accuracy={undecodable}
+"""  # noqa: E501
+
+
+def _rows(table: str) -> list[tuple[str, str, list[str]]]:
+    rows = []
+    for line in table.strip().splitlines():
+        if not line.startswith("#"):
+            row_id, names, argv = line.split(None, 2)
+            rows.append((row_id, names, argv.split()))
+    return rows
+
+
+ROWS = _rows(TABLE)
+
+# Stand-ins for a command's required arguments, spliced in where a row says "E", "G"...
+BASE = {
+    "E": ["--items", "{dir}", "--engine", "oracle", "--model", "o", "--out", "{out}"],
+    "G": ["--dataset", "{dir}", "--engine", "hf", "--model", "m", "--out", "{out}"],
+    "S": ["--dataset", "{dir}", "--out", "{out}"],
+    "W": ["--models", "{models}", "--out", "{out}", "--dry-run"],
+}
+
+
+def _inputs(tmp: Path) -> dict[str, str]:
+    """Every placeholder's file or folder, made fresh under `tmp`."""
+    (tmp / "empty").mkdir()
+    made = {
+        "tmp": str(tmp),
+        "dir": str(tmp / "empty"),
+        "out": str(tmp / "out"),
+        "models": str(REPO / "configs" / "models"),
+        "undecodable": UNDECODABLE,
+        "empty": "",
+    }
+    files = {
+        "file": b"just some text\n",
+        "latin1": NOT_UTF8,
+        "latin1_yaml": NOT_UTF8,
+        "badjson": b'{"problems": [',
+        "nodata": b'{"problems": []}',
+        "badyaml": b"name: [unclosed\n",
+        "listyaml": b"- 1\n- 2\n",
+        "badaudit": b"id,status,conflicts,reason,seconds\n1,solved,,,fast\n",
+    }
+    names = {
+        "latin1_yaml": "latin1.yaml",
+        "badyaml": "bad.yaml",
+        "listyaml": "list.yaml",
+        "nodata": "no_problems.json",
+    }
+    for key, data in files.items():
+        path = tmp / names.get(key, f"{key}.txt")
+        path.write_bytes(data)
+        made[key] = str(path)
+    manifests = {
+        "items": b"{not json",
+        "items_latin1": NOT_UTF8,
+        "items_list": b"[1, 2]",
+        "items_ok": b'{"tasks": ["C-BCT-CT"], "setups": ["text"], "per_task": 1}',
+    }
+    for key, manifest in manifests.items():
+        folder = tmp / key
+        folder.mkdir()
+        (folder / "part-C-BCT-CT.parquet").write_bytes(b"not parquet")
+        (folder / "manifest.json").write_bytes(manifest)
+        made[key] = str(folder)
+    (tmp / "badmodels").mkdir()
+    (tmp / "badmodels" / "x.yaml").write_bytes(NOT_UTF8)
+    made["badmodels"] = str(tmp / "badmodels")
+    junk = tmp / "junk_items"
+    junk.mkdir()
+    (junk / "part-x.parquet").write_bytes(b"not parquet")
+    made["junk_items"] = str(junk)
+    return made
+
+
+def _argv(row_argv: list[str], inputs: dict[str, str]) -> list[str]:
+    expanded = [part for arg in row_argv for part in BASE.get(arg, [arg])]
+    return [arg.format(**inputs) for arg in expanded]
+
+
+def _tree(root: Path) -> dict[str, int]:
+    """Every path under root with its size (folders as -1) and modification time folded in."""
+    return {
+        str(p.relative_to(root)): (p.stat().st_size if p.is_file() else -1) + p.stat().st_mtime_ns
+        for p in root.rglob("*")
+    }
+
+
+@pytest.mark.parametrize(("names", "argv"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], names: str, argv: list[str]
+) -> None:
+    import ray
+
+    ray_was_up = ray.is_initialized()
+    inputs = _inputs(tmp_path)
+    before = _tree(tmp_path)
+    code = cli.main(_argv(argv, inputs))
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert code == 2, captured
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    assert names in lines[0], lines[0]
+    assert _tree(tmp_path) == before, "a bad input wrote something"
+    assert ray.is_initialized() == ray_was_up, "Ray started for a bad input"
+
+
+def test_the_table_covers_every_command() -> None:
+    covered = {r[2][0] for r in ROWS}
+    assert set(cli.COMMANDS) <= covered, set(cli.COMMANDS) - covered
+
+
+SUBPROCESS_ROWS = _rows("""
+batch-size-0          --batch-size   evaluate E --batch-size 0
+image-size-0          --image-size   geobuild G --image-size 0
+benchmark-escapes     --benchmark    summarize {dir} --benchmark ../../x
+manifest-malformed    manifest.json  evaluate --items {items} --engine oracle --model o --out {out}
+unknown-flag          --nope         report {dir} --out {out} --nope
+""")
+
+
+@pytest.mark.parametrize(
+    ("names", "argv"), [r[1:] for r in SUBPROCESS_ROWS], ids=[r[0] for r in SUBPROCESS_ROWS]
+)
+def test_real_process_exits_2_with_one_line(tmp_path: Path, names: str, argv: list[str]) -> None:
+    inputs = _inputs(tmp_path)
+    before = _tree(tmp_path)
+    result = _python_m(_argv(argv, inputs))
+    lines = result.stderr.decode().splitlines()
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1 and names in lines[0], result.stderr
+    assert _tree(tmp_path) == before
+
+
+def test_undecodable_argv_bytes_exit_2(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 on the real command line (not a Python string)."""
+    result = _python_m(["summarize", str(tmp_path), "--benchmark", b"caf\xe9"])
+    lines = result.stderr.decode("utf-8", "replace").splitlines()
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1 and "--benchmark" in lines[0] and "UTF-8" in lines[0], lines
+
+
+def _python_m(argv: Sequence[str | bytes]) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUTF8": "0", "LC_ALL": "C.UTF-8"}
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines", *argv],
+        capture_output=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
