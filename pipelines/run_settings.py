@@ -64,3 +64,15 @@ def recorded_expectations(root: Path) -> dict[str, int]:
         for cell, n in rows.items():
             expected[cell] = max(expected.get(cell, 0), int(n))
     return expected
+
+
+def recorded_model_name(root: Path) -> str:
+    """The model name a model folder's run records give (its folder name's slug if none)."""
+    for record in sorted((root / "runs").glob("*.json")) if root.is_dir() else []:
+        try:
+            name = (json.loads(record.read_text()).get("model") or {}).get("name")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if name:
+            return str(name)
+    return root.name.removeprefix("model=")
