@@ -148,8 +148,9 @@ def pair_consistency(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def missing_rows(out: Path, df: pl.DataFrame, benchmark: str = "noregeo") -> pl.DataFrame:
-    """Per model, task and setup: rows the recorded runs expected (run_settings) against
-    the rows on disk, where some are missing (a killed run, refused or lost shards)."""
+    """Per model, task and setup the recorded runs expected rows for (run_settings): how
+    many they expected, are `present` (one per request key) and are `missing` (a killed
+    run, a lost or quarantined shard)."""
     present = df.group_by(["model", "task", "setup"]).agg(pl.len().alias("present"))
     found = []
     for folder in sorted((out / benchmark).glob("model=*")):
@@ -163,7 +164,6 @@ def missing_rows(out: Path, df: pl.DataFrame, benchmark: str = "noregeo") -> pl.
         expected.join(present, on=["model", "task", "setup"], how="left")
         .with_columns(pl.col("present").fill_null(0).cast(pl.Int64))
         .with_columns((pl.col("expected") - pl.col("present")).clip(0).alias("missing"))
-        .filter(pl.col("missing") > 0)
         .sort(["model", "task", "setup"])
     )
 
@@ -172,8 +172,12 @@ def missing_lines(missing: pl.DataFrame) -> list[str]:
     """One warning line per model with missing rows, naming the task/setup cells."""
     lines = []
     for (model,), rows in missing.group_by(["model"], maintain_order=True):
+        if rows["missing"].sum() == 0:
+            continue
         cells = ", ".join(
-            f"{r['task']}/{r['setup']} {r['missing']}" for r in rows.iter_rows(named=True)
+            f"{r['task']}/{r['setup']} {r['missing']}"
+            for r in rows.iter_rows(named=True)
+            if r["missing"]
         )
         lines.append(
             f"warning: model {model}: {rows['missing'].sum()} of {rows['expected'].sum()} "
