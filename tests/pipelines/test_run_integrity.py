@@ -26,6 +26,7 @@ from pipelines.shards import QUARANTINE, shard_files
 from pipelines.summarize import load_results
 from pipelines.sweep_plan import keys_on_disk, rows_on_disk
 from tests.conftest import REPO
+from tests.pipelines.raw_shards import raw_duplicates
 
 TASKS = "C-BCT-CT,N-ECL-SLT"
 
@@ -43,16 +44,6 @@ def _write_lock(folder: Path, **fields: object) -> Path:
     path = folder / LOCK_FILE
     path.write_text(json.dumps(record))
     return path
-
-
-def raw_duplicates(root: Path) -> int:
-    """Rows beyond the first per request key in the raw shards (no deduplicating reader)."""
-    keys = [
-        k
-        for f in shard_files(root)
-        for k in pq.read_table(f, columns=["request_key"])[0].to_pylist()
-    ]
-    return len(keys) - len(set(keys))
 
 
 # -- the lock ------------------------------------------------------------------------------
