@@ -276,10 +276,13 @@ def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
     return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
 
 
+# evaluate fuses these with its scorer and writer (pipelines.baseline_step); a stage put in
+# their place in STAGES (tests do) runs as any other engine stage.
+BASELINE_STAGES: dict[str, EngineStage] = {
+    name: baseline_stage(name) for name in ("oracle", "random", "constant")
+}
 STAGES: dict[str, EngineStage] = {
-    "oracle": baseline_stage("oracle"),
-    "random": baseline_stage("random"),
-    "constant": baseline_stage("constant"),
+    **BASELINE_STAGES,
     "hf": hf_stage,
     "http": http_stage,
     "vllm": vllm_stage,

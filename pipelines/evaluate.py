@@ -24,6 +24,7 @@ from geometry.item import IMAGE_SETUPS, SETUPS
 from pipelines.baseline_step import AnswerScoreWrite, baseline_engine, score_block
 from pipelines.cli import UsageError
 from pipelines.engines import (
+    BASELINE_STAGES,
     LIGHT_CPUS,
     STAGES,
     EngineOptions,
@@ -356,7 +357,8 @@ def _pipeline(
     )
     if done:
         ds = ds.map_batches(_drop_done(done), **light)
-    if engine_stage is None and cfg.engine in BASELINES:
+    stage = engine_stage or STAGES[cfg.engine]
+    if stage is BASELINE_STAGES.get(cfg.engine):
         # One step answers, scores and writes each shard's rows, so shards land as the run
         # goes: apart, Ray buffers a fused task's output into one block per item file, and
         # the writer saw every row only when the file was done (baseline_step).
@@ -364,7 +366,7 @@ def _pipeline(
             baseline_engine(cfg.engine, opts.baseline_delay_s), opts.batch_size, writer
         )
         return ds.map_batches(step, batch_size=shard_rows, **light)
-    ds = (engine_stage or STAGES[cfg.engine])(ds, cfg, opts)
+    ds = stage(ds, cfg, opts)
     ds = ds.map_batches(score_block, batch_size=None, **light)
     # The writer keeps no state between batches: plain tasks, which start at once, where an
     # actor would first spawn and import.
