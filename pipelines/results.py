@@ -153,9 +153,7 @@ class ShardWriter:
     With the run's lock `token`, a shard is written only while that run still holds the
     model folder's lock (pipelines.run_lock): a late batch of a dead run writes nothing."""
 
-    def __init__(
-        self, root: str, model: str, revision: str, engine: str, token: str | None = None
-    ):
+    def __init__(self, root: str, model: str, revision: str, engine: str, token: str | None = None):
         self.root = Path(root)
         self.constants = {"model": model, "revision": revision, "engine": engine}
         self.guard = run_guard(self.root, token)
