@@ -206,6 +206,41 @@ def test_sweep_plan_quarantines_a_corrupt_shard(small_items: Path, tmp_path: Pat
 
 
 # -- bounded loss for the baselines --------------------------------------------------------
+class _CountingOracle:
+    """The oracle, noting before each engine call how many shards are on disk already."""
+
+    def __init__(self, root: Path, log: Path) -> None:
+        self.root, self.log = root, log
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        from actors.baselines import OracleEngine
+
+        with self.log.open("a") as f:
+            f.write(f"{len(shard_files(self.root)) if self.root.exists() else 0}\n")
+        return OracleEngine()(batch)
+
+
+def test_baseline_shards_land_before_the_engines_last_call(
+    small_items: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ordering, not timing: one item file is one Ray task; had its rows been buffered into
+    one block before the writer (as they were), no shard would exist at any engine call."""
+    import pipelines.evaluate as evaluate_module
+
+    out, log = tmp_path / "results", tmp_path / "calls.txt"
+    root = model_dir(out, "noregeo", "oracle")
+    monkeypatch.setattr(
+        evaluate_module, "baseline_engine", lambda engine, delay: _CountingOracle(root, log)
+    )
+    args = ["--items", str(small_items), "--engine", "oracle", "--model", "oracle"]
+    args += ["--tasks", "N-ECL-SLT", "--batch-size", "6", "--shard-rows", "6"]
+    assert main(["evaluate", *args, "--out", str(out)]) == 0
+    seen = [int(n) for n in log.read_text().split()]
+    assert len(seen) == 20 * 3 // 6  # one call per shard's rows
+    assert seen[-1] > 0, seen
+    assert load_results(out, model="oracle").height == 20 * 3
+
+
 def test_a_killed_baseline_run_has_written_shards_before_its_end(
     small_items: Path, tmp_path: Path
 ) -> None:
