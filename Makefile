@@ -17,7 +17,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup setup-vllm check-gpu-profile test test-main test-vllm lint demo bench clean sweep-45-models cluster-up cluster-down
+.PHONY: setup setup-vllm check-gpu-profile test test-main test-vllm stress lint demo bench clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -58,6 +58,10 @@ test-main: setup setup-vllm
 
 test-vllm: setup-vllm
 	$(VLLM_PY) -m pytest tests/vllm
+
+# Fault scenarios repeated many times (kill-and-resume x20); not part of `make test`.
+stress: setup
+	$(PY) -m pytest -m stress tests/pipelines/test_stress.py
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,8 +14,13 @@ import pyarrow.parquet as pq
 # Temporary files start with this prefix; readers skip them and writers sweep old ones.
 TMP_PREFIX = ".tmp-"
 
+# Entered around the rename: yields whether the write may still happen (see run_lock).
+Guard = Callable[[], AbstractContextManager[bool]]
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+
+def write_bytes_atomic(path: Path, data: bytes, guard: Guard | None = None) -> bool:
+    """Write `path` whole or not at all; returns False when `guard` refused the rename (the
+    temporary is removed, nothing is written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
     try:
@@ -21,16 +28,24 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if guard is None:
+            os.replace(tmp, path)
+            return True
+        with guard() as allowed:
+            if allowed:
+                os.replace(tmp, path)
+                return True
+        Path(tmp).unlink(missing_ok=True)
+        return False
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_parquet_atomic(path: Path, table: pa.Table) -> None:
+def write_parquet_atomic(path: Path, table: pa.Table, guard: Guard | None = None) -> bool:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
-    write_bytes_atomic(path, sink.getvalue().to_pybytes())
+    return write_bytes_atomic(path, sink.getvalue().to_pybytes(), guard)
 
 
 def sweep_temporaries(root: Path) -> int:

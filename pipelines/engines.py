@@ -71,14 +71,13 @@ def _actor_stage(
 
 def baseline_stage(engine: str) -> EngineStage:
     def build(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
-        from actors.baselines import ConstantEngine, OracleEngine, RandomEngine
+        from pipelines.baseline_step import baseline_engine
 
-        cls = {"oracle": OracleEngine, "random": RandomEngine, "constant": ConstantEngine}[engine]
         # Baselines hold no state: plain tasks, which start at once and fuse with their
         # neighbours, where actors would first spawn and import, and a fixed-size pool would
         # keep Ray from fusing (measured: 3 s of a 4 s run). --pool-size does not apply.
         return ds.map_batches(
-            cls(delay_s=opts.baseline_delay_s),
+            baseline_engine(engine, opts.baseline_delay_s),
             batch_size=opts.batch_size,
             num_cpus=LIGHT_CPUS,  # as the steps around it, or Ray will not fuse them
             batch_format="pyarrow",
@@ -277,10 +276,13 @@ def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
     return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
 
 
+# evaluate fuses these with its scorer and writer (pipelines.baseline_step); a stage put in
+# their place in STAGES (tests do) runs as any other engine stage.
+BASELINE_STAGES: dict[str, EngineStage] = {
+    name: baseline_stage(name) for name in ("oracle", "random", "constant")
+}
 STAGES: dict[str, EngineStage] = {
-    "oracle": baseline_stage("oracle"),
-    "random": baseline_stage("random"),
-    "constant": baseline_stage("constant"),
+    **BASELINE_STAGES,
     "hf": hf_stage,
     "http": http_stage,
     "vllm": vllm_stage,

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from geometry.answers import grammar_for
 from geometry.item import IMAGE_SETUPS, SETUPS
+from pipelines.baseline_step import AnswerScoreWrite, baseline_engine, score_block
 from pipelines.cli import UsageError
 from pipelines.cli_args import (
     non_negative_float,
@@ -29,6 +30,7 @@ from pipelines.cli_args import (
     share,
 )
 from pipelines.engines import (
+    BASELINE_STAGES,
     LIGHT_CPUS,
     STAGES,
     EngineOptions,
@@ -51,11 +53,11 @@ from pipelines.results import (
     ShardWriter,
     finished_keys,
     model_dir,
-    restore_types,
     write_run_record,
 )
 from pipelines.run_health import DEFAULT_MAX_ERROR_RATE, run_health
-from pipelines.scoring import parse_and_score
+from pipelines.run_lock import RunLock
+from pipelines.run_settings import EXPECTED, check_settings, expected_rows, write_settings
 
 BENCHMARK = "noregeo"
 # Prompts the pre-flight check renders per setup kind (text, image): the longest by
@@ -173,13 +175,6 @@ def _drop_done(done: frozenset[str]) -> Any:
     return drop
 
 
-def _score_block(batch: pa.Table) -> pa.Table:
-    """One block at a time, before Ray joins blocks: types restored, answers scored, the
-    messages (images included) dropped; the item table keeps them."""
-    batch = parse_and_score(restore_types(batch))
-    return batch.drop_columns([c for c in ("messages",) if c in batch.column_names])
-
-
 def _check_rate(value: float) -> float:
     if math.isnan(value) or not 0.0 <= value <= 1.0:
         raise UsageError(f"--max-error-rate must be a share from 0 to 1, got {value}")
@@ -283,13 +278,80 @@ def evaluate(
     `retry_errors` (one of results.RETRY_ERRORS) picks which stored engine-error rows count
     as unfinished and are sent again.
     """
-    import ray
-
     from pipelines.ray_session import ensure_ray
 
     ensure_ray()
     root = model_dir(out, BENCHMARK, cfg.name)
-    done = frozenset(finished_keys(root, retry=retry_errors))
+    # The lock comes before the finished-keys scan: once it is held, no other run (nor a
+    # late writer of a dead one) adds rows, so the scan stays true for the whole run.
+    with RunLock(root) as lock:
+        ours = settings(cfg, sampling)
+        check_settings(root, ours)
+        done = frozenset(finished_keys(root, retry=retry_errors))
+        writer = ShardWriter(
+            str(root.resolve()), cfg.name, cfg.revision, cfg.engine, token=lock.token
+        )
+        ds = _pipeline(
+            files, cfg, tasks, setups, limit, sampling, opts, shard_rows, done, engine_stage, writer
+        )
+        # Only now, with every check passed: a refused start leaves no settings behind.
+        write_settings(root, ours)
+        manifest = files[0].parent / MANIFEST if files else None
+        expected = (
+            expected_rows(json.loads(manifest.read_text()), tasks, setups, limit)
+            if manifest is not None and manifest.is_file()
+            else None
+        )
+        write_run_record(
+            root,
+            {
+                "benchmark": BENCHMARK,
+                "model": cfg.model_dump(),
+                "tasks": tasks,
+                "setups": setups,
+                "limit": limit,
+                "sampling": sampling.__dict__,
+                "engine_options": opts.__dict__,
+                "grammar_sha256": grammar_hashes(),
+                "rows_already_done": len(done),
+                "retry_errors": retry_errors,
+                "context": context,
+                "argv": sys.argv,
+                EXPECTED: expected,
+            },
+        )
+        return sum(int(np.sum(b["rows"])) for b in ds.iter_batches(batch_size=None))
+
+
+def settings(cfg: ModelConfig, sampling: SamplingConfig) -> dict[str, Any]:
+    """What changes a NoReGeo answer: one choice of it per results folder (run_settings)."""
+    return {
+        "engine": cfg.engine,
+        "repo": cfg.repo,
+        "revision": cfg.revision,
+        "sampling": dict(sampling.__dict__),
+        "grammar_sha256": grammar_hashes(),
+    }
+
+
+def _pipeline(
+    files: list[Path],
+    cfg: ModelConfig,
+    tasks: list[str],
+    setups: list[str],
+    limit: int | None,
+    sampling: SamplingConfig,
+    opts: EngineOptions,
+    shard_rows: int,
+    done: frozenset[str],
+    engine_stage: EngineStage | None,
+    writer: ShardWriter,
+) -> Any:
+    """The lazy dataset: items -> requests (less the `done` keys) -> engine -> score ->
+    shards. Building the engine stage refuses (no GPUs for vllm, no API key) here, before
+    anything is written."""
+    import ray
+
     wanted = [f for f in files if f.stem.removeprefix("part-") in tasks]
     paths = ray.data.from_items([{"path": str(f)} for f in wanted], override_num_blocks=len(wanted))
     light: dict[str, Any] = {"num_cpus": LIGHT_CPUS, "batch_format": "pyarrow"}
@@ -307,31 +369,17 @@ def evaluate(
     )
     if done:
         ds = ds.map_batches(_drop_done(done), **light)
-    # Building the stage refuses (no GPUs for vllm, no API key) before anything is written.
-    ds = (engine_stage or STAGES[cfg.engine])(ds, cfg, opts)
-    ds = ds.map_batches(_score_block, batch_size=None, **light)
+    stage = engine_stage or STAGES[cfg.engine]
+    if stage is BASELINE_STAGES.get(cfg.engine):
+        # One step answers, scores and writes each shard's rows, so shards land as the run
+        # goes: apart, Ray buffers a fused task's output into one block per item file, and
+        # the writer saw every row only when the file was done (baseline_step).
+        step = AnswerScoreWrite(
+            baseline_engine(cfg.engine, opts.baseline_delay_s), opts.batch_size, writer
+        )
+        return ds.map_batches(step, batch_size=shard_rows, **light)
+    ds = stage(ds, cfg, opts)
+    ds = ds.map_batches(score_block, batch_size=None, **light)
     # The writer keeps no state between batches: plain tasks, which start at once, where an
     # actor would first spawn and import.
-    writer = ShardWriter(str(root.resolve()), cfg.name, cfg.revision, cfg.engine)
-    ds = ds.map_batches(writer, batch_size=shard_rows, **light)
-    write_run_record(
-        root,
-        {
-            "benchmark": BENCHMARK,
-            "model": cfg.model_dump(),
-            "tasks": tasks,
-            "setups": setups,
-            "limit": limit,
-            "sampling": sampling.__dict__,
-            "engine_options": opts.__dict__,
-            "grammar_sha256": grammar_hashes(),
-            "rows_already_done": len(done),
-            "retry_errors": retry_errors,
-            "context": context,
-            "argv": sys.argv,
-        },
-    )
-    written = 0
-    for batch in ds.iter_batches(batch_size=None):
-        written += int(np.sum(batch["rows"]))
-    return written
+    return ds.map_batches(writer, batch_size=shard_rows, **light)

@@ -39,6 +39,7 @@ from pipelines.geobuild_engines import Engine, close_stage, model_stage, resolve
 from pipelines.geobuild_rows import RoundWriter, finished_problems, read_round, round_dir
 from pipelines.model_config import ModelConfig
 from pipelines.results import model_dir, write_run_record
+from pipelines.run_lock import RunLock
 
 BENCHMARK = "geobuild"
 SETTINGS_FILE = "settings.json"
@@ -158,6 +159,7 @@ class Loop:
         self.opts, self.executors, self.image_size = opts, executors, image_size
         self.shard_rows = shard_rows
         self.root = model_dir(out, BENCHMARK, self.cfg.name)
+        self.token: str | None = None  # the run lock's, while `run` holds it
         self.text_only = self.cfg.modality == "text"
 
     def settings(self) -> dict[str, Any]:
@@ -187,6 +189,12 @@ class Loop:
 
     def run(self, problems: list[Problem]) -> None:
         """Rounds 1..max_rounds; each skips what the results directory already holds."""
+        # One writer per results folder (run_lock), taken before anything is read from it.
+        with RunLock(self.root) as lock:
+            self.token = lock.token
+            self._run_locked(problems)
+
+    def _run_locked(self, problems: list[Problem]) -> None:
         from pipelines.ray_session import ensure_ray
 
         self.check_settings()
@@ -318,6 +326,8 @@ class Loop:
             RoundWriter,
             fn_constructor_kwargs={
                 "directory": str(round_dir(self.root, round_number).resolve()),
+                "lock_folder": str(self.root.resolve()),
+                "token": self.token,
                 "constants": {
                     "model": self.cfg.name,
                     "revision": self.cfg.revision,

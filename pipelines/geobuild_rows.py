@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from actors.contract import plain
 from pipelines.atomic import write_parquet_atomic
-from pipelines.results import finished_keys, null_if_nan
+from pipelines.results import finished_keys, null_if_nan, run_guard
 from pipelines.shards import read_shards
 
 RESULT_SCHEMA = pa.schema(
@@ -79,9 +79,17 @@ def read_round(root: Path, round_number: int, with_images: bool = False) -> pl.D
 class RoundWriter:
     """Ray Data step: writes each batch as one atomic shard named by its request keys."""
 
-    def __init__(self, directory: str, constants: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        directory: str,
+        constants: dict[str, Any],
+        lock_folder: str | None = None,
+        token: str | None = None,
+    ) -> None:
         self.directory = Path(directory)
         self.constants = constants
+        # With the run's lock token, a late batch of a dead run writes nothing (run_lock).
+        self.guard = run_guard(Path(lock_folder), token) if lock_folder else None
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         n = len(batch["problem_id"])
@@ -98,5 +106,5 @@ class RoundWriter:
         keys = sorted(str(r["request_key"]) for r in rows)
         name = hashlib.sha256("".join(keys).encode()).hexdigest()[:24]
         table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
-        write_parquet_atomic(self.directory / f"part-{name}.parquet", table)
-        return {"rows": np.array([n], dtype=np.int64)}
+        written = write_parquet_atomic(self.directory / f"part-{name}.parquet", table, self.guard)
+        return {"rows": np.array([n if written else 0], dtype=np.int64)}

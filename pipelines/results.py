@@ -7,6 +7,7 @@ rows of an uninterrupted run: a rewritten batch lands on the same name, never be
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -26,7 +27,8 @@ import pyarrow as pa
 
 from actors.contract import plain
 from geometry.item import ITEM_SCHEMA
-from pipelines.atomic import sweep_temporaries, write_bytes_atomic, write_parquet_atomic
+from pipelines.atomic import Guard, sweep_temporaries, write_bytes_atomic, write_parquet_atomic
+from pipelines.run_lock import writing_allowed
 from pipelines.scoring import SCORE_FIELDS
 from pipelines.shards import ERROR_COLUMN, read_shards
 
@@ -137,12 +139,24 @@ def restore_types(batch: pa.Table) -> pa.Table:
     return batch
 
 
-class ShardWriter:
-    """Ray Data step (pyarrow batches): writes each batch, one shard per setup."""
+def run_guard(folder: Path, token: str | None) -> Guard | None:
+    """What a shard writer of the run holding `token` checks before each rename (None: no
+    check, for writers outside a locked run)."""
+    if token is None:
+        return None
+    return functools.partial(writing_allowed, folder, token)
 
-    def __init__(self, root: str, model: str, revision: str, engine: str):
+
+class ShardWriter:
+    """Ray Data step (pyarrow batches): writes each batch, one shard per setup.
+
+    With the run's lock `token`, a shard is written only while that run still holds the
+    model folder's lock (pipelines.run_lock): a late batch of a dead run writes nothing."""
+
+    def __init__(self, root: str, model: str, revision: str, engine: str, token: str | None = None):
         self.root = Path(root)
         self.constants = {"model": model, "revision": revision, "engine": engine}
+        self.guard = run_guard(self.root, token)
 
     def __call__(self, batch: pa.Table) -> dict[str, np.ndarray]:
         rows_by_setup: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -150,12 +164,15 @@ class ShardWriter:
             row = {name: row.get(name) for name in RESULT_SCHEMA.names} | self.constants
             row["sampling_params"] = json.dumps(plain(row["sampling_params"]), sort_keys=True)
             rows_by_setup[str(row["setup"])].append(row)
+        written = 0
         for setup, rows in rows_by_setup.items():
             keys = sorted(r["request_key"] for r in rows)
             name = hashlib.sha256("".join(keys).encode()).hexdigest()[:24]
             table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
-            write_parquet_atomic(self.root / f"setup={setup}" / f"part-{name}.parquet", table)
-        return {"rows": np.array([batch.num_rows], dtype=np.int64)}
+            path = self.root / f"setup={setup}" / f"part-{name}.parquet"
+            if write_parquet_atomic(path, table, self.guard):
+                written += len(rows)
+        return {"rows": np.array([written], dtype=np.int64)}
 
 
 # A job submitted to a cluster travels without .git; scripts/sweep_submit.sh passes the

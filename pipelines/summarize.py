@@ -13,6 +13,7 @@ accuracy nor validity, and shows instead as errors.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ import polars as pl
 from pipelines.cli import UsageError
 from pipelines.cli_args import existing_dir, path_component
 from pipelines.results import model_slug
+from pipelines.run_settings import recorded_expectations, recorded_model_name
 from pipelines.shards import ERROR_COLUMN, read_shards, shard_files
 
 BOOTSTRAP_SAMPLES = 1000
@@ -149,13 +151,69 @@ def pair_consistency(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def summary_tables(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
+def missing_rows(out: Path, df: pl.DataFrame, benchmark: str = "noregeo") -> pl.DataFrame:
+    """Per model, task and setup the recorded runs expected rows for (run_settings): how
+    many they expected, are `present` (one per request key) and are `missing` (a killed
+    run, a lost or quarantined shard)."""
+    present = df.group_by(["model", "task", "setup"]).agg(pl.len().alias("present"))
+    found = []
+    for folder in sorted((out / benchmark).glob("model=*")):
+        name = recorded_model_name(folder)
+        for cell, n in recorded_expectations(folder).items():
+            task, setup = cell.rsplit("/", 1)
+            found.append({"model": name, "task": task, "setup": setup, "expected": n})
+    schema = {"model": pl.String, "task": pl.String, "setup": pl.String, "expected": pl.Int64}
+    expected = pl.DataFrame(found, schema=schema)
+    return (
+        expected.join(present, on=["model", "task", "setup"], how="left")
+        .with_columns(pl.col("present").fill_null(0).cast(pl.Int64))
+        .with_columns((pl.col("expected") - pl.col("present")).clip(0).alias("missing"))
+        .sort(["model", "task", "setup"])
+    )
+
+
+def missing_lines(missing: pl.DataFrame) -> list[str]:
+    """One warning line per model with missing rows, naming the task/setup cells."""
+    lines = []
+    for (model,), rows in missing.group_by(["model"], maintain_order=True):
+        if rows["missing"].sum() == 0:
+            continue
+        cells = ", ".join(
+            f"{r['task']}/{r['setup']} {r['missing']}"
+            for r in rows.iter_rows(named=True)
+            if r["missing"]
+        )
+        lines.append(
+            f"warning: model {model}: {rows['missing'].sum()} of {rows['expected'].sum()} "
+            f"expected rows missing (task/setup: {cells}); rerun the same evaluate command "
+            "to fill them in"
+        )
+    return lines
+
+
+def _with_missing(table: pl.DataFrame, missing: pl.DataFrame | None, by: list[str]) -> pl.DataFrame:
+    """`table` with a `missing` rows column beside `n` (0 where none are missing)."""
+    if missing is None:
+        return table
+    counts = missing.group_by(by).agg(pl.col("missing").sum())
+    return table.join(counts, on=by, how="left").with_columns(
+        pl.col("missing").fill_null(0).cast(pl.Int64)
+    )
+
+
+def summary_tables(
+    df: pl.DataFrame, missing: pl.DataFrame | None = None
+) -> dict[str, pl.DataFrame]:
+    """The summary's tables; with `missing` (from `missing_rows`), the per model x setup
+    and per model x task x setup tables get a `missing` column, so n never shrinks
+    silently."""
     numeric = df.filter(pl.col("answer_type") != "choice")
+    by_setup, by_task = ["model", "setup"], ["model", "task", "setup"]
     return {
         "accuracy by task x setup": accuracy_by_task_setup(df),
-        "per model x setup": accuracy_table(df, ["model", "setup"]),
+        "per model x setup": _with_missing(accuracy_table(df, by_setup), missing, by_setup),
         "per model x category x setup": accuracy_table(df, ["model", "category", "setup"]),
-        "per model x task x setup": accuracy_table(df, ["model", "task", "setup"]),
+        "per model x task x setup": _with_missing(accuracy_table(df, by_task), missing, by_task),
         "MSE on numeric tasks": accuracy_table(numeric, ["model", "task", "setup"]).select(
             ["model", "task", "setup", "n", "mse", "invalid_rate", "engine_error_rate"]
         )
@@ -167,7 +225,10 @@ def summary_tables(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
 
 def run(args: argparse.Namespace) -> int:
     df = load_results(args.results, benchmark=args.benchmark)
+    missing = missing_rows(args.results, df, args.benchmark)
+    for line in missing_lines(missing):
+        print(line, file=sys.stderr)
     with pl.Config(tbl_rows=200, tbl_cols=40, tbl_width_chars=200, float_precision=3):
-        for title, table in summary_tables(df).items():
+        for title, table in summary_tables(df, missing).items():
             print(f"\n## {title}\n{table}")
     return 0

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from geometry.item import IMAGE_SETUPS
@@ -19,7 +20,7 @@ from pipelines.cluster_capacity import GPUCapacity
 from pipelines.model_config import BASELINES, ModelConfig
 from pipelines.requests import SamplingConfig, add_requests
 from pipelines.results import model_dir
-from pipelines.shards import shard_files
+from pipelines.shards import quarantine, read_shards, shard_files
 
 BENCHMARK = "noregeo"
 
@@ -77,13 +78,17 @@ def rows_on_disk(out: Path, name: str, setup: str, cache: dict[Path, int] | None
     """Result rows written for one model x setup (Parquet footers only; shards are
     immutable, named by their keys' hash, so a cache keyed by path stays right)."""
     total = 0
-    for shard in shard_files(model_dir(out, BENCHMARK, name) / f"setup={setup}"):
+    folder = model_dir(out, BENCHMARK, name) / f"setup={setup}"
+    for shard in shard_files(folder) if folder.exists() else []:
         if cache is not None and shard in cache:
             total += cache[shard]
             continue
         try:
             n = pq.read_metadata(shard).num_rows
-        except OSError:  # replaced between listing and reading: counted next time
+        except FileNotFoundError:  # replaced between listing and reading: counted next time
+            continue
+        except (pa.ArrowException, OSError, ValueError) as err:  # as every shard reader does
+            quarantine(shard, folder, str(err).splitlines()[0] if str(err) else type(err).__name__)
             continue
         if cache is not None:
             cache[shard] = n
@@ -92,12 +97,11 @@ def rows_on_disk(out: Path, name: str, setup: str, cache: dict[Path, int] | None
 
 
 def keys_on_disk(out: Path, name: str, setup: str) -> set[str]:
-    """Request keys written for one model x setup; unlike `finished_keys`, never sweeps
-    temporaries, because another job may be writing them right now."""
-    keys: set[str] = set()
-    for shard in shard_files(model_dir(out, BENCHMARK, name) / f"setup={setup}"):
-        keys.update(pq.read_table(shard, columns=["request_key"]).column(0).to_pylist())
-    return keys
+    """Request keys written for one model x setup (unreadable shards quarantined, as every
+    reader does); unlike `finished_keys`, never sweeps temporaries, because another job may
+    be writing them right now."""
+    rows = read_shards(model_dir(out, BENCHMARK, name) / f"setup={setup}", ["request_key"])
+    return set() if rows is None else {str(k) for k in rows["request_key"].to_list()}
 
 
 def expected_keys(

@@ -16,6 +16,7 @@ import pytest
 from pipelines.cli import main
 from pipelines.summarize import accuracy_table, load_results
 from tests.conftest import REPO
+from tests.pipelines.raw_shards import raw_duplicates
 
 YES_NO_TASKS = [
     "C-BCT-CT",
@@ -222,6 +223,9 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_rows(
     assert main(["evaluate", *args, "--baseline-delay", "0", "--out", str(killed)]) == 0
     resumed = load_results(killed, model="random")
     assert resumed["request_key"].n_unique() == resumed.height == total
+    # Not one late shard of the killed run beside the resumed run's rows, in the raw shards
+    # too, not only through the reader that keeps one row per key.
+    assert raw_duplicates(shards) == 0
 
     fresh = tmp_path / "fresh"
     assert main(["evaluate", *args, "--baseline-delay", "0", "--out", str(fresh)]) == 0
