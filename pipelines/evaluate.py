@@ -296,10 +296,10 @@ def evaluate(
         )
         # Only now, with every check passed: a refused start leaves no settings behind.
         write_settings(root, ours)
-        manifest = files[0].parent / MANIFEST if files else None
+        items = files[0].parent if files else None
         expected = (
-            expected_rows(json.loads(manifest.read_text()), tasks, setups, limit)
-            if manifest is not None and manifest.is_file()
+            expected_rows(read_manifest(items, keys=("counts",)), tasks, setups, limit)
+            if items is not None and (items / MANIFEST).is_file()
             else None
         )
         write_run_record(
