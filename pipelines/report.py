@@ -24,7 +24,7 @@ from pipelines.cli import UsageError
 from pipelines.cli_args import existing_dir, existing_file, output_dir, percent, read_utf8
 from pipelines.report_figures import gap_distribution, heatmap
 from pipelines.report_html import Figure, Section, Table, write_report
-from pipelines.summarize import load_results
+from pipelines.summarize import load_results, missing_rows
 
 # The audit.csv columns (geobuild_solve.AUDIT_COLUMNS) that the audit section reads.
 AUDIT_NEEDS = ("id", "status", "conflicts", "reason", "seconds")
@@ -116,7 +116,7 @@ def _write_report(
     except UsageError as err:
         df, missing = None, str(err)
     sections = (
-        noregeo_sections(df, out)
+        noregeo_sections(df, out) + missing_section(results, df)
         if df is not None
         else [Section("NoReGeo", "Accuracy of models on the NoReGeo items.", empty=missing)]
     )
@@ -132,6 +132,23 @@ def _write_report(
 
 def _tables(name: str, title: str, frame: pl.DataFrame, note: str = "") -> list[Table | Figure]:
     return [Table(name, title, frame, note)] if not frame.is_empty() else []
+
+
+def missing_section(results: Path, df: pl.DataFrame) -> list[Section]:
+    """Rows the recorded runs expected and the results lack (a killed run, a quarantined
+    shard), so a smaller n never passes unnoticed; no section when none are missing."""
+    missing = missing_rows(results, df).filter(pl.col("missing") > 0)
+    if missing.is_empty():
+        return []
+    return [
+        Section(
+            "NoReGeo: missing rows",
+            "Rows the recorded runs expected but the results do not hold, per model, task and "
+            "setup; the tables above count only the rows present. Rerun the same evaluate "
+            "command to fill them in.",
+            _tables("missing_rows", "Missing rows", missing),
+        )
+    ]
 
 
 def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:

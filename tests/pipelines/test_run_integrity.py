@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -188,6 +189,10 @@ def test_summary_reports_missing_rows_and_a_copied_shard_changes_no_n(
     assert f"{lost} of {full} expected rows missing" in warnings[0]
     assert "missing" in captured.out
     assert load_results(out, model="oracle").height == full - lost  # the copy counts once
+    # The report says so too, in a section of its own.
+    assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 0
+    table = pl.read_csv(tmp_path / "report" / "tables" / "missing_rows.csv")
+    assert table["missing"].sum() == lost and set(table["model"]) == {"oracle"}
 
 
 def test_sweep_plan_quarantines_a_corrupt_shard(small_items: Path, tmp_path: Path) -> None:
