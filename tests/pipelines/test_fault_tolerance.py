@@ -21,6 +21,7 @@ from pipelines.model_config import resolve_model
 from pipelines.requests import SamplingConfig
 from pipelines.results import model_dir
 from pipelines.summarize import load_results
+from tests.pipelines.processes import descendants
 
 TASKS = ["C-BCT-CT", "U-PAP-PT"]
 PER_TASK = 8
@@ -30,26 +31,6 @@ DELAY_S = 0.7  # per engine call: about 17 s of engine time in all
 TIMING = ["time_taken_llm"]  # the only column a rerun may change
 
 
-def _descendants(root: int) -> list[int]:
-    """Pids under `root` (from /proc): the GCS, raylet and workers this test process started."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # gone since the listing
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # field 4, after the parenthesised name
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def _engine_worker_pids(name: str) -> list[int]:
     """Workers of our own Ray instance whose process title names the engine class.
 
@@ -57,7 +38,7 @@ def _engine_worker_pids(name: str) -> list[int]:
     only descendants of this process qualify, so other sessions' workers are never touched.
     """
     pids = []
-    for pid in _descendants(os.getpid()):
+    for pid in descendants(os.getpid()):
         try:
             title = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         except OSError:

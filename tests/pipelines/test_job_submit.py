@@ -9,7 +9,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,25 +20,16 @@ import polars as pl
 import pytest
 
 from tests.conftest import REPO
+from tests.pipelines.processes import free_ports
 
 VENV_BIN = Path(sys.executable).parent
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 @pytest.fixture(scope="module")
 def ray_head() -> Iterator[str]:
     """Dashboard address of a fresh head; stopped by its own process group afterwards."""
     temp = tempfile.mkdtemp(prefix="rh", dir="/tmp")  # short: unix socket paths are limited
-    gcs, dash, client, node_mgr, obj_mgr, agent_grpc, agent_http, metrics, rt_env = _free_ports(9)
+    gcs, dash, client, node_mgr, obj_mgr, agent_grpc, agent_http, metrics, rt_env = free_ports(9)
     # Ray 2.60 heads may require a token. A Ray client in this process (another test's
     # ray.init) has already read ~/.ray/auth_token and keeps it: reuse that token if it
     # exists, so the client and this head agree whatever ran before.

@@ -15,7 +15,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,8 +32,8 @@ from pipelines.results import model_dir
 from pipelines.sweep import _materialise
 from pipelines.sweep_plan import expected_keys
 from tests.conftest import REPO
+from tests.pipelines.processes import descendants, free_ports
 from tests.pipelines.raw_shards import raw_keys
-from tests.pipelines.test_fault_tolerance import _descendants
 
 VENV_BIN = Path(sys.executable).parent
 HEAD_IP, WORKER_IP = "127.0.0.1", "127.0.0.2"  # two addresses: the driver joins the head
@@ -42,16 +41,6 @@ TASKS = ["C-BCT-CT", "U-PAP-PT"]
 PER_TASK = 4
 MODELS = ["oracle", "random", "tiny-llm"]
 MAX_TOKENS = 64
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def _ray_env() -> dict[str, str]:
@@ -72,7 +61,7 @@ def _ray_env() -> dict[str, str]:
 
 
 def _node_ports() -> list[str]:
-    node_mgr, obj_mgr, agent_grpc, agent_http, metrics, rt_env = _free_ports(6)
+    node_mgr, obj_mgr, agent_grpc, agent_http, metrics, rt_env = free_ports(6)
     return [
         "--node-manager-port", str(node_mgr), "--object-manager-port", str(obj_mgr),
         "--dashboard-agent-grpc-port", str(agent_grpc),
@@ -111,7 +100,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _raylet(root: int) -> int | None:
-    for pid in _descendants(root):
+    for pid in descendants(root):
         try:
             if Path(f"/proc/{pid}/comm").read_text().strip() == "raylet":
                 return pid
@@ -123,7 +112,7 @@ def _raylet(root: int) -> int | None:
 def _pipeline_workers(root: int) -> list[str]:
     """Titles of Ray workers under `root` that run a step of a Ray Data pipeline."""
     titles = []
-    for pid in _descendants(root):
+    for pid in descendants(root):
         try:
             title = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         except OSError:
@@ -138,7 +127,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen, dict[str, s
     """(GCS address, the worker's `ray start` process, the env to reach them with)."""
     env = _ray_env()
     temps = [tempfile.mkdtemp(prefix=p, dir="/tmp") for p in ("mh", "mw")]  # short paths
-    (gcs,) = _free_ports(1)
+    (gcs,) = free_ports(1)
     address = f"{HEAD_IP}:{gcs}"
     ray = str(VENV_BIN / "ray")
     common = ["--block", "--num-gpus", "0"]
@@ -146,7 +135,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen, dict[str, s
     try:
         head_cmd = [ray, "start", "--head", *common, "--num-cpus", "1", "--include-dashboard=false",
                     "--node-ip-address", HEAD_IP, "--port", str(gcs), "--temp-dir", temps[0],
-                    "--ray-client-server-port", str(_free_ports(1)[0]), *_node_ports()]  # fmt: skip
+                    "--ray-client-server-port", str(free_ports(1)[0]), *_node_ports()]  # fmt: skip
         procs.append(_start(head_cmd, env, tmp_path / "head.log"))
         _wait_nodes(address, env, 1, procs[0])
         worker_cmd = [ray, "start", "--address", address, *common, "--num-cpus", "4",
