@@ -60,8 +60,10 @@ def _ray_env() -> dict[str, str]:
     return env
 
 
-def _node_ports() -> list[str]:
-    node_mgr, obj_mgr, agent_grpc, agent_http, metrics, rt_env = free_ports(6)
+def _node_ports(ports: list[int]) -> list[str]:
+    """Flags for a node's six ports, taken from `ports` (all from one free_ports call: ports
+    from separate calls may repeat, and a head once got its GCS port twice)."""
+    node_mgr, obj_mgr, agent_grpc, agent_http, metrics, rt_env = ports
     return [
         "--node-manager-port", str(node_mgr), "--object-manager-port", str(obj_mgr),
         "--dashboard-agent-grpc-port", str(agent_grpc),
@@ -127,7 +129,8 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen, dict[str, s
     """(GCS address, the worker's `ray start` process, the env to reach them with)."""
     env = _ray_env()
     temps = [tempfile.mkdtemp(prefix=p, dir="/tmp") for p in ("mh", "mw")]  # short paths
-    (gcs,) = free_ports(1)
+    # Every port both nodes need from one call, so no two of them coincide.
+    gcs, client, *ports = free_ports(2 + 6 + 6)
     address = f"{HEAD_IP}:{gcs}"
     ray = str(VENV_BIN / "ray")
     common = ["--block", "--num-gpus", "0"]
@@ -135,12 +138,12 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen, dict[str, s
     try:
         head_cmd = [ray, "start", "--head", *common, "--num-cpus", "1", "--include-dashboard=false",
                     "--node-ip-address", HEAD_IP, "--port", str(gcs), "--temp-dir", temps[0],
-                    "--ray-client-server-port", str(free_ports(1)[0]), *_node_ports()]  # fmt: skip
+                    "--ray-client-server-port", str(client), *_node_ports(ports[:6])]  # fmt: skip
         procs.append(_start(head_cmd, env, tmp_path / "head.log"))
         _wait_nodes(address, env, 1, procs[0])
         worker_cmd = [ray, "start", "--address", address, *common, "--num-cpus", "4",
                       "--node-ip-address", WORKER_IP, "--temp-dir", temps[1],
-                      *_node_ports()]  # fmt: skip
+                      *_node_ports(ports[6:])]  # fmt: skip
         procs.append(_start(worker_cmd, env, tmp_path / "worker.log"))
         _wait_nodes(address, env, 2, procs[1])
         yield address, procs[1], env
