@@ -1,9 +1,17 @@
-"""Processes and ports for tests that start Ray nodes of their own."""
+"""Processes and ports for tests that start Ray nodes or runs of their own."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
+
+from pipelines.shards import shard_files
+from tests.conftest import REPO
 
 
 def free_ports(n: int) -> list[int]:
@@ -34,3 +42,27 @@ def descendants(root: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+def kill_evaluate_after(
+    args: list[str], root: Path, shards: int = 2, timeout_s: float = 240
+) -> None:
+    """Start `python -m pipelines evaluate ARGS` in its own session and SIGKILL the session
+    (the driver and the Ray processes it started) once `shards` result shards are under
+    `root`, or the run ended, or `timeout_s` passed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipelines", "evaluate", *args],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if root.exists() and len(shard_files(root)) >= shards:
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import polars as pl
@@ -16,6 +13,7 @@ import pytest
 from pipelines.cli import main
 from pipelines.summarize import accuracy_table, load_results
 from tests.conftest import REPO
+from tests.pipelines.processes import kill_evaluate_after
 from tests.pipelines.raw_shards import raw_duplicates
 
 YES_NO_TASKS = [
@@ -200,22 +198,7 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_rows(
     ]
     killed = tmp_path / "killed"
     shards = killed / "noregeo" / "model=random"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipelines", "evaluate", *args, "--out", str(killed)],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 240
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if len(list(shards.rglob("part-*.parquet"))) >= 2:
-                break
-            time.sleep(0.05)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the driver and the Ray processes it started
-        proc.wait()
+    kill_evaluate_after([*args, "--out", str(killed)], shards)
     partial = load_results(killed, model="random")
     total = 25 * 4 * 3
     assert 0 < partial.height < total, "the run was not killed half-way"

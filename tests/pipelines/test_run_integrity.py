@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,7 +24,7 @@ from pipelines.run_settings import SETTINGS_FILE
 from pipelines.shards import QUARANTINE, shard_files
 from pipelines.summarize import load_results
 from pipelines.sweep_plan import keys_on_disk, rows_on_disk
-from tests.conftest import REPO
+from tests.pipelines.processes import kill_evaluate_after
 from tests.pipelines.raw_shards import raw_duplicates
 
 TASKS = "C-BCT-CT,N-ECL-SLT"
@@ -257,22 +255,7 @@ def test_a_killed_baseline_run_has_written_shards_before_its_end(
     args += ["--baseline-delay", "0.5"]  # 10 engine calls of 6 rows, 0.5 s each
     out = tmp_path / "killed"
     root = model_dir(out, "noregeo", "oracle")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipelines", "evaluate", *args, "--out", str(out)],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 240
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if len(shard_files(root) if root.exists() else []) >= 2:
-                break
-            time.sleep(0.05)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    kill_evaluate_after([*args, "--out", str(out)], root)
     rows = load_results(out, model="oracle").height
     assert 0 < rows < 20 * 3, rows
     # The resumed run takes over the dead run's lock and fills in the rest, none twice.

@@ -6,9 +6,6 @@ the keys of an uninterrupted run. `make stress` (deselected from the normal suit
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,8 +13,7 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.results import model_dir
-from pipelines.shards import shard_files
-from tests.conftest import REPO
+from tests.pipelines.processes import kill_evaluate_after
 from tests.pipelines.raw_shards import raw_keys
 
 # GEOSEE_STRESS_REPEATS runs fewer (or more) repeats, e.g. to try the test itself quickly.
@@ -36,24 +32,12 @@ def _args(items: Path) -> list[str]:
 def _kill_after(items: Path, out: Path, shards: int) -> None:
     """Start `evaluate` in its own session and SIGKILL the session once `shards` shards are
     on disk (or the run ended)."""
-    root = model_dir(out, "noregeo", "random")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipelines", "evaluate", *_args(items)]
-        + ["--baseline-delay", "0.2", "--out", str(out)],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
+    kill_evaluate_after(
+        [*_args(items), "--baseline-delay", "0.2", "--out", str(out)],
+        model_dir(out, "noregeo", "random"),
+        shards,
+        timeout_s=300,
     )
-    deadline = time.monotonic() + 300
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if root.exists() and len(shard_files(root)) >= shards:
-                break
-            time.sleep(0.02)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 @pytest.mark.slow
