@@ -25,7 +25,6 @@ import polars as pl
 from actors.contract import chat_message, image_part, text_part
 from geometry.dsl.dataset import LANGUAGES, Problem, load_problems
 from geometry.dsl.prompts import FEEDBACK_MODES, problem_prompt, system_prompt
-from pipelines.atomic import write_bytes_atomic
 from pipelines.cli import UsageError
 from pipelines.cli_args import (
     int_at_least,
@@ -40,9 +39,9 @@ from pipelines.geobuild_rows import RoundWriter, finished_problems, read_round, 
 from pipelines.model_config import ModelConfig
 from pipelines.results import model_dir, write_run_record
 from pipelines.run_lock import RunLock
+from pipelines.run_settings import check_settings, write_settings
 
 BENCHMARK = "geobuild"
-SETTINGS_FILE = "settings.json"
 # Settings that change what a round asks; a results directory holds one choice of them.
 FIXED_SETTINGS = ("engine", "revision", "lang", "feedback", "with_image", "sampling", "image_size")
 
@@ -173,20 +172,6 @@ class Loop:
             "image_size": self.image_size,
         }
 
-    def check_settings(self) -> None:
-        """A results directory holds one choice of FIXED_SETTINGS; refuse to mix two."""
-        path = self.root / SETTINGS_FILE
-        if not path.is_file():
-            return
-        stored = json.loads(path.read_text())
-        ours = self.settings()
-        differ = [k for k in FIXED_SETTINGS if stored.get(k) != ours.get(k)]
-        if differ:
-            shown = ", ".join(f"{k}={stored.get(k)!r} (now {ours.get(k)!r})" for k in differ)
-            raise UsageError(
-                f"{self.root} holds a run with other settings: {shown}; use another --out"
-            )
-
     def run(self, problems: list[Problem]) -> None:
         """Rounds 1..max_rounds; each skips what the results directory already holds."""
         # One writer per results folder (run_lock), taken before anything is read from it.
@@ -197,13 +182,11 @@ class Loop:
     def _run_locked(self, problems: list[Problem]) -> None:
         from pipelines.ray_session import ensure_ray
 
-        self.check_settings()
+        check_settings(self.root, self.settings(), FIXED_SETTINGS)
         ensure_ray()
         if self.cfg.engine == "vllm":
             check_gpus(self.cfg)
-        write_bytes_atomic(
-            self.root / SETTINGS_FILE, json.dumps(self.settings(), sort_keys=True).encode()
-        )
+        write_settings(self.root, self.settings())
         write_run_record(
             self.root,
             {

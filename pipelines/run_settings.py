@@ -22,13 +22,15 @@ SETTINGS_FILE = "settings.json"
 EXPECTED = "expected_rows"  # run-record field: {"<task>/<setup>": rows}
 
 
-def check_settings(root: Path, ours: dict[str, Any]) -> None:
-    """UsageError naming each field where `root`'s recorded settings differ from `ours`."""
+def check_settings(root: Path, ours: dict[str, Any], keys: tuple[str, ...] | None = None) -> None:
+    """UsageError naming each field where `root`'s recorded settings differ from `ours`
+    (only the fields in `keys`, when given)."""
     path = root / SETTINGS_FILE
     if not path.is_file():
         return
     stored = json.loads(path.read_text())
-    differ = [k for k in sorted(set(stored) | set(ours)) if stored.get(k) != ours.get(k)]
+    fields = keys if keys is not None else sorted(set(stored) | set(ours))
+    differ = [k for k in fields if stored.get(k) != ours.get(k)]
     if differ:
         shown = ", ".join(f"{k}={stored.get(k)!r} (now {ours.get(k)!r})" for k in differ)
         raise UsageError(f"{root} holds a run with other settings: {shown}; use another --out")
