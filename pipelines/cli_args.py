@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.cli import UsageError
+from pipelines.storage import KNOWN_SCHEMES, Location, RemotePath, StorageURIError, is_uri
 
 
 def _refuse(requirement: str, text: str) -> argparse.ArgumentTypeError:
@@ -111,7 +112,30 @@ def output_dir(text: str) -> Path:
     return path
 
 
-def read_utf8(path: Path, what: str) -> str:
+def _uri(text: str) -> RemotePath:
+    """A storage URI, checked for form only: the store is reached when the run starts."""
+    try:
+        path = RemotePath.parse(text)
+    except StorageURIError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if path.scheme not in KNOWN_SCHEMES:
+        raise _refuse(f"a local path or a URI of {', '.join(KNOWN_SCHEMES)}", text)
+    return path
+
+
+def output_location(text: str) -> Location:
+    """Where results go: a local directory (as `output_dir`) or a storage URI
+    (pipelines.storage), e.g. s3://bucket/results."""
+    return _uri(text) if is_uri(text) else output_dir(text)
+
+
+def results_location(text: str) -> Location:
+    """Results to read: an existing local directory or a storage URI (a URI holding no
+    results is refused by the reader, which names what it looked for)."""
+    return _uri(text) if is_uri(text) else existing_dir(text)
+
+
+def read_utf8(path: Location, what: str) -> str:
     """The text of an input file; unreadable or not UTF-8 is a UsageError naming it."""
     try:
         return path.read_bytes().decode("utf-8-sig")
@@ -121,7 +145,7 @@ def read_utf8(path: Path, what: str) -> str:
         raise UsageError(f"{what} {path} cannot be read: {err.strerror}") from err
 
 
-def read_json_object(path: Path, what: str, keys: tuple[str, ...] = ()) -> dict[str, Any]:
+def read_json_object(path: Location, what: str, keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """A JSON object from a file, holding `keys`; anything else is a UsageError naming it."""
     try:
         data = json.loads(read_utf8(path, what))

@@ -10,13 +10,11 @@ import argparse
 import hashlib
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from geometry.answers import grammar_for
 from geometry.item import IMAGE_SETUPS, SETUPS
@@ -25,7 +23,7 @@ from pipelines.cli import UsageError
 from pipelines.cli_args import (
     non_negative_float,
     non_negative_int,
-    output_dir,
+    output_location,
     positive_int,
     share,
 )
@@ -58,6 +56,7 @@ from pipelines.results import (
 from pipelines.run_health import DEFAULT_MAX_ERROR_RATE, run_health
 from pipelines.run_lock import RunLock
 from pipelines.run_settings import EXPECTED, check_settings, expected_rows, write_settings
+from pipelines.storage import Location, children, location, read_table
 
 BENCHMARK = "noregeo"
 # Prompts the pre-flight check renders per setup kind (text, image): the longest by
@@ -66,8 +65,10 @@ PREFLIGHT_PROMPTS = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    # A plain Path: run() checks it, after --max-error-rate, whatever the argv order.
-    parser.add_argument("--items", required=True, type=Path, help="item dir from `generate`")
+    # Not checked here: run() checks it, after --max-error-rate, whatever the argv order.
+    parser.add_argument(
+        "--items", required=True, type=location, help="item dir (or URI) from `generate`"
+    )
     parser.add_argument("--engine", required=True, help=f"one of {', '.join(ENGINES)}")
     parser.add_argument("--model", required=True, help="config name/path, checkpoint dir, or name")
     parser.add_argument("--revision", default=None)
@@ -104,13 +105,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="which rows stored with an engine error a rerun sends again: transient (429, "
         "5xx, timeouts, connection errors), all, or none",
     )
-    parser.add_argument("--out", required=True, type=output_dir, help="results directory")
+    parser.add_argument(
+        "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
+    )
 
 
-def _item_files(items: Path) -> list[Path]:
+def _item_files(items: Location) -> list[Location]:
     if not items.is_dir():
         raise UsageError(f"--items {items} is not a directory; create one with `generate`")
-    files = sorted(items.glob(SHARD_GLOB))
+    files = children(items, SHARD_GLOB)
     if not files or not (items / MANIFEST).is_file():
         raise UsageError(f"--items {items} holds no item table (no {MANIFEST}); run `generate`")
     return files
@@ -134,22 +137,22 @@ def _item_reader(tasks: list[str], setups: list[str], limit: int | None) -> Any:
     """
 
     def read(batch: dict[str, np.ndarray]) -> pa.Table:
-        tables = [pq.read_table(str(path)) for path in batch["path"]]
+        tables = [read_table(location(str(path))) for path in batch["path"]]
         return _in_run(pa.concat_tables(tables), tasks, setups, limit)
 
     return read
 
 
 def longest_prompts(
-    files: list[Path], tasks: list[str], setups: list[str], limit: int | None, text_only: bool
+    files: list[Location], tasks: list[str], setups: list[str], limit: int | None, text_only: bool
 ) -> list[list[dict[str, Any]]]:
     """The messages of the run's longest requests, text and image setups apart, shaped as
     the engine gets them, for the pre-flight context check. Images are read only for the
     chosen rows."""
     columns = ["item_id", "task", "setup", "system_prompt", "prompt"]
-    found: list[tuple[int, Path, dict[str, Any]]] = []
+    found: list[tuple[int, Location, dict[str, Any]]] = []
     for path in files:
-        for row in _in_run(pq.read_table(path, columns=columns), tasks, setups, limit).to_pylist():
+        for row in _in_run(read_table(path, columns), tasks, setups, limit).to_pylist():
             found.append((len(row["system_prompt"]) + len(row["prompt"]), path, row))
     prompts = []
     for with_image in (False, True):
@@ -160,8 +163,8 @@ def longest_prompts(
     return prompts
 
 
-def _item_image(path: Path, item_id: str, setup: str) -> bytes | None:
-    table = pq.read_table(path, columns=["item_id", "setup", "image"])
+def _item_image(path: Location, item_id: str, setup: str) -> bytes | None:
+    table = read_table(path, ["item_id", "setup", "image"])
     mask = pc.and_(pc.equal(table["item_id"], item_id), pc.equal(table["setup"], setup))
     images = table.filter(mask)["image"].to_pylist()
     return images[0] if images else None
@@ -258,14 +261,14 @@ def grammar_hashes() -> dict[str, str]:
 
 
 def evaluate(
-    files: list[Path],
+    files: list[Location],
     cfg: ModelConfig,
     tasks: list[str],
     setups: list[str],
     limit: int | None,
     sampling: SamplingConfig,
     opts: EngineOptions,
-    out: Path,
+    out: Location,
     shard_rows: int = 256,
     engine_stage: EngineStage | None = None,
     context: dict[str, Any] | None = None,
@@ -335,7 +338,7 @@ def settings(cfg: ModelConfig, sampling: SamplingConfig) -> dict[str, Any]:
 
 
 def _pipeline(
-    files: list[Path],
+    files: list[Location],
     cfg: ModelConfig,
     tasks: list[str],
     setups: list[str],

@@ -12,12 +12,10 @@ import argparse
 import hashlib
 import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from geometry.item import ITEM_SCHEMA, SETUPS, Item
 from geometry.items import GENERATOR_VERSION, build_items
@@ -28,10 +26,11 @@ from pipelines.cli import UsageError
 from pipelines.cli_args import (
     int_at_least,
     non_negative_int,
-    output_dir,
+    output_location,
     positive_int,
     read_json_object,
 )
+from pipelines.storage import Location, location, parquet_file
 
 MANIFEST = "manifest.json"
 SHARD_GLOB = "part-*.parquet"
@@ -39,7 +38,9 @@ MIN_IMAGE_SIZE = 64  # smaller figures are unreadable; 0 crashed the renderer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, type=output_dir, help="item directory to write")
+    parser.add_argument(
+        "--out", required=True, type=output_location, help="item directory (or URI) to write"
+    )
     parser.add_argument(
         "--per-task", type=positive_int, default=100, help="items per task (default 100)"
     )
@@ -55,7 +56,7 @@ MANIFEST_SHAPES: dict[str, type] = {"tasks": list, "setups": list, "per_task": i
 
 
 def read_manifest(
-    items: Path, flag: str = "--items", keys: tuple[str, ...] = ("tasks", "setups")
+    items: Location, flag: str = "--items", keys: tuple[str, ...] = ("tasks", "setups")
 ) -> dict[str, Any]:
     """The manifest of an item directory; missing, not UTF-8, malformed or lacking the
     `keys` the caller reads is a UsageError naming the file."""
@@ -69,12 +70,13 @@ def read_manifest(
     return manifest
 
 
-def check_item_shards(files: list[Path], flag: str = "--items") -> None:
+def check_item_shards(files: list[Location], flag: str = "--items") -> None:
     """Every shard has a readable Parquet footer (cheap: no rows are read); a truncated or
     foreign file is a UsageError naming it, before Ray starts."""
     for path in files:
         try:
-            pq.read_metadata(path)
+            with parquet_file(path):
+                pass
         except (OSError, pa.ArrowException) as err:
             raise UsageError(f"{flag} shard {path} is not a readable item table: {err}") from err
 
@@ -110,7 +112,7 @@ class TaskShardWriter:
     """Ray Data step: task IDs in, one written shard summary per task out."""
 
     def __init__(self, out: str, per_task: int, seed: int, setups: list[str], image_size: int):
-        self.out = Path(out)
+        self.out = location(out)
         self.per_task, self.seed, self.setups, self.size = per_task, seed, setups, image_size
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list[Any]]:
@@ -133,7 +135,7 @@ class TaskShardWriter:
         return summaries
 
 
-def check_out_dir(out: Path) -> None:
+def check_out_dir(out: Location) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a directory")
 
@@ -151,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def generate(
-    out: Path, tasks: list[str], per_task: int, seed: int, setups: list[str], image_size: int
+    out: Location, tasks: list[str], per_task: int, seed: int, setups: list[str], image_size: int
 ) -> dict[str, Any]:
     """Write the item shards and manifest; returns the manifest."""
     import ray

@@ -30,7 +30,7 @@ from pipelines.cli_args import (
     int_at_least,
     non_negative_float,
     non_negative_int,
-    output_dir,
+    output_location,
     positive_int,
 )
 from pipelines.engines import LIGHT_CPUS, EngineOptions, NoGPUError, check_gpus
@@ -40,6 +40,7 @@ from pipelines.model_config import ModelConfig
 from pipelines.results import model_dir, write_run_record
 from pipelines.run_lock import RunLock
 from pipelines.run_settings import check_settings, write_settings
+from pipelines.storage import Location
 
 BENCHMARK = "geobuild"
 # Settings that change what a round asks; a results directory holds one choice of them.
@@ -69,7 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # Checked here, not in the Ray executors: a bad size must fail before settings.json.
     parser.add_argument("--image-size", type=int_at_least(64), default=512, help="figure pixels")
     parser.add_argument("--shard-rows", type=positive_int, default=64, help="rows per shard")
-    parser.add_argument("--out", required=True, type=output_dir, help="results directory")
+    parser.add_argument(
+        "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
+    )
 
 
 def select_problems(problems: list[Problem], ids: str | None, limit: int | None) -> list[Problem]:
@@ -148,7 +151,7 @@ class Loop:
         executors: int,
         image_size: int,
         shard_rows: int,
-        out: Path,
+        out: Location,
     ) -> None:
         self.dataset, self.lang, self.engine = dataset, lang, engine
         self.cfg: ModelConfig = engine.cfg
@@ -364,7 +367,7 @@ def image_bytes(url: str) -> bytes:
 # -- the sweep's entry ---------------------------------------------------------------------
 def sweep_model(
     cfg: ModelConfig,
-    out: Path,
+    out: Location,
     limit: int | None,
     *,
     max_rounds: int | None = None,

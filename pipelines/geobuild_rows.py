@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ from actors.contract import plain
 from pipelines.atomic import write_parquet_atomic
 from pipelines.results import finished_keys, null_if_nan, run_guard
 from pipelines.shards import read_shards
+from pipelines.storage import Location, location
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -55,16 +55,16 @@ RESULT_SCHEMA = pa.schema(
 )
 
 
-def round_dir(root: Path, round_number: int) -> Path:
+def round_dir(root: Location, round_number: int) -> Location:
     return root / f"round={round_number}"
 
 
-def finished_problems(root: Path, round_number: int) -> set[str]:
+def finished_problems(root: Location, round_number: int) -> set[str]:
     """Problem ids a round already holds (after sweeping a killed writer's temporaries)."""
     return finished_keys(round_dir(root, round_number), column="problem_id")
 
 
-def read_round(root: Path, round_number: int, with_images: bool = False) -> pl.DataFrame:
+def read_round(root: Location, round_number: int, with_images: bool = False) -> pl.DataFrame:
     """Every row of a round (figure bytes only when asked for), one per request key;
     unreadable shards are quarantined with a warning (pipelines.shards)."""
     columns = [n for n in RESULT_SCHEMA.names if with_images or n != "feedback_image"]
@@ -86,10 +86,10 @@ class RoundWriter:
         lock_folder: str | None = None,
         token: str | None = None,
     ) -> None:
-        self.directory = Path(directory)
+        self.directory = location(directory)
         self.constants = constants
         # With the run's lock token, a late batch of a dead run writes nothing (run_lock).
-        self.guard = run_guard(Path(lock_folder), token) if lock_folder else None
+        self.guard = run_guard(location(lock_folder), token) if lock_folder else None
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         n = len(batch["problem_id"])

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import polars as pl
 
 from geometry.dsl.validator import CONDITION_WEIGHT, OBJECT_WEIGHT
 from pipelines.cli import UsageError
-from pipelines.cli_args import existing_dir
+from pipelines.cli_args import results_location
 from pipelines.shards import read_shards
+from pipelines.storage import Location, children
 
 BENCHMARK = "geobuild"
 _COLUMNS = [
@@ -33,7 +33,9 @@ _COLUMNS = [
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", type=existing_dir, help="the --out directory of `geobuild`")
+    parser.add_argument(
+        "results", type=results_location, help="the --out directory (or URI) of `geobuild`"
+    )
     parser.add_argument("--model", default=None, help="one model's name only")
 
 
@@ -42,11 +44,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_dirs(results: Path, model: str | None) -> list[Path]:
+def _model_dirs(results: Location, model: str | None) -> list[Location]:
     base = results / BENCHMARK
     if not base.is_dir():
         raise UsageError(f"{results} holds no GeoBuild results (no {base}); run `geobuild`")
-    dirs = sorted(d for d in base.glob("model=*") if d.is_dir())
+    dirs = [d for d in children(base, "model=*") if d.is_dir()]
     if model is not None:
         from pipelines.results import model_slug
 
@@ -56,10 +58,10 @@ def _model_dirs(results: Path, model: str | None) -> list[Path]:
     return dirs
 
 
-def attempted(model_root: Path) -> pl.DataFrame:
+def attempted(model_root: Location) -> pl.DataFrame:
     """Every problem any run of this model attempted: problem_id, category, difficulty."""
     seen: dict[str, dict[str, object]] = {}
-    for record in sorted((model_root / "runs").glob("*.json")):
+    for record in children(model_root / "runs", "*.json"):
         for p in json.loads(record.read_text()).get("problems", []):
             seen[str(p["id"])] = {
                 "problem_id": str(p["id"]),
@@ -70,7 +72,7 @@ def attempted(model_root: Path) -> pl.DataFrame:
     return pl.DataFrame(list(seen.values()), schema=schema)
 
 
-def problem_outcomes(results: Path, model: str | None = None) -> pl.DataFrame:
+def problem_outcomes(results: Location, model: str | None = None) -> pl.DataFrame:
     """One row per model and attempted problem: its final round, success, scores."""
     frames = []
     for root in _model_dirs(results, model):
@@ -147,7 +149,7 @@ def _final_failures(outcomes: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     return count(missing, "object_type"), count(failed, "condition_type")
 
 
-def summary_tables(results: Path, model: str | None = None) -> dict[str, pl.DataFrame]:
+def summary_tables(results: Location, model: str | None = None) -> dict[str, pl.DataFrame]:
     """The GeoBuild tables by name (the report command reuses them)."""
     outcomes = problem_outcomes(results, model)
     missing, failed = _final_failures(outcomes)

@@ -37,6 +37,7 @@ from pipelines.cli_args import read_utf8
 from pipelines.generate import SHARD_GLOB
 from pipelines.results import RESULT_SCHEMA, model_dir, write_run_record
 from pipelines.scoring import score_row
+from pipelines.storage import Location
 
 HUMAN = "human"
 SETUP = "dotted"
@@ -198,7 +199,7 @@ def read_annotations(path: Path) -> list[dict[str, str]]:
     return rows
 
 
-def import_annotations(annotations: Path, items: Path, out: Path) -> tuple[Path, list[str]]:
+def import_annotations(annotations: Path, items: Path, out: Path) -> tuple[Location, list[str]]:
     """Votes, scores and writes the human results; returns (shard path, tied item ids)."""
     rows = read_annotations(annotations)
     by_id = {r["item_id"]: r for r in dotted_items(items)}

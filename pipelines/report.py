@@ -21,9 +21,10 @@ import polars as pl
 
 from pipelines import report_tables as rt
 from pipelines.cli import UsageError
-from pipelines.cli_args import existing_dir, existing_file, output_dir, percent, read_utf8
+from pipelines.cli_args import existing_file, output_dir, percent, read_utf8, results_location
 from pipelines.report_figures import gap_distribution, heatmap
 from pipelines.report_html import Figure, Section, Table, write_report
+from pipelines.storage import Location
 from pipelines.summarize import load_results, missing_rows
 
 # The audit.csv columns (geobuild_solve.AUDIT_COLUMNS) that the audit section reads.
@@ -32,7 +33,7 @@ AUDIT_NEEDS = ("id", "status", "conflicts", "reason", "seconds")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "results", type=existing_dir, help="results directory (evaluate/geobuild/probe)"
+        "results", type=results_location, help="results directory or URI (evaluate/geobuild/probe)"
     )
     parser.add_argument("--out", type=output_dir, required=True, help="report directory")
     parser.add_argument("--audit", type=existing_file, help="audit.csv of `geobuild-solve`")
@@ -49,10 +50,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_out(results: Path, out: Path) -> None:
+def check_out(results: Location, out: Path) -> None:
     """--out is replaced whole, so it must be new, empty or an earlier report, and must
     not hold RESULTS."""
-    if out.resolve() == results.resolve() or out.resolve() in results.resolve().parents:
+    inside = isinstance(results, Path) and (
+        out.resolve() == results.resolve() or out.resolve() in results.resolve().parents
+    )
+    if inside:
         raise UsageError(f"--out {out} would replace the results in {results}; give a new folder")
     if out.is_dir() and any(out.iterdir()) and not (out / "index.html").is_file():
         raise UsageError(f"--out {out} holds files and no report (no index.html); give a new one")
@@ -77,7 +81,7 @@ def read_audit(path: Path) -> pl.DataFrame:
 
 
 def build_report(
-    results: Path, out: Path, audit: pl.DataFrame | None = None, min_accuracy: float = 70.0
+    results: Location, out: Path, audit: pl.DataFrame | None = None, min_accuracy: float = 70.0
 ) -> Path:
     """Writes the whole report under `out`; returns the path of index.html.
 
@@ -109,7 +113,7 @@ def _swap_in(staging: Path, out: Path) -> None:
 
 
 def _write_report(
-    results: Path, out: Path, audit: pl.DataFrame | None, min_accuracy: float
+    results: Location, out: Path, audit: pl.DataFrame | None, min_accuracy: float
 ) -> Path:
     try:
         df = load_results(results)
@@ -134,7 +138,7 @@ def _tables(name: str, title: str, frame: pl.DataFrame, note: str = "") -> list[
     return [Table(name, title, frame, note)] if not frame.is_empty() else []
 
 
-def missing_section(results: Path, df: pl.DataFrame) -> list[Section]:
+def missing_section(results: Location, df: pl.DataFrame) -> list[Section]:
     """Rows the recorded runs expected and the results lack (a killed run, a quarantined
     shard), so a smaller n never passes unnoticed; no section when none are missing."""
     missing = missing_rows(results, df).filter(pl.col("missing") > 0)
@@ -261,7 +265,7 @@ def gap_section(df: pl.DataFrame, out: Path) -> Section:
     return section
 
 
-def geobuild_section(results: Path) -> Section:
+def geobuild_section(results: Location) -> Section:
     """GeoBuild success, rounds, error categories, missing objects and failed conditions."""
     section = Section(
         "GeoBuild",
@@ -325,7 +329,7 @@ def audit_section(frame: pl.DataFrame | None) -> Section:
     return section
 
 
-def probe_sections(results: Path, min_accuracy: float = 70.0) -> list[Section]:
+def probe_sections(results: Location, min_accuracy: float = 70.0) -> list[Section]:
     """Paper Tables 4-5 per probed encoder."""
     intro = (
         "Linear probes on vision encoders (paper Appendix B). Table 4: accuracy (%) per "
@@ -335,6 +339,8 @@ def probe_sections(results: Path, min_accuracy: float = 70.0) -> list[Section]:
     )
     from probes.tables import summarize
 
+    if not isinstance(results, Path):
+        return [Section("Probes (Tables 4-5)", intro, empty="probes write local folders only")]
     try:
         tables = summarize(results, min_accuracy)
     except FileNotFoundError as err:

@@ -31,6 +31,7 @@ from pipelines.atomic import Guard, sweep_temporaries, write_bytes_atomic, write
 from pipelines.run_lock import writing_allowed
 from pipelines.scoring import SCORE_FIELDS
 from pipelines.shards import ERROR_COLUMN, read_shards
+from pipelines.storage import Location, location
 
 # The item columns (images aside: the item table keeps them), then the run's own.
 RESULT_SCHEMA = pa.schema(
@@ -70,7 +71,7 @@ def model_slug(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model.strip("/").replace("/", "__")) or "model"
 
 
-def model_dir(out: Path, benchmark: str, model: str) -> Path:
+def model_dir(out: Location, benchmark: str, model: str) -> Location:
     return out / benchmark / f"model={model_slug(model)}"
 
 
@@ -90,7 +91,9 @@ def is_transient(error: str | None) -> bool:
     return error is not None and error.startswith(TRANSIENT_PREFIX)
 
 
-def finished_keys(root: Path, column: str = "request_key", retry: str = "transient") -> set[str]:
+def finished_keys(
+    root: Location, column: str = "request_key", retry: str = "transient"
+) -> set[str]:
     """Values of `column` already written under `root` (request keys by default), after
     sweeping a killed run's temporaries.
 
@@ -139,7 +142,7 @@ def restore_types(batch: pa.Table) -> pa.Table:
     return batch
 
 
-def run_guard(folder: Path, token: str | None) -> Guard | None:
+def run_guard(folder: Location, token: str | None) -> Guard | None:
     """What a shard writer of the run holding `token` checks before each rename (None: no
     check, for writers outside a locked run)."""
     if token is None:
@@ -154,7 +157,7 @@ class ShardWriter:
     model folder's lock (pipelines.run_lock): a late batch of a dead run writes nothing."""
 
     def __init__(self, root: str, model: str, revision: str, engine: str, token: str | None = None):
-        self.root = Path(root)
+        self.root = location(root)
         self.constants = {"model": model, "revision": revision, "engine": engine}
         self.guard = run_guard(self.root, token)
 
@@ -205,7 +208,7 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-def write_run_record(root: Path, record: dict[str, Any]) -> Path:
+def write_run_record(root: Location, record: dict[str, Any]) -> Location:
     """One JSON file per invocation, so a resumed run keeps the record of the first."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path = root / "runs" / f"{stamp}-{os.getpid()}.json"

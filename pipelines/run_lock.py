@@ -12,6 +12,12 @@
   run replaces the token under an exclusive `flock`, so no old writer is mid-rename after
   the takeover, and it scans the finished keys only then: a shard of the dead run can no
   longer land beside the new run's rows for the same keys.
+- On an object store (pipelines.storage.RemotePath) there is no flock, so every step is a
+  read and a write of the lock object: a taker reads the lock back
+  after writing it and gives up if another run's token is there; a writer checks the token
+  and then uploads, two requests, so a takeover between them can let one late shard land.
+  Its rows are answers to request keys the new run also asks, and every reader keeps one
+  row per key (pipelines.shards): such a shard adds no row to any result, and loses none.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.cli import UsageError
+from pipelines.storage import Location, RemotePath
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +49,7 @@ HEARTBEAT_S = 10.0
 STALE_AFTER_S = 300.0
 
 
-def lock_path(folder: Path) -> Path:
+def lock_path(folder: Location) -> Location:
     return folder / LOCK_FILE
 
 
@@ -111,7 +118,21 @@ def _locked(path: Path, mode: int, create: bool) -> Iterator[int | None]:
             return
 
 
-def _describe(holder: dict[str, Any]) -> str:
+def _read_object(path: RemotePath) -> tuple[dict[str, Any] | None, float]:
+    """The holder an object-store lock names and when it was last written (None, 0 when
+    there is none, or it is not a holder record)."""
+    try:
+        data, mtime = path.read_bytes(), path.mtime() or 0.0
+    except FileNotFoundError:
+        return None, 0.0
+    try:
+        holder = json.loads(data)
+    except ValueError:
+        return None, 0.0
+    return (holder, mtime) if isinstance(holder, dict) else (None, 0.0)
+
+
+def describe(holder: dict[str, Any]) -> str:
     return (
         f"pid {holder.get('pid')} on {holder.get('host')}, started {holder.get('started')}"
         f" ({holder.get('command')})"
@@ -123,7 +144,7 @@ class RunLock:
     """The lock of one results folder, as a context manager: taken on entry (UsageError if
     a live run holds it), heartbeat while held, removed on exit."""
 
-    folder: Path
+    folder: Location
     command: str = ""
 
     def __post_init__(self) -> None:
@@ -140,43 +161,71 @@ class RunLock:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
+    def record(self) -> dict[str, Any]:
+        """What the lock file says: who holds it, since when, running what."""
+        return {
+            "pid": os.getpid(),
+            "pid_start": _process_start(os.getpid()),
+            "host": socket.gethostname(),
+            "token": self.token,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "command": self.command or " ".join(sys.argv),
+        }
+
     def acquire(self) -> None:
+        if isinstance(self.path, RemotePath):
+            self._take_object(self.path)
+        else:
+            self._take_file()
+        self._beat = threading.Thread(target=self._heartbeat, daemon=True, name="run-lock")
+        self._beat.start()
+
+    def _take_object(self, path: RemotePath) -> None:
+        holder, mtime = _read_object(path)
+        if holder is not None and holder_alive(holder, mtime):
+            raise self._held(holder)
+        if holder is not None:
+            log.warning("taking over the stale lock of %s: %s", self.folder, describe(holder))
+        path.write_bytes(json.dumps(self.record()).encode())
+        # Last writer wins on an object store: read back to learn whether we were last.
+        holder, _ = _read_object(path)
+        if holder is None or holder.get("token") != self.token:
+            raise self._held(holder or {"command": "another run taking it at the same time"})
+
+    def _held(self, holder: dict[str, Any]) -> UsageError:
+        return UsageError(
+            f"{self.folder} is being written by another run ({describe(holder)}); wait for it "
+            f"to end, or use another --out (if that run is dead, remove {self.path})"
+        )
+
+    def _take_file(self) -> None:
+        assert isinstance(self.folder, Path) and isinstance(self.path, Path)
         self._make_folder()
         try:
             with _locked(self.path, fcntl.LOCK_EX, create=True) as fd:
                 assert fd is not None
                 holder = _read_holder(fd)
                 if holder is not None and holder_alive(holder, os.fstat(fd).st_mtime):
-                    raise UsageError(
-                        f"{self.folder} is being written by another run ({_describe(holder)}); "
-                        f"wait for it to end, or use another --out (if that run is dead, "
-                        f"remove {self.path})"
-                    )
+                    raise self._held(holder)
                 if holder is not None:
                     log.warning(
-                        "taking over the stale lock of %s: %s", self.folder, _describe(holder)
+                        "taking over the stale lock of %s: %s", self.folder, describe(holder)
                     )
-                record = {
-                    "pid": os.getpid(),
-                    "pid_start": _process_start(os.getpid()),
-                    "host": socket.gethostname(),
-                    "token": self.token,
-                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "command": self.command or " ".join(sys.argv),
-                }
                 os.ftruncate(fd, 0)
-                os.pwrite(fd, json.dumps(record).encode(), 0)
+                os.pwrite(fd, json.dumps(self.record()).encode(), 0)
                 os.fsync(fd)
         except BaseException:
             self._remove_created_folders()
             raise
-        self._beat = threading.Thread(target=self._heartbeat, daemon=True, name="run-lock")
-        self._beat.start()
 
     def release(self) -> None:
         self._stop.set()
         if self._beat is not None:
             self._beat.join()
+        if isinstance(self.path, RemotePath):
+            if (_read_object(self.path)[0] or {}).get("token") == self.token:
+                self.path.unlink(missing_ok=True)
+            return
         with _locked(self.path, fcntl.LOCK_EX, create=False) as fd:
             if fd is not None and (_read_holder(fd) or {}).get("token") == self.token:
                 self.path.unlink()  # under the lock: no writer of ours is mid-rename
@@ -185,10 +234,17 @@ class RunLock:
     def _heartbeat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
             with contextlib.suppress(OSError):
-                os.utime(self.path)
+                if isinstance(self.path, RemotePath):
+                    holder, _ = _read_object(self.path)
+                    if (holder or {}).get("token") != self.token:
+                        return  # taken over: nothing of ours to keep fresh
+                    self.path.write_bytes(json.dumps(holder).encode())  # a new mtime
+                else:
+                    os.utime(self.path)
 
     def _make_folder(self) -> None:
         """mkdir -p, remembering the folders made, so a refused run leaves none behind."""
+        assert isinstance(self.folder, Path)
         missing = [p for p in [self.folder, *self.folder.parents] if not p.exists()]
         for folder in reversed(missing):
             with contextlib.suppress(FileExistsError):
@@ -203,23 +259,30 @@ class RunLock:
 
 
 @contextlib.contextmanager
-def writing_allowed(folder: Path, token: str) -> Iterator[bool]:
-    """Whether a writer of the run holding `token` may still write into `folder`; while the
-    block runs, no other run can take the lock (a shared flock), so a rename done inside it
-    lands before any takeover and the new run's scan sees it."""
-    with _locked(lock_path(folder), fcntl.LOCK_SH, create=False) as fd:
-        if fd is None:
-            log.warning("%s has no lock (its run ended); a late shard is not written", folder)
-            yield False
-            return
-        holder = _read_holder(fd) or {}
-        if holder.get("token") != token:
-            log.warning("%s is locked by another run now; a late shard is not written", folder)
-            yield False
-        elif holder.get("host") == socket.gethostname() and not _pid_alive(
-            int(holder.get("pid", -1)), holder.get("pid_start")
-        ):
-            log.warning("the run writing %s is dead; a late shard is not written", folder)
-            yield False
-        else:
-            yield True
+def writing_allowed(folder: Location, token: str) -> Iterator[bool]:
+    """Whether a writer of the run holding `token` may still write into `folder`; locally,
+    while the block runs no other run can take the lock (a shared flock), so a rename done
+    inside it lands before any takeover and the new run's scan sees it (on an object store,
+    see the module docstring)."""
+    path = lock_path(folder)
+    if isinstance(path, RemotePath):
+        yield may_write(folder, _read_object(path)[0], token)
+        return
+    with _locked(path, fcntl.LOCK_SH, create=False) as fd:
+        yield may_write(folder, None if fd is None else _read_holder(fd) or {}, token)
+
+
+def may_write(folder: Location, holder: dict[str, Any] | None, token: str) -> bool:
+    """Whether the lock's `holder` (None: no lock) lets the run holding `token` write."""
+    if holder is None:
+        log.warning("%s has no lock (its run ended); a late shard is not written", folder)
+        return False
+    if holder.get("token") != token:
+        log.warning("%s is locked by another run now; a late shard is not written", folder)
+        return False
+    if holder.get("host") == socket.gethostname() and not _pid_alive(
+        int(holder.get("pid", -1)), holder.get("pid_start")
+    ):
+        log.warning("the run writing %s is dead; a late shard is not written", folder)
+        return False
+    return True

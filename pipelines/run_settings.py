@@ -12,17 +12,19 @@ its runs expected.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from pipelines.atomic import write_bytes_atomic
 from pipelines.cli import UsageError
+from pipelines.storage import Location, children
 
 SETTINGS_FILE = "settings.json"
 EXPECTED = "expected_rows"  # run-record field: {"<task>/<setup>": rows}
 
 
-def check_settings(root: Path, ours: dict[str, Any], keys: tuple[str, ...] | None = None) -> None:
+def check_settings(
+    root: Location, ours: dict[str, Any], keys: tuple[str, ...] | None = None
+) -> None:
     """UsageError naming each field where `root`'s recorded settings differ from `ours`
     (only the fields in `keys`, when given)."""
     path = root / SETTINGS_FILE
@@ -36,7 +38,7 @@ def check_settings(root: Path, ours: dict[str, Any], keys: tuple[str, ...] | Non
         raise UsageError(f"{root} holds a run with other settings: {shown}; use another --out")
 
 
-def write_settings(root: Path, ours: dict[str, Any]) -> None:
+def write_settings(root: Location, ours: dict[str, Any]) -> None:
     write_bytes_atomic(root / SETTINGS_FILE, json.dumps(ours, sort_keys=True).encode())
 
 
@@ -54,11 +56,11 @@ def expected_rows(
     }
 
 
-def recorded_expectations(root: Path) -> dict[str, int]:
+def recorded_expectations(root: Location) -> dict[str, int]:
     """Rows expected per `<task>/<setup>` by every run recorded under a model folder: the
     largest count any run asked for (limits only grow the item prefix a run covers)."""
     expected: dict[str, int] = {}
-    for record in sorted((root / "runs").glob("*.json")) if root.is_dir() else []:
+    for record in children(root / "runs", "*.json"):
         try:
             rows = json.loads(record.read_text()).get(EXPECTED) or {}
         except (OSError, ValueError):
@@ -68,9 +70,9 @@ def recorded_expectations(root: Path) -> dict[str, int]:
     return expected
 
 
-def recorded_model_name(root: Path) -> str:
+def recorded_model_name(root: Location) -> str:
     """The model name a model folder's run records give (its folder name's slug if none)."""
-    for record in sorted((root / "runs").glob("*.json")) if root.is_dir() else []:
+    for record in children(root / "runs", "*.json"):
         try:
             name = (json.loads(record.read_text()).get("model") or {}).get("name")
         except (OSError, ValueError, AttributeError):

@@ -16,15 +16,13 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipelines.atomic import TMP_PREFIX
+from pipelines.storage import Location, move, parquet_file, relative_parts, sort_key
 
 log = logging.getLogger(__name__)
 
@@ -35,32 +33,33 @@ ERROR_COLUMN = "engine_error"  # rows with one lose to rows without for the same
 _SHARD, _ROW = "__shard", "__row"  # reader-only ordering columns, dropped before returning
 
 
-def shard_files(root: Path) -> list[Path]:
+def shard_files(root: Location) -> list[Location]:
     """Shards under `root`, sorted; temporaries and quarantined files left out."""
-    return sorted(
+    found: list[Location] = [
         p
         for p in root.rglob(SHARD_GLOB)
-        if not p.name.startswith(TMP_PREFIX) and QUARANTINE not in p.relative_to(root).parts
-    )
+        if not p.name.startswith(TMP_PREFIX) and QUARANTINE not in relative_parts(p, root)
+    ]
+    return sorted(found, key=sort_key)
 
 
-def _model_dir(shard: Path, root: Path) -> Path:
+def _model_dir(shard: Location, root: Location) -> Location:
     """The `model=<slug>` directory holding `shard` (`root` if there is none)."""
     return next((p for p in shard.parents if p.name.startswith("model=")), root)
 
 
-def quarantine(shard: Path, root: Path, reason: str) -> Path | None:
+def quarantine(shard: Location, root: Location, reason: str) -> Location | None:
     """Move an unreadable shard aside, warning with its name; None if it is already gone
     (another reader moved it first)."""
     model = _model_dir(shard, root)
     folder = model / QUARANTINE
-    name = "__".join(shard.relative_to(model).parts)
+    name = "__".join(relative_parts(shard, model))
     target, n = folder / name, 1
     while target.exists():  # the same shard written and corrupted again: keep both
         target, n = folder / f"{name}.{n}", n + 1
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        os.replace(shard, target)
+        move(shard, target)
     except FileNotFoundError:
         return None
     log.warning(
@@ -73,11 +72,11 @@ def quarantine(shard: Path, root: Path, reason: str) -> Path | None:
     return target
 
 
-def _read_one(shard: Path, columns: Sequence[str] | None, required: Sequence[str]) -> pa.Table:
+def _read_one(shard: Location, columns: Sequence[str] | None, required: Sequence[str]) -> pa.Table:
     """`columns` (all when None) and `engine_error` if the shard has it; a shard lacking a
     `required` column is as unusable as a corrupt one, one lacking another asked-for column
     is read without it."""
-    with pq.ParquetFile(shard) as f:
+    with parquet_file(shard) as f:
         names = f.schema_arrow.names
         missing = [c for c in required if c not in names]
         if missing:
@@ -89,7 +88,7 @@ def _read_one(shard: Path, columns: Sequence[str] | None, required: Sequence[str
 
 
 def read_shards(
-    root: Path,
+    root: Location,
     columns: Sequence[str] | None = None,
     key: str | None = KEY,
     optional: Sequence[str] = (),
@@ -128,7 +127,7 @@ def read_shards(
     return rows.sort(_SHARD, _ROW).select([c for c in keep if c not in (_SHARD, _ROW)])
 
 
-def _one_row_per_key(rows: pl.DataFrame, key: str, root: Path) -> pl.DataFrame:
+def _one_row_per_key(rows: pl.DataFrame, key: str, root: Location) -> pl.DataFrame:
     has_error = (
         pl.col(ERROR_COLUMN).is_not_null() if ERROR_COLUMN in rows.columns else pl.lit(False)
     )

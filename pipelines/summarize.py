@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from pipelines.cli import UsageError
-from pipelines.cli_args import existing_dir, path_component
+from pipelines.cli_args import path_component, results_location
 from pipelines.results import model_slug
 from pipelines.run_settings import recorded_expectations, recorded_model_name
 from pipelines.shards import ERROR_COLUMN, read_shards, shard_files
+from pipelines.storage import Location, children
 
 BOOTSTRAP_SAMPLES = 1000
 BOOTSTRAP_SEED = 0
@@ -31,13 +31,15 @@ BOOTSTRAP_SEED = 0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "results", type=existing_dir, help="results directory given to evaluate --out"
+        "results", type=results_location, help="results directory (or URI) given to evaluate --out"
     )
     # A folder name under RESULTS: no separators or `..`, so it cannot read outside it.
     parser.add_argument("--benchmark", type=path_component, default="noregeo")
 
 
-def load_results(out: Path, model: str | None = None, benchmark: str = "noregeo") -> pl.DataFrame:
+def load_results(
+    out: Location, model: str | None = None, benchmark: str = "noregeo"
+) -> pl.DataFrame:
     """Every result row under `out/<benchmark>` (one model's when `model` is given), one
     per request key; unreadable shards are quarantined with a warning (pipelines.shards)."""
     root = out / benchmark
@@ -151,13 +153,13 @@ def pair_consistency(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def missing_rows(out: Path, df: pl.DataFrame, benchmark: str = "noregeo") -> pl.DataFrame:
+def missing_rows(out: Location, df: pl.DataFrame, benchmark: str = "noregeo") -> pl.DataFrame:
     """Per model, task and setup the recorded runs expected rows for (run_settings): how
     many they expected, are `present` (one per request key) and are `missing` (a killed
     run, a lost or quarantined shard)."""
     present = df.group_by(["model", "task", "setup"]).agg(pl.len().alias("present"))
     found = []
-    for folder in sorted((out / benchmark).glob("model=*")):
+    for folder in children(out / benchmark, "model=*"):
         name = recorded_model_name(folder)
         for cell, n in recorded_expectations(folder).items():
             task, setup = cell.rsplit("/", 1)

@@ -24,6 +24,7 @@ import importlib
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from pipelines.cli_args import (
     int_at_least,
     non_negative_float,
     non_negative_int,
-    output_dir,
+    output_location,
     positive_float,
     positive_int,
 )
@@ -47,6 +48,7 @@ from pipelines.engines import EngineOptions
 from pipelines.generate import MANIFEST, MIN_IMAGE_SIZE, parse_list, read_manifest
 from pipelines.model_config import BASELINES, ModelConfig, ModelConfigError, load_configs
 from pipelines.requests import SamplingConfig
+from pipelines.storage import Location, children, location
 from pipelines.sweep_plan import (
     ASSUMPTIONS,
     Job,
@@ -66,8 +68,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", type=existing_dir, default=Path("configs/models"))
     parser.add_argument("--only", default=None, help="comma-separated config names")
     parser.add_argument("--benchmarks", default="noregeo", help="noregeo,geobuild")
-    parser.add_argument("--out", required=True, type=output_dir, help="results directory")
-    parser.add_argument("--items", type=output_dir, help="item dir (default OUT/items)")
+    parser.add_argument(
+        "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
+    )
+    parser.add_argument("--items", type=output_location, help="item dir (default OUT/items)")
     parser.add_argument("--per-task", type=positive_int, default=100, help="items per task")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument("--seed", type=non_negative_int, default=0)
@@ -116,7 +120,7 @@ def _select_configs(folder: Path, only: str | None) -> list[ModelConfig]:
     return [c for c in configs if c.name in names]
 
 
-def _items_state(items: Path, per_task: int) -> tuple[dict[str, Any] | None, list[Path]]:
+def _items_state(items: Location, per_task: int) -> tuple[dict[str, Any] | None, list[Location]]:
     if not (items / MANIFEST).is_file():
         return None, []
     manifest = read_manifest(items, keys=("tasks", "setups", "per_task"))
@@ -125,7 +129,7 @@ def _items_state(items: Path, per_task: int) -> tuple[dict[str, Any] | None, lis
             f"--items {items} has {manifest['per_task']} items per task, fewer than --per-task "
             f"{per_task}; give a new --items directory to generate more"
         )
-    return manifest, sorted(items.glob("part-*.parquet"))
+    return manifest, children(items, "part-*.parquet")
 
 
 def _dry_run_chars(tasks: list[str], seed: int) -> dict[str, float]:
@@ -160,14 +164,21 @@ def print_plan(jobs: list[Job], chars: dict[str, float], out: Any = None) -> Non
     print(f"assumptions: {ASSUMPTIONS}", file=out)
 
 
-def _materialise(cfg: ModelConfig, out: Path) -> ModelConfig:
-    """Local entries: repo from their env variable, or a tiny model built offline once."""
+def _materialise(cfg: ModelConfig, out: Location) -> ModelConfig:
+    """Local entries: repo from their env variable, or a tiny model built offline once
+    (under OUT/.models, or with results on a URI, under the system's temporary folder: the
+    tiny models are for runs on one machine)."""
     if cfg.repo_env and os.environ.get(cfg.repo_env):
         return cfg.model_copy(update={"repo": os.environ[cfg.repo_env]})
     if cfg.build_tiny:
         from pipelines.tiny_model import build_tiny_model
 
-        path = (out / ".models" / cfg.name).resolve()
+        folder = (
+            out / ".models"
+            if isinstance(out, Path)
+            else Path(tempfile.gettempdir()) / "geosee-models"
+        )
+        path = (folder / cfg.name).resolve()
         if not (path / "config.json").is_file():
             build_tiny_model(cfg.build_tiny, path)
         return cfg.model_copy(update={"repo": str(path)})
@@ -221,26 +232,26 @@ def _run_model(
     written = {"noregeo": 0, "geobuild": 0}
     if setups:
         written["noregeo"] = evaluate(
-            [Path(f) for f in files],
+            [location(f) for f in files],
             model,
             tasks,
             setups,
             limit,
             SamplingConfig(**sampling),
             EngineOptions(**opts),
-            Path(out),
+            location(out),
             shard_rows,
         )
-        _check_health(model, Path(out), setups, tasks, limit, SamplingConfig(**sampling))
+        _check_health(model, location(out), setups, tasks, limit, SamplingConfig(**sampling))
     if geobuild and model.engine not in BASELINES:  # answer baselines write no programs
         entry, _ = _geobuild_entry()
-        written["geobuild"] = int(entry(model, Path(out), limit))
+        written["geobuild"] = int(entry(model, location(out), limit))
     return written
 
 
 def _check_health(
     model: ModelConfig,
-    out: Path,
+    out: Location,
     setups: list[str],
     tasks: list[str],
     limit: int | None,
@@ -296,7 +307,9 @@ def _waiting_state(job: Job, state: str, present_gpus: float) -> str:
     return state
 
 
-def _progress(jobs: list[Job], states: dict[str, str], out: Path, cache: dict[Path, int]) -> None:
+def _progress(
+    jobs: list[Job], states: dict[str, str], out: Location, cache: dict[Location, int]
+) -> None:
     import ray
 
     nodes = _nodes_by_tag()
@@ -318,7 +331,7 @@ def _progress(jobs: list[Job], states: dict[str, str], out: Path, cache: dict[Pa
 def execute(
     jobs: list[Job],
     args: argparse.Namespace,
-    files: list[Path],
+    files: list[Location],
     tasks: list[str],
     limit: int | None,
     capacity: GPUCapacity,
@@ -340,7 +353,7 @@ def execute(
     cpu_parallel = args.cpu_parallel or max(1, int(ray.cluster_resources().get("CPU", 0) // 4))
     gpus = capacity.total
     running: list[_Running] = []
-    cache: dict[Path, int] = {}
+    cache: dict[Location, int] = {}
     last = 0.0
     while queue or running:
         used = sum(r.job.cfg.gpus * args.replicas for r in running)
@@ -445,7 +458,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"generating items into {items} ({args.per_task} per task)", flush=True)
         manifest = generate(items, tasks, args.per_task, args.seed, list(SETUPS), args.image_size)
-        files = sorted(items.glob("part-*.parquet"))
+        files = children(items, "part-*.parquet")
         jobs = plan(configs, manifest, files, tasks, None, sampling, args.out, capacity, 0)
     geobuild = "geobuild" in benchmarks and geobuild_note is None
     states = execute(jobs, args, files, tasks, limit, capacity, geobuild)
@@ -453,7 +466,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(s.startswith("failed") for s in states.values()) else 0
 
 
-def _report(states: dict[str, str], out: Path, geobuild_note: str | None) -> None:
+def _report(states: dict[str, str], out: Location, geobuild_note: str | None) -> None:
     ran = sorted(n for n, s in states.items() if s == "done")
     print(f"\nsweep: {len(ran)} model(s) done")
     for name, state in sorted(states.items()):

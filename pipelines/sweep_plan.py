@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from geometry.item import IMAGE_SETUPS
 from pipelines.cluster_capacity import GPUCapacity
@@ -21,6 +19,7 @@ from pipelines.model_config import BASELINES, ModelConfig
 from pipelines.requests import SamplingConfig, add_requests
 from pipelines.results import model_dir
 from pipelines.shards import quarantine, read_shards, shard_files
+from pipelines.storage import Location, parquet_file, read_table
 
 BENCHMARK = "noregeo"
 
@@ -74,7 +73,9 @@ def setup_rows(manifest: dict[str, Any], tasks: list[str], setup: str, limit: in
     return sum(min(int(counts[t][setup]), limit or 10**9) for t in tasks if setup in counts[t])
 
 
-def rows_on_disk(out: Path, name: str, setup: str, cache: dict[Path, int] | None = None) -> int:
+def rows_on_disk(
+    out: Location, name: str, setup: str, cache: dict[Location, int] | None = None
+) -> int:
     """Result rows written for one model x setup (Parquet footers only; shards are
     immutable, named by their keys' hash, so a cache keyed by path stays right)."""
     total = 0
@@ -84,7 +85,8 @@ def rows_on_disk(out: Path, name: str, setup: str, cache: dict[Path, int] | None
             total += cache[shard]
             continue
         try:
-            n = pq.read_metadata(shard).num_rows
+            with parquet_file(shard) as f:
+                n = f.metadata.num_rows
         except FileNotFoundError:  # replaced between listing and reading: counted next time
             continue
         except (pa.ArrowException, OSError, ValueError) as err:  # as every shard reader does
@@ -96,7 +98,7 @@ def rows_on_disk(out: Path, name: str, setup: str, cache: dict[Path, int] | None
     return total
 
 
-def keys_on_disk(out: Path, name: str, setup: str) -> set[str]:
+def keys_on_disk(out: Location, name: str, setup: str) -> set[str]:
     """Request keys written for one model x setup (unreadable shards quarantined, as every
     reader does); unlike `finished_keys`, never sweeps temporaries, because another job may
     be writing them right now."""
@@ -105,7 +107,7 @@ def keys_on_disk(out: Path, name: str, setup: str) -> set[str]:
 
 
 def expected_keys(
-    files: list[Path],
+    files: list[Location],
     cfg: ModelConfig,
     tasks: list[str],
     setup: str,
@@ -126,8 +128,8 @@ def expected_keys(
 
 
 def finished(
-    out: Path,
-    files: list[Path],
+    out: Location,
+    files: list[Location],
     cfg: ModelConfig,
     tasks: list[str],
     setup: str,
@@ -146,11 +148,11 @@ def finished(
 def plan(
     configs: list[ModelConfig],
     manifest: dict[str, Any] | None,
-    files: list[Path],
+    files: list[Location],
     tasks: list[str],
     limit: int | None,
     sampling: SamplingConfig,
-    out: Path,
+    out: Location,
     capacity: GPUCapacity,
     default_rows: int,
 ) -> list[Job]:
@@ -177,13 +179,15 @@ def plan(
     return jobs
 
 
-def prompt_chars(files: list[Path], per_setup: dict[str, float] | None = None) -> dict[str, float]:
+def prompt_chars(
+    files: list[Location], per_setup: dict[str, float] | None = None
+) -> dict[str, float]:
     """Mean system+prompt characters per setup in the item table (or the given fallback)."""
     if not files:
         return per_setup or {}
     sums: dict[str, list[float]] = {}
     for path in files:
-        t = pq.read_table(path, columns=["setup", "system_prompt", "prompt"]).to_pydict()
+        t = read_table(path, ["setup", "system_prompt", "prompt"]).to_pydict()
         for setup, system, prompt in zip(t["setup"], t["system_prompt"], t["prompt"], strict=True):
             sums.setdefault(setup, []).append(len(system or "") + len(prompt or ""))
     return {s: float(np.mean(v)) for s, v in sums.items()}

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from pipelines.shards import shard_files
+from pipelines.storage import Location
 from tests.conftest import REPO
 
 
@@ -45,7 +46,7 @@ def descendants(root: int) -> list[int]:
 
 
 def kill_evaluate_after(
-    args: list[str], root: Path, shards: int = 2, timeout_s: float = 240
+    args: list[str], root: Location, shards: int = 2, timeout_s: float = 240
 ) -> None:
     """Start `python -m pipelines evaluate ARGS` in its own session and SIGKILL the session
     (the driver and the Ray processes it started) once `shards` result shards are under
