@@ -4,6 +4,20 @@
 # The cluster's nodes run Ray's LLM image with the project installed (cluster.yaml), so the
 # job installs nothing: it carries the repository and the commit it was submitted from.
 # RUNTIME_ENV adds to the runtime env (e.g. '{"pip": [...]}' on a cluster without the image).
+#
+# Secrets (HF_TOKEN, and each model config's api_key_env such as OPENAI_API_KEY) never travel
+# with the job. Measured on Ray 2.60 (tests/pipelines/test_job_submit.py): a value in the
+# runtime env's env_vars is written in plain text to the session's logs/runtime_env_agent.log
+# and served by `ray job list`, the dashboard's /api/jobs/ and /api/v0/actors?detail=1; the
+# entrypoint and metadata of a submission are kept in the job's info and served the same way. So nothing the
+# submitter sends can carry a secret. Instead the job's entrypoint, on the head, exports one
+# variable per file of CLUSTER_SECRETS_DIR (default ~/.config/geosee/secrets: the file name is
+# the variable, its content the value) before it starts the sweep. cluster.yaml copies the
+# launcher's ~/.config/geosee/secrets there on every node (file_mounts) and links HF_TOKEN
+# to huggingface_hub's token file (~/.cache/huggingface/token), where vLLM and transformers
+# on the GPU workers read it. The driver hands API keys to its actors through the object
+# store (pipelines/engines.py: http_stage). A secret set in this shell is not sent: the
+# script says so, and refuses a RUNTIME_ENV whose env_vars name one.
 set -euo pipefail
 : "${RAY_ADDRESS:?set RAY_ADDRESS to the Ray dashboard address, e.g. http://HEAD:8265}"
 RAY="${RAY:-ray}"
@@ -19,17 +33,43 @@ fi
 EXCLUDES='[".venv", ".venv-vllm", "results", "out", ".git", "**/__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"]'
 # Only GEOSEE_GIT_COMMIT in env_vars: ensure_ray sets OMP_NUM_THREADS/TOKENIZERS_PARALLELISM,
 # and Ray refuses a job runtime env and a driver runtime env that set the same variable.
-# No secret ever goes here: Ray writes runtime envs to its logs in plain text.
-ENV_JSON=$("$PY" - "${RUNTIME_ENV:-}" "$EXCLUDES" "$COMMIT" <<'PYEOF'
+# No secret ever goes here: Ray writes runtime envs to its logs in plain text (see above).
+# The secret names: HF_TOKEN and every api_key_env the model configs name.
+SECRET_NAMES=$( (echo HF_TOKEN; cat configs/models/*.yaml configs/models/*/*.yaml 2>/dev/null |
+  sed -n 's/^api_key_env:[[:space:]]*["'"'"']\{0,1\}\([A-Za-z_][A-Za-z0-9_]*\).*/\1/p') | sort -u)
+# A path on the head, so its ~ is expanded there, not here.
+# shellcheck disable=SC2088
+HEAD_SECRETS='~/.config/geosee/secrets'
+CLUSTER_SECRETS_DIR="${CLUSTER_SECRETS_DIR:-$HEAD_SECRETS}"
+for name in $SECRET_NAMES; do
+  if [ -n "${!name:-}" ]; then
+    echo "sweep_submit: \$$name is set here and is not sent; the job exports it from" \
+      "$CLUSTER_SECRETS_DIR/$name on the head (cluster.yaml: file_mounts)" >&2
+  fi
+done
+# shellcheck disable=SC2086
+ENV_JSON=$("$PY" - "${RUNTIME_ENV:-}" "$EXCLUDES" "$COMMIT" $SECRET_NAMES <<'PYEOF'
 import json, sys
 env = json.loads(sys.argv[1] or "{}")
+leaked = sorted(set(env.get("env_vars", {})) & set(sys.argv[4:]))
+if leaked:
+    sys.exit(f"sweep_submit: RUNTIME_ENV sets {leaked}: Ray logs runtime envs in plain text; "
+             "put secrets in CLUSTER_SECRETS_DIR on the cluster instead")
 env.setdefault("excludes", json.loads(sys.argv[2]))
 if sys.argv[3]:
     env.setdefault("env_vars", {})["GEOSEE_GIT_COMMIT"] = sys.argv[3]
 print(json.dumps(env))
 PYEOF
 )
+# The entrypoint (stored and shown by Ray as written here, so it holds the directory, never
+# a value): export each file of the secrets directory whose name is a variable name, then
+# exec the sweep. A missing directory exports nothing.
+# shellcheck disable=SC2016
+LOAD_SECRETS='d=$1; shift; case $d in "~/"*) d=$HOME/${d#"~/"};; esac
+for f in "$d"/*; do n=${f##*/}; case $n in [!A-Za-z_]*|*[!A-Za-z0-9_]*) continue;; esac
+[ -f "$f" ] && export "$n=$(cat "$f")"; done; exec "$@"'
 # JOB_ARGS: extra `ray job submit` options, e.g. "--submission-id sweep-1 --no-wait".
 # shellcheck disable=SC2086
 exec "$RAY" job submit --address "$RAY_ADDRESS" ${JOB_ARGS:-} --working-dir . --runtime-env-json "$ENV_JSON" \
-  -- python -m pipelines sweep --models configs/models --out "$OUT" "$@"
+  -- sh -c "$LOAD_SECRETS" sh "$CLUSTER_SECRETS_DIR" \
+  python -m pipelines sweep --models configs/models --out "$OUT" "$@"

@@ -26,8 +26,9 @@ VENV_BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
-def ray_head() -> Iterator[str]:
-    """Dashboard address of a fresh head; stopped by its own process group afterwards."""
+def ray_head_and_temp() -> Iterator[tuple[str, Path]]:
+    """Dashboard address and temp dir (the session folders) of a fresh head; stopped by its
+    own process group afterwards."""
     temp = tempfile.mkdtemp(prefix="rh", dir="/tmp")  # short: unix socket paths are limited
     gcs, dash, client, node_mgr, obj_mgr, agent_grpc, agent_http, metrics, rt_env = free_ports(9)
     # Ray 2.60 heads may require a token. A Ray client in this process (another test's
@@ -66,7 +67,7 @@ def ray_head() -> Iterator[str]:
                 if time.monotonic() > deadline or head.poll() is not None:
                     raise
                 time.sleep(2)
-        yield address
+        yield address, Path(temp)
     finally:
         # The head was started with --block in its own session: SIGTERM to that process group
         # stops exactly the raylet, GCS and workers this fixture started.
@@ -85,7 +86,14 @@ def ray_head() -> Iterator[str]:
                 os.environ[key] = value
 
 
-def submit(address: str, out: Path, submission_id: str, *sweep_args: str) -> subprocess.Popen:
+@pytest.fixture(scope="module")
+def ray_head(ray_head_and_temp: tuple[str, Path]) -> str:
+    return ray_head_and_temp[0]
+
+
+def submit(
+    address: str, out: Path, submission_id: str, *sweep_args: str, extra_env: dict | None = None
+) -> subprocess.Popen:
     """Start scripts/sweep_submit.sh without waiting; the runtime env installs nothing."""
     env = {
         **os.environ,
@@ -95,6 +103,7 @@ def submit(address: str, out: Path, submission_id: str, *sweep_args: str) -> sub
         "SWEEP_OUT": str(out),
         "PYTHON": sys.executable,
         "JOB_ARGS": f"--submission-id {submission_id}",
+        **(extra_env or {}),
     }
     return subprocess.Popen(
         ["bash", "scripts/sweep_submit.sh", *sweep_args],
@@ -148,3 +157,85 @@ def test_ray_job_submit_runs_a_small_sweep(ray_head: str, tmp_path: Path) -> Non
     records = [json.loads(p.read_text()) for p in out.rglob("runs/*.json")]
     assert records
     assert all(r["git_commit"].removesuffix("-dirty") == head for r in records), records
+
+
+def secret_files(secrets: dict[str, str], folder: Path) -> dict[str, str]:
+    """What `ray up` puts on every node (cluster.yaml: file_mounts): one file per variable."""
+    folder.mkdir(mode=0o700)
+    for name, value in secrets.items():
+        (folder / name).write_text(value + "\n")
+        (folder / name).chmod(0o600)
+    return {"CLUSTER_SECRETS_DIR": str(folder)}
+
+
+def holders(secret: str, *roots: Path) -> list[Path]:
+    """Files under `roots` whose bytes contain `secret`."""
+    found = []
+    for root in roots:
+        for path in root.rglob("*"):
+            try:
+                if path.is_file() and secret.encode() in path.read_bytes():
+                    found.append(path)
+            except OSError:  # a socket, or gone since the listing
+                continue
+    return found
+
+
+def job_texts(address: str, submission_id: str) -> dict[str, str]:
+    """Everything Ray serves about a job: its logs, its info, the job list, actor details."""
+    import urllib.request
+
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(address)
+    texts = {
+        "job logs": client.get_job_logs(submission_id),
+        "job info": repr(client.get_job_info(submission_id)),
+        "job list": repr(client.list_jobs()),
+    }
+    headers = {"Authorization": f"Bearer {os.environ.get('RAY_AUTH_TOKEN', '')}"}
+    for api in ("/api/jobs/", "/api/v0/actors?detail=1", "/api/v0/tasks"):
+        request = urllib.request.Request(address + api, headers=headers)
+        with urllib.request.urlopen(request, timeout=60) as response:
+            texts[api] = response.read().decode(errors="replace")
+    return texts
+
+
+@pytest.mark.slow  # about 30 s: a dry run
+def test_secrets_reach_the_job_and_are_written_nowhere(
+    ray_head_and_temp: tuple[str, Path], tmp_path: Path
+) -> None:
+    """HF_TOKEN and an api_key_env set where the job is submitted are not sent with it (Ray
+    logs runtime envs in plain text, and serves entrypoints and runtime envs through its job
+    APIs): the job's driver exports them from the secrets folder on the head, and neither
+    value is in any file of the session folder, the results, the job's logs or its info."""
+    address, temp = ray_head_and_temp
+    secrets_ = {"HF_TOKEN": secrets.token_hex(16), "OPENAI_API_KEY": secrets.token_hex(16)}
+    out = tmp_path / "results"
+    extra = {**secrets_, **secret_files(secrets_, tmp_path / "secrets")}
+    proc = submit(
+        address, out, "sweep-secrets", "--only", "gpt-4.1-nano,oracle", "--dry-run",
+        extra_env=extra,
+    )  # fmt: skip
+    assert wait_job(address, "sweep-secrets") == "SUCCEEDED"
+    log, _ = proc.communicate(timeout=120)
+    assert "$HF_TOKEN is set here and is not sent" in log
+    texts = job_texts(address, "sweep-secrets")
+    # The driver saw the key: without it the plan says "not run: $OPENAI_API_KEY is not set".
+    plan = [line for line in texts["job logs"].splitlines() if line.startswith("gpt-4.1-nano")]
+    assert plan and plan[0].endswith("will run"), texts["job logs"][-3000:]
+    time.sleep(2)  # let the head flush its logs
+    for name, value in secrets_.items():
+        assert holders(value, temp, out) == [], name
+        assert [what for what, text in texts.items() if value in text] == [], name
+        assert value not in log, name
+
+
+def test_a_secret_in_runtime_env_is_refused(tmp_path: Path) -> None:
+    proc = submit(
+        "http://127.0.0.1:1", tmp_path, "never",
+        extra_env={"RUNTIME_ENV": json.dumps({"env_vars": {"HF_TOKEN": "x"}})},
+    )  # fmt: skip
+    log, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "RUNTIME_ENV sets ['HF_TOKEN']" in log
