@@ -22,7 +22,14 @@ set -euo pipefail
 : "${RAY_ADDRESS:?set RAY_ADDRESS to the Ray dashboard address, e.g. http://HEAD:8265}"
 RAY="${RAY:-ray}"
 PY="${PYTHON:-python3}"
-OUT="${SWEEP_OUT:-/mnt/shared/results/sweep-45}"
+# Results go where every node writes and the head resumes from: an S3 prefix by default
+# (the nodes' instance profiles grant access, cluster.yaml), or an NFS path every node mounts.
+if [ -z "${SWEEP_OUT:-}" ] && [ -z "${SWEEP_BUCKET:-}" ]; then
+  echo "sweep_submit: set SWEEP_BUCKET (results to s3://\$SWEEP_BUCKET/geosee/sweep-45) or" \
+    "SWEEP_OUT (any s3://, gs://, abfs:// URI, or a path every node mounts)" >&2
+  exit 2
+fi
+OUT="${SWEEP_OUT:-s3://${SWEEP_BUCKET:-}/geosee/sweep-45}"
 # .git stays home (excluded below), so the run records get the commit from here; "-dirty"
 # marks uncommitted changes, which the commit alone would not reproduce.
 COMMIT=$(git rev-parse HEAD 2>/dev/null || true)

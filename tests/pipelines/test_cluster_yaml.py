@@ -6,6 +6,7 @@ import copy
 import re
 import subprocess
 import tomllib
+from pathlib import Path
 
 import yaml
 
@@ -55,14 +56,35 @@ def test_start_commands_restart_cleanly_as_rays_examples() -> None:
         assert commands[-1].startswith("ulimit -n 65536; ray start"), key
 
 
-def test_results_mount_refuses_a_placeholder() -> None:
-    """Until the EFS ID is filled in, node setup fails rather than write node-local results."""
+def test_without_an_efs_id_node_setup_mounts_nothing_and_points_to_s3(tmp_path: Path) -> None:
+    """Results go to S3 by default: the EFS step must not fail, nor run anything, when no
+    EFS_ID is set; with one, it mounts that file system at /mnt/shared."""
     raw = yaml.safe_load((REPO / "cluster.yaml").read_text())
     (mount,) = raw["initialization_commands"]
-    result = subprocess.run(["bash", "-c", mount], capture_output=True, text=True, timeout=30)
-    assert result.returncode == 1
-    assert "set EFS_ID" in result.stderr
+    calls = tmp_path / "calls"
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for tool in ("sudo", "mountpoint"):  # record, never run: this is not the cluster host
+        (fake / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {calls}\nexit 1\n')
+        (fake / tool).chmod(0o755)
+    env = {"PATH": f"{fake}:/usr/bin:/bin"}
+    result = subprocess.run(["bash", "-c", mount], env=env, capture_output=True, text=True)
+    assert result.returncode == 0 and "s3://" in result.stderr
+    assert not calls.exists()
+    with_efs = mount.replace("EFS_ID=;", "EFS_ID=fs-0123;", 1)
+    assert with_efs != mount
+    subprocess.run(["bash", "-c", with_efs], env=env, capture_output=True, text=True)
+    made = calls.read_text()
+    assert "sudo mount -t nfs4" in made and "fs-0123.efs.us-east-1.amazonaws.com:/" in made
     assert "-v /mnt/shared:/mnt/shared" in raw["docker"]["run_options"]
+
+
+def test_gpu_workers_get_an_instance_profile_for_s3() -> None:
+    """Shard writers run on the GPU workers; Ray gives only the head a profile by itself."""
+    raw = yaml.safe_load((REPO / "cluster.yaml").read_text())
+    for name, node in raw["available_node_types"].items():
+        if name != raw["head_node_type"]:
+            assert node["node_config"]["IamInstanceProfile"], name
 
 
 def test_validator_rejects_a_broken_copy() -> None:

@@ -239,3 +239,19 @@ def test_a_secret_in_runtime_env_is_refused(tmp_path: Path) -> None:
     log, _ = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert "RUNTIME_ENV sets ['HF_TOKEN']" in log
+
+
+def test_results_go_to_s3_by_default_and_nowhere_node_local(tmp_path: Path) -> None:
+    """Without SWEEP_OUT the job writes to s3://$SWEEP_BUCKET/...; with neither, nothing is
+    submitted (a node-local default would scatter shards across nodes)."""
+    script = [str(REPO / "scripts" / "sweep_submit.sh")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWEEP_")}
+    env |= {"RAY_ADDRESS": "http://127.0.0.1:1", "RAY": "echo", "PYTHON": sys.executable}
+    neither = subprocess.run(script, cwd=REPO, env=env, capture_output=True, text=True)
+    assert neither.returncode == 2 and "SWEEP_BUCKET" in neither.stderr
+    assert neither.stdout == ""  # `ray job submit` (here: echo) never ran
+    bucket = subprocess.run(
+        script, cwd=REPO, env={**env, "SWEEP_BUCKET": "b1"}, capture_output=True, text=True
+    )
+    assert bucket.returncode == 0, bucket.stderr
+    assert "--out s3://b1/geosee/sweep-45" in bucket.stdout
