@@ -1,13 +1,16 @@
 """Two Ray nodes on this machine: a head (1 CPU, where the sweep's driver and model tasks
 live) and a worker node (4 CPUs) on another loopback address. A small sweep runs, its
-pipeline work lands on the worker node, the worker's raylet is killed with SIGKILL half-way,
-and the same sweep invocation still exits 0 with every expected row on disk once: none lost,
-none twice (Ray retries the node's tasks and restarts its actors on the head; no second,
-resuming sweep is needed, and none is run).
+pipeline work lands on the worker node, results go to an S3 server on loopback (moto), the
+worker's raylet is killed with SIGKILL half-way, and the same sweep invocation still exits
+0 with every expected row in the bucket once: none lost, none twice (Ray retries the node's
+tasks and restarts its actors on the head; no second, resuming sweep is needed, and none is
+run).
 
 The cluster and the sweep's driver run in processes of their own (the driver reaches the
 head through RAY_ADDRESS), so this test never touches the session's local Ray; both `ray
-start --block` processes lead their own sessions and are stopped by process group."""
+start --block` processes lead their own sessions and are stopped by process group. The S3
+credentials reach every node through the environment the nodes start with; the endpoint
+travels in the results URI."""
 
 from __future__ import annotations
 
@@ -29,11 +32,13 @@ from pipelines.generate import MANIFEST
 from pipelines.model_config import load_configs
 from pipelines.requests import SamplingConfig
 from pipelines.results import model_dir
+from pipelines.storage import Location, children, location
 from pipelines.sweep import _materialise
 from pipelines.sweep_plan import expected_keys
 from tests.conftest import REPO
 from tests.pipelines.processes import descendants, free_ports
 from tests.pipelines.raw_shards import raw_keys
+from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
 
 VENV_BIN = Path(sys.executable).parent
 HEAD_IP, WORKER_IP = "127.0.0.1", "127.0.0.2"  # two addresses: the driver joins the head
@@ -45,7 +50,8 @@ MAX_TOKENS = 64
 
 def _ray_env() -> dict[str, str]:
     """Token auth for the nodes and the driver, set before their Ray is imported. The token
-    is the one any Ray client of this user already keeps in ~/.ray/auth_token."""
+    is the one any Ray client of this user already keeps in ~/.ray/auth_token. (The `s3`
+    fixture has put its credentials in os.environ, so they are copied here too.)"""
     token_file = Path.home() / ".ray" / "auth_token"
     token = token_file.read_text().strip() if token_file.is_file() else secrets.token_hex(16)
     env = {
@@ -125,7 +131,7 @@ def _pipeline_workers(root: int) -> list[str]:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen, dict[str, str]]]:
+def cluster(tmp_path: Path, s3: S3Server) -> Iterator[tuple[str, subprocess.Popen, dict[str, str]]]:
     """(GCS address, the worker's `ray start` process, the env to reach them with)."""
     env = _ray_env()
     temps = [tempfile.mkdtemp(prefix=p, dir="/tmp") for p in ("mh", "mw")]  # short paths
@@ -172,9 +178,9 @@ def _wait_nodes(address: str, env: dict[str, str], n: int, proc: subprocess.Pope
         time.sleep(2)
 
 
-def _sweep(address: str, env: dict[str, str], out: Path, log: Path) -> subprocess.Popen:
+def _sweep(address: str, env: dict[str, str], out: str, log: Path) -> subprocess.Popen:
     cmd = [
-        sys.executable, "-m", "pipelines", "sweep", "--out", str(out),
+        sys.executable, "-m", "pipelines", "sweep", "--out", out,
         "--only", ",".join(MODELS), "--tasks", ",".join(TASKS), "--per-task", str(PER_TASK),
         "--max-tokens", str(MAX_TOKENS), "--batch-size", "2", "--shard-rows", "2",
         "--baseline-delay", "1.0", "--cpu-parallel", str(len(MODELS)),
@@ -187,11 +193,11 @@ def _sweep(address: str, env: dict[str, str], out: Path, log: Path) -> subproces
         )  # fmt: skip
 
 
-def _expected(out: Path) -> dict[str, set[str]]:
+def _expected(out: Location) -> dict[str, set[str]]:
     """Model -> every request key the sweep should write (from the items it generated)."""
     items = out / "items"
     assert (items / MANIFEST).is_file()
-    files = sorted(items.glob("part-*.parquet"))
+    files = children(items, "part-*.parquet")
     sampling = SamplingConfig(0.0, MAX_TOKENS, 0)
     configs = {c.name: c for c in load_configs(REPO / "configs" / "models")}
     want: dict[str, set[str]] = {}
@@ -204,18 +210,19 @@ def _expected(out: Path) -> dict[str, set[str]]:
     return want
 
 
-def _rows_on_disk(out: Path) -> int:
+def _rows_on_disk(out: Location) -> int:
     root = out / "noregeo"
     return len(raw_keys(root)) if root.is_dir() else 0
 
 
 @pytest.mark.slow  # about 5-7 min on two busy cores; still part of `make test`
 @pytest.mark.timeout(1800)  # the waits below fail first, with their own message
-def test_sweep_survives_a_killed_worker_node(cluster, tmp_path: Path) -> None:
+def test_sweep_survives_a_killed_worker_node(cluster, tmp_path: Path, s3: S3Server) -> None:
     address, worker, env = cluster
-    out = tmp_path / "results"
+    uri = s3.uri("multinode")
+    out = location(uri)
     log = tmp_path / "sweep.log"
-    sweep = _sweep(address, env, out, log)
+    sweep = _sweep(address, env, uri, log)
     try:
         deadline = time.monotonic() + 600
         on_worker: list[str] = []
