@@ -88,7 +88,7 @@ def _start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
 def _stop(proc: subprocess.Popen) -> None:
     """SIGTERM, then SIGKILL, to the process group of one `ray start --block`: exactly the
     processes it started (the group survives its leader, so it is signalled either way)."""
-    for sig, wait_s in ((signal.SIGTERM, 60), (signal.SIGKILL, 30)):
+    for sig, wait_s in ((signal.SIGTERM, 20), (signal.SIGKILL, 30)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:

@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ from pipelines.run_lock import LOCK_FILE, RunLock, writing_allowed
 from pipelines.shards import QUARANTINE, read_shards, shard_files
 from pipelines.storage import RemotePath, StorageURIError, location, move
 from pipelines.summarize import load_results
+from tests.conftest import REPO
 from tests.pipelines.processes import kill_evaluate_after
 from tests.pipelines.raw_shards import raw_duplicates, raw_keys
 from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
@@ -30,6 +32,15 @@ def _remote(s3: S3Server, prefix: str) -> RemotePath:
     path = location(s3.uri(prefix))
     assert isinstance(path, RemotePath)
     return path
+
+
+def _cli(*argv: str) -> int:
+    """`python -m pipelines ARGV` in a process of its own: its Ray workers start with this
+    environment, S3 credentials included (the session's Ray may have started before the
+    `s3` fixture set them, and its workers would write unsigned, which moto stores in
+    aws-chunked framing rather than decoded)."""
+    run = subprocess.run([sys.executable, "-m", "pipelines", *argv], cwd=REPO, env=os.environ)
+    return run.returncode
 
 
 def _dead_pid() -> int:
@@ -159,7 +170,7 @@ def test_a_dead_runs_lock_on_the_store_is_taken_over(s3: S3Server) -> None:
 
 # -- a run -----------------------------------------------------------------------------------
 def test_a_killed_run_on_the_store_resumes_with_nothing_lost_or_doubled(
-    small_items: Path, s3: S3Server
+    small_items: Path, s3: S3Server, tmp_path: Path
 ) -> None:
     """evaluate writes to s3:// (shards, run records, settings, lock); SIGKILLed after two
     shards, then resumed: every expected row once, summarize reads the URI."""
@@ -170,7 +181,7 @@ def test_a_killed_run_on_the_store_resumes_with_nothing_lost_or_doubled(
     kill_evaluate_after([*args, "--baseline-delay", "0.5", "--out", out], root)
     before = raw_keys(root)
     assert 0 < len(before) < 20 * 3, len(before)
-    assert main(["evaluate", *args, "--out", out]) == 0
+    assert _cli("evaluate", *args, "--out", out) == 0
     keys = raw_keys(root)
     assert len(keys) == 20 * 3 and raw_duplicates(root) == 0  # 0 lost, 0 doubled
     assert set(before) <= set(keys)
@@ -178,3 +189,22 @@ def test_a_killed_run_on_the_store_resumes_with_nothing_lost_or_doubled(
     assert len(list((root / "runs").glob("*.json"))) == 2
     assert (root / "settings.json").is_file() and not (root / LOCK_FILE).exists()
     assert main(["summarize", out]) == 0
+    assert main(["report", out, "--out", str(tmp_path / "report")]) == 0
+
+
+def test_geobuild_writes_and_summarizes_on_the_store(s3: S3Server) -> None:
+    """GeoBuild's rounds, settings and run records on s3://, read back by its summary."""
+    from pipelines.geobuild_rows import read_round
+
+    data = REPO.parent / "shared" / "geobuildbench"
+    if not data.is_dir():
+        pytest.skip(f"GeoBuild data not at {data}")
+    out = s3.uri("geobuild")
+    argv = ["geobuild", "--dataset", str(data), "--engine", "solver", "--model", str(data)]
+    argv += ["--ids", "367,370", "--max-rounds", "2", "--shard-rows", "2", "--out", out]
+    assert _cli(*argv) == 0
+    root = model_dir(location(out), "geobuild", "solver")
+    rows = read_round(root, 1)
+    assert sorted(rows["problem_id"].to_list()) == ["367", "370"] and rows["success"].all()
+    assert (root / "settings.json").is_file() and not (root / LOCK_FILE).exists()
+    assert main(["geobuild-summarize", out]) == 0
