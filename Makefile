@@ -77,7 +77,7 @@ bench: setup
 	$(PY) bench/probe.py
 
 # Submits the sweep to the Ray cluster at $RAY_ADDRESS with `ray job submit`; results go to
-# $SWEEP_OUT (storage every node sees). See scripts/sweep_submit.sh for the knobs.
+# s3://$SWEEP_BUCKET/geosee/sweep-45, or $SWEEP_OUT. See scripts/sweep_submit.sh for the knobs.
 sweep-45-models: setup
 	PYTHON=$(PY) RAY=$(VENV)/bin/ray scripts/sweep_submit.sh $(SWEEP_ARGS)
 

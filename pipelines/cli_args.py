@@ -129,6 +129,11 @@ def output_location(text: str) -> Location:
     return _uri(text) if is_uri(text) else output_dir(text)
 
 
+def any_location(text: str) -> Location:
+    """A local path or a storage URI, whether or not it exists (the command checks)."""
+    return _uri(text) if is_uri(text) else Path(text)
+
+
 def results_location(text: str) -> Location:
     """Results to read: an existing local directory or a storage URI (a URI holding no
     results is refused by the reader, which names what it looked for)."""

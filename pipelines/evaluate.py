@@ -21,6 +21,7 @@ from geometry.item import IMAGE_SETUPS, SETUPS
 from pipelines.baseline_step import AnswerScoreWrite, baseline_engine, score_block
 from pipelines.cli import UsageError
 from pipelines.cli_args import (
+    any_location,
     non_negative_float,
     non_negative_int,
     output_location,
@@ -67,7 +68,7 @@ PREFLIGHT_PROMPTS = 4
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # Not checked here: run() checks it, after --max-error-rate, whatever the argv order.
     parser.add_argument(
-        "--items", required=True, type=location, help="item dir (or URI) from `generate`"
+        "--items", required=True, type=any_location, help="item dir (or URI) from `generate`"
     )
     parser.add_argument("--engine", required=True, help=f"one of {', '.join(ENGINES)}")
     parser.add_argument("--model", required=True, help="config name/path, checkpoint dir, or name")

@@ -13,11 +13,11 @@
   the takeover, and it scans the finished keys only then: a shard of the dead run can no
   longer land beside the new run's rows for the same keys.
 - On an object store (pipelines.storage.RemotePath) there is no flock, so every step is a
-  read and a write of the lock object: a taker reads the lock back
-  after writing it and gives up if another run's token is there; a writer checks the token
-  and then uploads, two requests, so a takeover between them can let one late shard land.
-  Its rows are answers to request keys the new run also asks, and every reader keeps one
-  row per key (pipelines.shards): such a shard adds no row to any result, and loses none.
+  read and a write of the lock object: a taker reads the lock back after writing it and
+  gives up if another run's token is there; a writer checks the token and then uploads, two
+  requests, so a takeover between them can let one late shard land. Its rows answer request
+  keys the new run also asks, and every reader keeps one row per key (pipelines.shards):
+  such a shard adds no row to any result, and loses none (docs/storage.md).
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def _read_object(path: RemotePath) -> tuple[dict[str, Any] | None, float]:
     return (holder, mtime) if isinstance(holder, dict) else (None, 0.0)
 
 
-def describe(holder: dict[str, Any]) -> str:
+def _describe(holder: dict[str, Any]) -> str:
     return (
         f"pid {holder.get('pid')} on {holder.get('host')}, started {holder.get('started')}"
         f" ({holder.get('command')})"
@@ -185,7 +185,7 @@ class RunLock:
         if holder is not None and holder_alive(holder, mtime):
             raise self._held(holder)
         if holder is not None:
-            log.warning("taking over the stale lock of %s: %s", self.folder, describe(holder))
+            log.warning("taking over the stale lock of %s: %s", self.folder, _describe(holder))
         path.write_bytes(json.dumps(self.record()).encode())
         # Last writer wins on an object store: read back to learn whether we were last.
         holder, _ = _read_object(path)
@@ -194,7 +194,7 @@ class RunLock:
 
     def _held(self, holder: dict[str, Any]) -> UsageError:
         return UsageError(
-            f"{self.folder} is being written by another run ({describe(holder)}); wait for it "
+            f"{self.folder} is being written by another run ({_describe(holder)}); wait for it "
             f"to end, or use another --out (if that run is dead, remove {self.path})"
         )
 
@@ -209,7 +209,7 @@ class RunLock:
                     raise self._held(holder)
                 if holder is not None:
                     log.warning(
-                        "taking over the stale lock of %s: %s", self.folder, describe(holder)
+                        "taking over the stale lock of %s: %s", self.folder, _describe(holder)
                     )
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, json.dumps(self.record()).encode(), 0)

@@ -5,7 +5,7 @@ A local folder stays a `pathlib.Path`. A URI becomes a `RemotePath`, which answe
 of `Path`'s interface the pipelines use (`/`, `parent`, `exists`, `glob`, `read_bytes`, ...)
 through one pyarrow `FileSystem`, so shards, run records, resume keys and summaries all go
 through the same object. Code that must act differently on an object store (atomic writes,
-the run lock, moving a file) asks `is_remote`.
+the run lock, moving a file) asks `isinstance(path, RemotePath)`.
 
 What differs on an object store (see pipelines.atomic and pipelines.run_lock):
 - There are no directories: `mkdir` does nothing, and a folder exists once a file is in it.
@@ -49,7 +49,7 @@ class RemotePath:
     """A file or folder under a file-system URI: `scheme://netloc/seg/seg?query`.
 
     Children share their root's `FileSystem`; equal URIs compare and hash equal, and paths
-    sort by their text, as `Path`s do.
+    sort by their parts, as `Path`s do.
     """
 
     def __init__(
@@ -209,10 +209,6 @@ class RemotePath:
 
 # A local folder or a RemotePath: what every results reader and writer takes.
 Location: TypeAlias = Path | RemotePath
-
-
-def is_remote(path: Location) -> bool:
-    return isinstance(path, RemotePath)
 
 
 def is_uri(text: str) -> bool:
