@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,24 +47,35 @@ def descendants(root: int) -> list[int]:
 
 
 def kill_evaluate_after(
-    args: list[str], root: Location, shards: int = 2, timeout_s: float = 240
-) -> None:
+    args: list[str], root: Location, shards: int = 2, timeout_s: float = 600
+) -> str:
     """Start `python -m pipelines evaluate ARGS` in its own session and SIGKILL the session
     (the driver and the Ray processes it started) once `shards` result shards are under
-    `root`, or the run ended, or `timeout_s` passed."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipelines", "evaluate", *args],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if root.exists() and len(shard_files(root)) >= shards:
-                break
-            time.sleep(0.05)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    `root`, or the run ended, or `timeout_s` passed. Returns which: "killed", or what
+    happened instead with the end of the run's stderr, for the caller's assertion message."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pipelines", "evaluate", *args],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout_s
+        outcome = f"no {shards} shards under {root} in {timeout_s:.0f} s"
+        try:
+            while time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    outcome = f"the run ended with {proc.returncode} before {shards} shards"
+                    break
+                if root.exists() and len(shard_files(root)) >= shards:
+                    outcome = "killed"
+                    break
+                time.sleep(0.05)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if outcome == "killed":
+            return outcome
+        err.seek(0)
+        return f"{outcome}; its stderr ends:\n{err.read().decode(errors='replace')[-3000:]}"

@@ -10,9 +10,7 @@ from pipelines.storage import Location, read_table
 def raw_keys(root: Location) -> list[str]:
     """Every row's request key in every shard under `root`, duplicates kept."""
     return [
-        str(k)
-        for f in shard_files(root)
-        for k in read_table(f, ["request_key"])[0].to_pylist()
+        str(k) for f in shard_files(root) for k in read_table(f, ["request_key"])[0].to_pylist()
     ]
 
 

@@ -255,7 +255,8 @@ def test_a_killed_baseline_run_has_written_shards_before_its_end(
     args += ["--baseline-delay", "0.5"]  # 10 engine calls of 6 rows, 0.5 s each
     out = tmp_path / "killed"
     root = model_dir(out, "noregeo", "oracle")
-    kill_evaluate_after([*args, "--out", str(out)], root)
+    outcome = kill_evaluate_after([*args, "--out", str(out)], root)
+    assert outcome == "killed", outcome
     rows = load_results(out, model="oracle").height
     assert 0 < rows < 20 * 3, rows
     # The resumed run takes over the dead run's lock and fills in the rest, none twice.

@@ -178,7 +178,8 @@ def test_a_killed_run_on_the_store_resumes_with_nothing_lost_or_doubled(
     args += ["--tasks", "N-ECL-SLT", "--batch-size", "6", "--shard-rows", "6"]
     out = s3.uri("killed")
     root = model_dir(location(out), "noregeo", "oracle")
-    kill_evaluate_after([*args, "--baseline-delay", "0.5", "--out", out], root)
+    outcome = kill_evaluate_after([*args, "--baseline-delay", "0.5", "--out", out], root)
+    assert outcome == "killed", outcome
     before = raw_keys(root)
     assert 0 < len(before) < 20 * 3, len(before)
     assert _cli("evaluate", *args, "--out", out) == 0
