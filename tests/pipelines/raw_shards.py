@@ -3,16 +3,14 @@ the fault tests count duplicates in."""
 
 from __future__ import annotations
 
-from pipelines.shards import shard_files
-from pipelines.storage import Location, read_table
+from store.shards import shard_files
+from store.storage import Location, read_table
 
 
 def raw_keys(root: Location) -> list[str]:
     """Every row's request key in every shard under `root`, duplicates kept."""
     return [
-        str(k)
-        for f in shard_files(root)
-        for k in read_table(f, ["request_key"])[0].to_pylist()
+        str(k) for f in shard_files(root) for k in read_table(f, ["request_key"])[0].to_pylist()
     ]
 
 
