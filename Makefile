@@ -65,7 +65,7 @@ stress: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy geometry actors pipelines probes
+	$(VENV)/bin/mypy geometry store actors pipelines probes
 
 demo: setup
 	DEMO_DIR=$(DEMO_DIR) PY=$(PY) bash scripts/demo.sh

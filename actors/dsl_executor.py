@@ -20,10 +20,10 @@ from actors.contract import check_columns
 from geometry.dsl.dataset import Problem, load_problems
 from geometry.dsl.errors import DSLError
 from geometry.dsl.executor import execute
+from geometry.dsl.program_extract import extract_program
 from geometry.dsl.prompts import FEEDBACK_MODES, feedback_text
 from geometry.dsl.render import render_scene
 from geometry.dsl.validator import Verdict, validate
-from pipelines.program_extract import extract_program
 
 NEEDS = ("problem_id", "round", "generated_text", "engine_error")
 # Categories beyond the DSL's own: the engine failed, or the reply held no program.

@@ -17,12 +17,12 @@ Rows run concurrently, at most `max_concurrency` in flight; 429, 5xx, timeouts a
 connection errors are retried with exponential backoff.
 A row that still fails gets `engine_error` and `generated_text` = None; the batch goes on.
 Every error starts with its kind, `transient: ` (429, 5xx, timeout, connection error: a
-later run may succeed, so `pipelines.results.finished_keys` lets a rerun retry the row) or
+later run may succeed, so `store.records.finished_keys` lets a rerun retry the row) or
 `final: ` (a bad request or an unreadable answer: repeating it gives the same).
 
 The API key: the engine's own environment variable `api_key_env` if the worker has it (a
 cluster whose nodes or image export it), else the value behind `api_key_ref`, a Ray object
-the driver put in the object store (pipelines.engines.http_stage). Never a runtime-env
+the driver put in the object store (pipelines.engines.stages.http_stage). Never a runtime-env
 variable or a constructor argument: Ray writes runtime envs to its logs in plain text and
 constructor arguments into task specs. The key is never put into rows, logs, exceptions or
 repr; server text that echoes it is redacted before it lands in a row.
@@ -239,7 +239,7 @@ class HTTPEngine:
                 raise RuntimeError(
                     f"HTTPEngine: environment variable {api_key_env} is not set or empty and "
                     f"no api_key_ref was given; export it on this node, build the stage with "
-                    f"pipelines.engines.http_stage (which hands the key over), or set "
+                    f"pipelines.engines.stages.http_stage (which hands the key over), or set "
                     f"api_key_env=None"
                 )
             self._key = _Secret(value)

@@ -22,15 +22,15 @@ import pyarrow.parquet as pq
 from actors.baselines import OracleEngine
 from geometry.item import SETUPS
 from geometry.tasks.registry import all_tasks
-from pipelines.engines import EngineOptions, oracle_actor_stage
-from pipelines.evaluate import evaluate
-from pipelines.generate import generate
-from pipelines.model_config import resolve_model
-from pipelines.ray_session import ensure_ray
-from pipelines.requests import SamplingConfig, add_requests
-from pipelines.results import ShardWriter, restore_types
-from pipelines.scoring import parse_and_score
-from pipelines.summarize import load_results
+from pipelines.engines.model_config import resolve_model
+from pipelines.engines.ray_session import ensure_ray
+from pipelines.engines.requests import SamplingConfig, add_requests
+from pipelines.engines.stages import EngineOptions, oracle_actor_stage
+from pipelines.noregeo.evaluate import evaluate
+from pipelines.noregeo.generate import generate
+from pipelines.noregeo.results import ShardWriter, restore_types
+from pipelines.noregeo.scoring import parse_and_score
+from pipelines.noregeo.summarize import load_results
 
 
 def plain_loop(files: list[Path], out: Path) -> int:

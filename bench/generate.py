@@ -23,9 +23,9 @@ from geometry.item import SETUPS
 from geometry.items import build_items, task_draws
 from geometry.render import render_png
 from geometry.tasks.registry import all_tasks
-from pipelines.atomic import write_parquet_atomic
-from pipelines.generate import generate, item_table
-from pipelines.ray_session import ensure_ray
+from pipelines.engines.ray_session import ensure_ray
+from pipelines.noregeo.generate import generate, item_table
+from store.atomic import write_parquet_atomic
 
 
 def plain_loop(out: Path, per_task: int, size: int) -> tuple[int, int]:

@@ -4,7 +4,7 @@ Both answer the same rows (the text setup of every task: the same messages and p
 answer grammar) with the same tiny random model, one after the other in this process:
 
 1. bare: `vllm.LLM(...)` (load timed apart), then one `LLM.chat` call over all rows;
-2. pipeline: `pipelines.evaluate.evaluate` with the `vllm` stage (Ray's `ray.data.llm`
+2. pipeline: `pipelines.noregeo.evaluate.evaluate` with the `vllm` stage (Ray's `ray.data.llm`
    processor: chat template, tokenize, engine, detokenize; then scoring and Parquet shards).
    Its wall time includes the engine load, so it is also shown less the bare load time.
 
@@ -29,14 +29,14 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import pyarrow.parquet as pq  # noqa: E402
 
 from geometry.tasks.registry import all_tasks  # noqa: E402
-from pipelines.engines import EngineOptions  # noqa: E402
-from pipelines.evaluate import evaluate  # noqa: E402
-from pipelines.generate import generate  # noqa: E402
-from pipelines.model_config import resolve_model  # noqa: E402
-from pipelines.ray_session import ensure_ray  # noqa: E402
-from pipelines.requests import SamplingConfig, add_requests  # noqa: E402
-from pipelines.tiny_model import build_tiny_model  # noqa: E402
-from pipelines.vllm_config import CPU_MEMORY_SHARE  # noqa: E402
+from pipelines.engines.model_config import resolve_model  # noqa: E402
+from pipelines.engines.ray_session import ensure_ray  # noqa: E402
+from pipelines.engines.requests import SamplingConfig, add_requests  # noqa: E402
+from pipelines.engines.stages import EngineOptions  # noqa: E402
+from pipelines.engines.tiny_model import build_tiny_model  # noqa: E402
+from pipelines.engines.vllm_config import CPU_MEMORY_SHARE  # noqa: E402
+from pipelines.noregeo.evaluate import evaluate  # noqa: E402
+from pipelines.noregeo.generate import generate  # noqa: E402
 
 
 def request_rows(files: list[Path], model: str, sampling: SamplingConfig) -> list[dict[str, Any]]:

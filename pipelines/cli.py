@@ -11,45 +11,54 @@ import importlib
 import sys
 from typing import Any, NoReturn
 
+from store.errors import UsageError
+
+__all__ = ["COMMANDS", "OneLineParser", "UsageError", "main"]
+
 # command name -> (module, one-line help). Modules load lazily so `--help` stays fast.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "generate": ("pipelines.generate", "generate the NoReGeo item table (Parquet)"),
-    "evaluate": ("pipelines.evaluate", "evaluate a model on NoReGeo items"),
-    "summarize": ("pipelines.summarize", "accuracy tables from NoReGeo results"),
-    "tiny-model": ("pipelines.tiny_model", "build a tiny random LM or image-text model offline"),
+    "generate": ("pipelines.noregeo.generate", "generate the NoReGeo item table (Parquet)"),
+    "evaluate": ("pipelines.noregeo.evaluate", "evaluate a model on NoReGeo items"),
+    "summarize": ("pipelines.noregeo.summarize", "accuracy tables from NoReGeo results"),
+    "tiny-model": (
+        "pipelines.engines.tiny_model",
+        "build a tiny random LM or image-text model offline",
+    ),
     "geobuild-check": (
-        "pipelines.geobuild_check",
+        "pipelines.geobuild.check",
         "validate GeoBuild programs against the data set",
     ),
-    "geobuild": ("pipelines.geobuild", "run the GeoBuild agent loop (multi-round, with feedback)"),
+    "geobuild": (
+        "pipelines.geobuild.loop",
+        "run the GeoBuild agent loop (multi-round, with feedback)",
+    ),
     "geobuild-summarize": (
-        "pipelines.geobuild_summarize",
+        "pipelines.geobuild.summarize",
         "GeoBuild success, rounds, error and partial-score tables",
     ),
     "geobuild-solve": (
-        "pipelines.geobuild_solve",
+        "pipelines.geobuild.solve",
         "solve every GeoBuild problem numerically: reference programs and a constructibility audit",
     ),
     "sweep": (
-        "pipelines.sweep",
+        "pipelines.sweep.run",
         "run every model config x setup (and GeoBuild) across the cluster",
     ),
     "report": (
-        "pipelines.report",
+        "pipelines.report.build",
         "HTML report: paper tables, heatmaps, gaps, GeoBuild, audit, probes",
     ),
-    "human-export": ("pipelines.human_export", "dotted items as pages of 10 for human annotators"),
+    "human-export": (
+        "pipelines.noregeo.human_export",
+        "dotted items as pages of 10 for human annotators",
+    ),
     "human-import": (
-        "pipelines.human_import",
+        "pipelines.noregeo.human_import",
         "majority-voted annotations stored as the model `human`",
     ),
-    "probe": ("pipelines.probe", "train vision-encoder linear probes (Ray grid)"),
-    "probe-summarize": ("pipelines.probe_summarize", "probe accuracy tables (paper Tables 4-5)"),
+    "probe": ("pipelines.probes.grid", "train vision-encoder linear probes (Ray grid)"),
+    "probe-summarize": ("pipelines.probes.summarize", "probe accuracy tables (paper Tables 4-5)"),
 }
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2, nothing written."""
 
 
 class OneLineParser(argparse.ArgumentParser):

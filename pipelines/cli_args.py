@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipelines.cli import UsageError
-from pipelines.storage import KNOWN_SCHEMES, Location, RemotePath, StorageURIError, is_uri
+from store.errors import UsageError
+from store.storage import KNOWN_SCHEMES, Location, RemotePath, StorageURIError, is_uri
 
 
 def _refuse(requirement: str, text: str) -> argparse.ArgumentTypeError:
@@ -125,7 +125,7 @@ def _uri(text: str) -> RemotePath:
 
 def output_location(text: str) -> Location:
     """Where results go: a local directory (as `output_dir`) or a storage URI
-    (pipelines.storage), e.g. s3://bucket/results."""
+    (store.storage), e.g. s3://bucket/results."""
     return _uri(text) if is_uri(text) else output_dir(text)
 
 

@@ -24,11 +24,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch.utils.data import DataLoader
 
-from pipelines.atomic import TMP_PREFIX, write_parquet_atomic
-from pipelines.results import model_slug
 from probes.data import IMAGE_SETUPS, PROBE_TASKS, Example, ProbeImages, task_splits
 from probes.encoder import ProbeModel, load_encoder
 from probes.train import TrainConfig, predict, train_probe
+from store.atomic import TMP_PREFIX, write_parquet_atomic
+from store.records import model_slug
 
 ProbeConfig = Literal["UF", "FF", "UD", "FD"]
 Regime = Literal["separate", "joint"]

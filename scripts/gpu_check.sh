@@ -38,7 +38,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.summarize import load_results
+from pipelines.noregeo.summarize import load_results
 
 rows = load_results(Path(sys.argv[1]), model=sys.argv[2])
 seconds = max(int(sys.argv[3]), 1)

@@ -35,7 +35,7 @@ def small_items(ray_local, tmp_path_factory) -> Path:
     """20 items per task, all 25 tasks and 3 setups, 128-px images."""
     from geometry.item import SETUPS
     from geometry.tasks.registry import all_tasks
-    from pipelines.generate import generate
+    from pipelines.noregeo.generate import generate
 
     out = tmp_path_factory.mktemp("items")
     generate(out, list(all_tasks()), per_task=20, seed=0, setups=list(SETUPS), image_size=128)
@@ -47,7 +47,7 @@ def tiny_llm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Llama-style causal LM with a BPE tokenizer and chat template (seed 0)."""
     import torch
 
-    from pipelines.tiny_model import build_tiny_model
+    from pipelines.engines.tiny_model import build_tiny_model
 
     torch.set_num_threads(1)
     return build_tiny_model("llm", tmp_path_factory.mktemp("tiny_llm"), seed=0)
@@ -58,7 +58,7 @@ def tiny_vlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Llava-style image-text model (32 px images, 16 image tokens; seed 0)."""
     import torch
 
-    from pipelines.tiny_model import build_tiny_model
+    from pipelines.engines.tiny_model import build_tiny_model
 
     torch.set_num_threads(1)
     return build_tiny_model("vlm", tmp_path_factory.mktemp("tiny_vlm"), seed=0)

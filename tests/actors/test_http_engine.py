@@ -45,7 +45,7 @@ def make_batch(
                     "temperature": 0.0,
                     "max_tokens": 32,
                     "seed": 7,
-                    # As pipelines/requests.py builds them: the bounded grammar rides along.
+                    # As pipelines/engines/requests.py builds them: the bounded grammar rides along.
                     "structured_outputs": {"grammar": grammar_for(answer_type, options)},
                 },
                 "answer_type": answer_type,
@@ -293,8 +293,8 @@ def test_unknown_constraint_is_refused_by_name() -> None:
 
 
 def test_http_stage_passes_the_configs_constraint_to_the_engine(ray_local: Any) -> None:
-    from pipelines.engines import EngineOptions, http_stage
-    from pipelines.model_config import ModelConfig
+    from pipelines.engines.model_config import ModelConfig
+    from pipelines.engines.stages import EngineOptions, http_stage
 
     class Recorder:
         kwargs: dict[str, Any] = {}
@@ -322,8 +322,8 @@ def test_http_stage_passes_the_configs_constraint_to_the_engine(ray_local: Any) 
 
 def _recorded_stage(monkeypatch: pytest.MonkeyPatch, key: str | None) -> dict[str, Any]:
     """The map_batches arguments http_stage gives Ray, with $KEY_ENV set to `key`."""
-    from pipelines.engines import EngineOptions, http_stage
-    from pipelines.model_config import ModelConfig
+    from pipelines.engines.model_config import ModelConfig
+    from pipelines.engines.stages import EngineOptions, http_stage
 
     if key is None:
         monkeypatch.delenv(KEY_ENV, raising=False)
@@ -374,7 +374,7 @@ def test_a_workers_own_variable_wins_over_the_ref(
 def test_http_stage_without_the_key_refuses_naming_the_variable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pipelines.engines import MissingKeyError
+    from pipelines.engines.stages import MissingKeyError
 
     with pytest.raises(MissingKeyError, match=f"\\${KEY_ENV}, which is not set; export"):
         _recorded_stage(monkeypatch, None)

@@ -24,8 +24,8 @@ import polars as pl
 import pytest
 
 from pipelines.cli import main
-from pipelines.requests import build_messages
-from pipelines.summarize import load_results
+from pipelines.engines.requests import build_messages
+from pipelines.noregeo.summarize import load_results
 from tests.conftest import REPO
 
 VLLM_PYTHON_ENV = "GEOSEE_VLLM_PYTHON"

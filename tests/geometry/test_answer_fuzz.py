@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from geometry.answers import MAX_ANSWER_MAGNITUDE, Score, parse_answer, score_answer
-from pipelines.scoring import score_row
+from pipelines.noregeo.scoring import score_row
 
 OPTIONS = {"choice": ["yes", "no"], "number": [], "point": []}
 DRAWN = 20
@@ -65,7 +65,7 @@ def _finite(value: Any) -> bool:
 def check_one(text: str, answer_type: str, truth: str, with_row: bool) -> None:
     """The invariant: nothing raises; a valid answer has bounded values and finite errors,
     an invalid one has a message and scores as wrong with no error numbers. `with_row`
-    also checks pipelines.scoring.score_row agrees (once per text: it parses again)."""
+    also checks pipelines.noregeo.scoring.score_row agrees (once per text: it parses again)."""
     options = OPTIONS[answer_type]
     parsed = parse_answer(text, answer_type, options)
     score = score_answer(parsed, truth, answer_type)

@@ -11,8 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines.shards import shard_files
-from pipelines.storage import Location
+from store.shards import shard_files
+from store.storage import Location
 from tests.conftest import REPO
 
 

@@ -3,8 +3,8 @@ the fault tests count duplicates in."""
 
 from __future__ import annotations
 
-from pipelines.shards import shard_files
-from pipelines.storage import Location, read_table
+from store.shards import shard_files
+from store.storage import Location, read_table
 
 
 def raw_keys(root: Location) -> list[str]:

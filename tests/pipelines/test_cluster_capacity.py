@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 import pipelines.cli as cli
-import pipelines.cluster_capacity as capacity_module
-from pipelines.cluster_capacity import GPUCapacity, discover, from_launcher_config, from_yaml
-from pipelines.model_config import load_configs
-from pipelines.sweep import _waiting_state
-from pipelines.sweep_plan import Job
+import pipelines.sweep.capacity as capacity_module
+from pipelines.engines.model_config import load_configs
+from pipelines.sweep.capacity import GPUCapacity, discover, from_launcher_config, from_yaml
+from pipelines.sweep.plan import Job
+from pipelines.sweep.run import _waiting_state
 from tests.conftest import REPO
 
 CLUSTER_YAML = REPO / "cluster.yaml"
@@ -74,7 +74,7 @@ def test_dry_run_against_the_autoscaling_cluster_plans_every_gpu_model(
 ) -> None:
     """What `make sweep-45-models` would plan on cluster.yaml's cluster, which starts with no
     GPU worker: every vLLM model runs, none is "not run" for want of GPUs."""
-    monkeypatch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep", "run the model sweep"))
+    monkeypatch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep.run", "run the model sweep"))
     args = ["sweep", "--out", str(tmp_path / "r"), "--dry-run", "--per-task", "1"]
     assert cli.main([*args, "--cluster-config", str(CLUSTER_YAML)]) == 0
     text = capsys.readouterr().out

@@ -13,7 +13,8 @@ import polars as pl
 import pytest
 
 from pipelines.cli import main
-from pipelines.engines import (
+from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.stages import (
     KEPT_PARAMS,
     KEPT_PROMPT,
     EngineOptions,
@@ -23,8 +24,7 @@ from pipelines.engines import (
     vllm_postprocess,
     vllm_processor_config,
 )
-from pipelines.model_config import ModelConfig
-from pipelines.summarize import load_results
+from pipelines.noregeo.summarize import load_results
 from tests.actors.loopback_server import LoopbackServer
 from tests.conftest import REPO
 

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from pipelines.cli import main
-from pipelines.summarize import accuracy_table, load_results
+from pipelines.noregeo.summarize import accuracy_table, load_results
 from tests.conftest import REPO
 from tests.pipelines.processes import kill_evaluate_after
 from tests.pipelines.raw_shards import raw_duplicates

@@ -17,14 +17,14 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from pipelines import evaluate as evaluate_module
 from pipelines.cli import main
-from pipelines.engines import LIGHT_CPUS, baseline_stage
-from pipelines.generate import generate
-from pipelines.model_config import ModelConfig
-from pipelines.preflight import ContextReport
-from pipelines.summarize import load_results
-from pipelines.tiny_model import build_tiny_model
+from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.preflight import ContextReport
+from pipelines.engines.stages import LIGHT_CPUS, baseline_stage
+from pipelines.engines.tiny_model import build_tiny_model
+from pipelines.noregeo import evaluate as evaluate_module
+from pipelines.noregeo.generate import generate
+from pipelines.noregeo.summarize import load_results
 
 TASKS = ["C-BCT-CT", "N-BCT-MT"]
 PER_TASK = 2

@@ -14,13 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from geometry.item import SETUPS
-from pipelines.engines import EngineOptions, oracle_actor_stage
-from pipelines.evaluate import evaluate
-from pipelines.generate import generate
-from pipelines.model_config import resolve_model
-from pipelines.requests import SamplingConfig
-from pipelines.results import model_dir
-from pipelines.summarize import load_results
+from pipelines.engines.model_config import resolve_model
+from pipelines.engines.requests import SamplingConfig
+from pipelines.engines.stages import EngineOptions, oracle_actor_stage
+from pipelines.noregeo.evaluate import evaluate
+from pipelines.noregeo.generate import generate
+from pipelines.noregeo.summarize import load_results
+from store.records import model_dir
 from tests.pipelines.processes import descendants
 
 TASKS = ["C-BCT-CT", "U-PAP-PT"]

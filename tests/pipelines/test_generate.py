@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from geometry.item import ITEM_SCHEMA
-from pipelines.generate import generate
+from pipelines.noregeo.generate import generate
 from tests.conftest import REPO
 
 TASKS = ["C-BCT-CT", "N-ECL-IT", "U-RLT-SLT"]

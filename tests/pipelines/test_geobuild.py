@@ -12,9 +12,9 @@ import pytest
 
 import pipelines.cli
 from geometry.dsl.dataset import load_problems
-from pipelines.engines import EngineOptions
-from pipelines.geobuild import Loop
-from pipelines.geobuild_engines import resolve_engine
+from pipelines.engines.stages import EngineOptions
+from pipelines.geobuild.engines import resolve_engine
+from pipelines.geobuild.loop import Loop
 from tests.conftest import SHARED
 
 DATA = SHARED / "geobuildbench"
@@ -65,7 +65,7 @@ def _run(out: Path, model: Path | str, *extra: str, engine: str = "programs") ->
 def _main(argv: list[str]) -> int:
     """The CLI with `geobuild` registered (module fixtures run before monkeypatch ones)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(pipelines.cli.COMMANDS, "geobuild", ("pipelines.geobuild", "loop"))
+        patch.setitem(pipelines.cli.COMMANDS, "geobuild", ("pipelines.geobuild.loop", "loop"))
         return pipelines.cli.main(argv)
 
 

@@ -27,7 +27,7 @@ polygon : A B C D -> q AB BC CD DA
 @pytest.fixture(autouse=True)
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(
-        pipelines.cli.COMMANDS, "geobuild-check", ("pipelines.geobuild_check", "validate programs")
+        pipelines.cli.COMMANDS, "geobuild-check", ("pipelines.geobuild.check", "validate programs")
     )
 
 

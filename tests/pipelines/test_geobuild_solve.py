@@ -10,7 +10,7 @@ import pytest
 
 import pipelines.cli as cli
 from geometry.dsl.dataset import load_problems
-from pipelines.geobuild_check import check_lines
+from pipelines.geobuild.check import check_lines
 
 PROBLEMS = [
     {
@@ -48,7 +48,7 @@ PROBLEMS = [
 
 @pytest.fixture(autouse=True)
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(cli.COMMANDS, "geobuild-solve", ("pipelines.geobuild_solve", "solve"))
+    monkeypatch.setitem(cli.COMMANDS, "geobuild-solve", ("pipelines.geobuild.solve", "solve"))
 
 
 @pytest.fixture

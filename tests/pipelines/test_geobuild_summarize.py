@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import pipelines.cli
-from pipelines.geobuild_rows import RoundWriter
-from pipelines.geobuild_summarize import summary_tables
-from pipelines.results import write_run_record
+from pipelines.geobuild.rows import RoundWriter
+from pipelines.geobuild.summarize import summary_tables
+from store.records import write_run_record
 
 PROBLEMS = [
     {"id": "1", "category": "Circles", "difficulty": 2},  # solved at round 2
@@ -93,7 +93,7 @@ def test_cli_prints_tables_and_refuses_empty_dirs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(
-        pipelines.cli.COMMANDS, "geobuild-summarize", ("pipelines.geobuild_summarize", "s")
+        pipelines.cli.COMMANDS, "geobuild-summarize", ("pipelines.geobuild.summarize", "s")
     )
     assert pipelines.cli.main(["geobuild-summarize", str(results)]) == 0
     assert "success_rate" in capsys.readouterr().out

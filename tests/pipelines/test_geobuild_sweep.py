@@ -1,4 +1,4 @@
-"""`pipelines.geobuild.sweep_model`, the sweep's GeoBuild entry: baselines write nothing,
+"""`pipelines.geobuild.loop.sweep_model`, the sweep's GeoBuild entry: baselines write nothing,
 a missing data set is a clear error, and a tiny hf model runs one problem for one round."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 import pipelines.cli as cli
-from pipelines.geobuild import sweep_model
-from pipelines.model_config import resolve_model
+from pipelines.engines.model_config import resolve_model
+from pipelines.geobuild.loop import sweep_model
 from tests.conftest import SHARED
 
 DATA = SHARED / "geobuildbench"
@@ -55,7 +55,7 @@ def test_sweep_geobuild_only_leaves_baselines_without_rows(ray_local, tmp_path: 
     """A GeoBuild-only sweep lists a baseline as not run, with the reason, and writes nothing."""
     out = tmp_path / "results"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep", "run the model sweep"))
+        patch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep.run", "run the model sweep"))
         argv = ["sweep", "--out", str(out), "--benchmarks", "geobuild", "--only", "oracle"]
         assert cli.main([*argv, "--progress-interval", "5"]) == 0
     status = json.loads((out / "sweep" / "status.json").read_text())

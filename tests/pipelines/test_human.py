@@ -11,14 +11,14 @@ import pytest
 
 from geometry.answers import parse_answer, score_answer
 from pipelines import cli
-from pipelines.human import PAGE_SIZE, dotted_items, normalise
-from pipelines.summarize import load_results
+from pipelines.noregeo.human import PAGE_SIZE, dotted_items, normalise
+from pipelines.noregeo.summarize import load_results
 
 
 @pytest.fixture(autouse=True)
 def _commands(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(cli.COMMANDS, "human-export", ("pipelines.human_export", "export"))
-    monkeypatch.setitem(cli.COMMANDS, "human-import", ("pipelines.human_import", "import"))
+    monkeypatch.setitem(cli.COMMANDS, "human-export", ("pipelines.noregeo.human_export", "export"))
+    monkeypatch.setitem(cli.COMMANDS, "human-import", ("pipelines.noregeo.human_import", "import"))
 
 
 def _write_csv(

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.generate import MANIFEST
-from pipelines.model_config import (
+from pipelines.engines.model_config import (
     REASONING_PARSERS,
     ModelConfigError,
     load_config,
     load_configs,
     resolve_model,
 )
+from pipelines.noregeo.generate import MANIFEST
 from tests.conftest import REPO, SHARED
 
 CONFIGS = REPO / "configs" / "models"

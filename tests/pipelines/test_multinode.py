@@ -25,13 +25,13 @@ from pathlib import Path
 import pytest
 
 from geometry.item import SETUPS
-from pipelines.generate import MANIFEST
-from pipelines.model_config import load_configs
-from pipelines.requests import SamplingConfig
-from pipelines.results import model_dir
-from pipelines.storage import Location, children, location
-from pipelines.sweep import _materialise
-from pipelines.sweep_plan import expected_keys
+from pipelines.engines.model_config import load_configs
+from pipelines.engines.requests import SamplingConfig
+from pipelines.noregeo.generate import MANIFEST
+from pipelines.sweep.plan import expected_keys
+from pipelines.sweep.run import _materialise
+from store.records import model_dir
+from store.storage import Location, children, location
 from tests.conftest import REPO
 from tests.pipelines.processes import descendants
 from tests.pipelines.raw_shards import raw_keys

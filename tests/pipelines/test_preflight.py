@@ -10,10 +10,15 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pipelines.model_config import ModelConfig
-from pipelines.preflight import PreflightError, check_context, check_model, check_remote_code
-from pipelines.requests import build_messages
-from pipelines.tiny_model import IMAGE_SIZE, PATCH_SIZE, build_tiny_model
+from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.preflight import (
+    PreflightError,
+    check_context,
+    check_model,
+    check_remote_code,
+)
+from pipelines.engines.requests import build_messages
+from pipelines.engines.tiny_model import IMAGE_SIZE, PATCH_SIZE, build_tiny_model
 
 SYSTEM = "You are a helpful assistant that answers geometry questions with JSON only."
 QUESTION = "Points A=(2,1), B=(-3,4), C=(0,-7). Are A, B and C collinear? Answer yes or no."

@@ -25,7 +25,7 @@ SMOKE = REPO / "configs" / "probes" / "smoke.yaml"
 CHILD = textwrap.dedent(
     """
     import sys, pipelines.cli as c
-    c.COMMANDS["probe"] = ("pipelines.probe", "probe grid")
+    c.COMMANDS["probe"] = ("pipelines.probes.grid", "probe grid")
     raise SystemExit(c.main(sys.argv[1:]))
     """
 )
@@ -33,8 +33,8 @@ CHILD = textwrap.dedent(
 
 @pytest.fixture(autouse=True)
 def _commands(monkeypatch):
-    monkeypatch.setitem(cli.COMMANDS, "probe", ("pipelines.probe", "probe grid"))
-    monkeypatch.setitem(cli.COMMANDS, "probe-summarize", ("pipelines.probe_summarize", "tables"))
+    monkeypatch.setitem(cli.COMMANDS, "probe", ("pipelines.probes.grid", "probe grid"))
+    monkeypatch.setitem(cli.COMMANDS, "probe-summarize", ("pipelines.probes.summarize", "tables"))
 
 
 def _tiny_grid(tmp_path: Path, **changes: object) -> Path:

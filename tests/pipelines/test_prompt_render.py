@@ -16,9 +16,9 @@ import torch
 from actors.hf_engine import HFEngine
 from geometry.items import build_items
 from geometry.render import render_png
-from pipelines.generate import item_table
-from pipelines.requests import SamplingConfig, add_requests
-from pipelines.tiny_model import IMAGE, IMAGE_SIZE, PATCH_SIZE
+from pipelines.engines.requests import SamplingConfig, add_requests
+from pipelines.engines.tiny_model import IMAGE, IMAGE_SIZE, PATCH_SIZE
+from pipelines.noregeo.generate import item_table
 
 TASK = "C-BCT-CT"
 # What a message list or numpy array looks like when a template prints it as a string.

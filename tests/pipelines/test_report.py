@@ -14,15 +14,15 @@ import pytest
 from PIL import Image
 
 from pipelines import cli
-from pipelines.human import dotted_items
-from pipelines.summarize import load_results
+from pipelines.noregeo.human import dotted_items
+from pipelines.noregeo.summarize import load_results
 
 BASELINES = ("oracle", "random", "constant")
 
 
 def _register(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(cli.COMMANDS, "report", ("pipelines.report", "report"))
-    monkeypatch.setitem(cli.COMMANDS, "human-import", ("pipelines.human_import", "import"))
+    monkeypatch.setitem(cli.COMMANDS, "report", ("pipelines.report.build", "report"))
+    monkeypatch.setitem(cli.COMMANDS, "human-import", ("pipelines.noregeo.human_import", "import"))
 
 
 def baseline_results(small_items: Path, root: Path) -> Path:

@@ -16,8 +16,8 @@ import pytest
 from PIL import Image
 
 from pipelines import cli
-from pipelines import report as report_module
-from pipelines.report_escape import csv_table, csv_text, markdown_text
+from pipelines.report import build as report_module
+from pipelines.report.escape import csv_table, csv_text, markdown_text
 
 NASTY = r"a$\frac{$b<script>alert(1)</script>|x"
 FORMULA = "=HYPERLINK(1)"

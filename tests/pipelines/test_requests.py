@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from geometry.answers import grammar_for
-from pipelines.requests import (
+from pipelines.engines.requests import (
     SamplingConfig,
     add_requests,
     build_messages,

@@ -14,8 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import main
-from pipelines.results import ShardWriter, finished_keys, is_transient, model_dir
-from pipelines.summarize import accuracy_table, load_results
+from pipelines.noregeo.results import ShardWriter
+from pipelines.noregeo.summarize import accuracy_table, load_results
+from store.records import finished_keys, is_transient, model_dir
 from tests.actors.loopback_server import LoopbackServer, Reply
 
 TRANSIENT = "transient: HTTP 503 after 6 attempts: busy"

@@ -6,9 +6,9 @@ import json
 
 import polars as pl
 
-from pipelines.model_config import ModelConfig
-from pipelines.requests import SamplingConfig
-from pipelines.run_health import run_health
+from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.requests import SamplingConfig
+from pipelines.noregeo.run_health import run_health
 
 CFG = ModelConfig(name="m", repo="m", revision="r1", engine="hf")
 

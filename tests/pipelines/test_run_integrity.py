@@ -1,5 +1,5 @@
 """One writer per results folder, late shards of a dead run, the settings record, missing
-rows in the summary, and bounded loss for the baselines (pipelines.run_lock, run_settings,
+rows in the summary, and bounded loss for the baselines (store.run_lock, run_settings,
 baseline_step)."""
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.cli import UsageError, main
-from pipelines.results import ShardWriter, model_dir
-from pipelines.run_lock import LOCK_FILE, STALE_AFTER_S, RunLock
-from pipelines.run_settings import SETTINGS_FILE
-from pipelines.shards import QUARANTINE, shard_files
-from pipelines.summarize import load_results
-from pipelines.sweep_plan import keys_on_disk, rows_on_disk
+from pipelines.noregeo.results import ShardWriter
+from pipelines.noregeo.summarize import load_results
+from pipelines.sweep.plan import keys_on_disk, rows_on_disk
+from store.records import model_dir
+from store.run_lock import LOCK_FILE, STALE_AFTER_S, RunLock
+from store.settings import SETTINGS_FILE
+from store.shards import QUARANTINE, shard_files
 from tests.pipelines.processes import kill_evaluate_after
 from tests.pipelines.raw_shards import raw_duplicates
 
@@ -228,7 +229,7 @@ def test_baseline_shards_land_before_the_engines_last_call(
 ) -> None:
     """Ordering, not timing: one item file is one Ray task; had its rows been buffered into
     one block before the writer (as they were), no shard would exist at any engine call."""
-    import pipelines.evaluate as evaluate_module
+    import pipelines.noregeo.evaluate as evaluate_module
 
     out, log = tmp_path / "results", tmp_path / "calls.txt"
     root = model_dir(out, "noregeo", "oracle")

@@ -13,12 +13,13 @@ import pyarrow as pa
 import pytest
 from polars.testing import assert_frame_equal
 
-from pipelines.geobuild_rows import RoundWriter, finished_problems, read_round
-from pipelines.geobuild_summarize import problem_outcomes
-from pipelines.geobuild_summarize import summary_tables as geobuild_tables
-from pipelines.results import ShardWriter, finished_keys, model_dir, write_run_record
-from pipelines.shards import QUARANTINE, read_shards, shard_files
-from pipelines.summarize import load_results, summary_tables
+from pipelines.geobuild.rows import RoundWriter, finished_problems, read_round
+from pipelines.geobuild.summarize import problem_outcomes
+from pipelines.geobuild.summarize import summary_tables as geobuild_tables
+from pipelines.noregeo.results import ShardWriter
+from pipelines.noregeo.summarize import load_results, summary_tables
+from store.records import finished_keys, model_dir, write_run_record
+from store.shards import QUARANTINE, read_shards, shard_files
 
 
 def _noregeo_rows(setup: str, start: int, n: int) -> list[dict[str, object]]:
@@ -75,7 +76,7 @@ def test_corrupt_shard_keys_are_unfinished_and_the_file_quarantined(
     _, root = noregeo
     good = shard_files(root)
     bad = _corrupt(root / "setup=text" / "part-bad.parquet", kind, good[0])
-    with caplog.at_level(logging.WARNING, logger="pipelines.shards"):
+    with caplog.at_level(logging.WARNING, logger="store.shards"):
         keys = finished_keys(root)
     assert keys == {f"k{k}" for k in range(8)}
     assert not bad.exists()
@@ -85,7 +86,7 @@ def test_corrupt_shard_keys_are_unfinished_and_the_file_quarantined(
     # Quarantined files are no shards: the next reader neither reads nor moves them again.
     assert shard_files(root) == good
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="pipelines.shards"):
+    with caplog.at_level(logging.WARNING, logger="store.shards"):
         assert finished_keys(root) == keys
     assert caplog.text == ""
 
@@ -97,7 +98,7 @@ def test_load_results_skips_a_corrupt_shard_and_warns_naming_it(
     out, root = noregeo
     clean = summary_tables(load_results(out))
     bad = _corrupt(root / "setup=full" / "part-bad.parquet", kind, shard_files(root)[0])
-    with caplog.at_level(logging.WARNING, logger="pipelines.shards"):
+    with caplog.at_level(logging.WARNING, logger="store.shards"):
         df = load_results(out, model="m")
     assert df.height == 8
     assert str(bad) in caplog.text
@@ -131,7 +132,7 @@ def test_a_copied_shard_changes_no_summary_and_is_reported(
     clean = load_results(out)
     first = shard_files(root / "setup=text")[0]
     shutil.copy(first, first.with_name("part-zzzz-copy.parquet"))
-    with caplog.at_level(logging.WARNING, logger="pipelines.shards"):
+    with caplog.at_level(logging.WARNING, logger="store.shards"):
         again = load_results(out)
     assert "3 duplicate row(s) by request_key" in caplog.text
     assert_frame_equal(again, clean)
@@ -156,7 +157,7 @@ def test_duplicates_keep_the_answered_row_then_the_smallest_shard_path(
     _write_raw(root / "part-b.parquet", [row | {"generated_text": "b"}])
     _write_raw(root / "part-c.parquet", [row | {"generated_text": "c"}])
     _write_raw(root / "part-d.parquet", [{"request_key": "solo", "generated_text": "d"}])
-    with caplog.at_level(logging.WARNING, logger="pipelines.shards"):
+    with caplog.at_level(logging.WARNING, logger="store.shards"):
         rows = read_shards(tmp_path, ["request_key", "generated_text"])
     assert rows is not None
     assert rows.rows() == [("k", "b"), ("solo", "d")]
@@ -202,7 +203,7 @@ def test_corrupt_round_shard_is_quarantined_and_its_problems_rerun(
     out, root = geobuild
     clean = problem_outcomes(out)
     bad = _corrupt(root / "round=1" / "part-bad.parquet", kind, shard_files(root)[0])
-    with caplog.at_level(logging.WARNING, logger="pipelines.shards"):
+    with caplog.at_level(logging.WARNING, logger="store.shards"):
         assert finished_problems(root, 1) == {"1", "2", "3"}
     assert str(bad) in caplog.text
     assert (root / QUARANTINE / "round=1__part-bad.parquet").exists()
@@ -217,7 +218,7 @@ def test_corrupt_round_shard_drops_its_problems_from_finished(
     sizes = {p: len(pl.read_parquet(p)) for p in shard_files(root / "round=1")}
     lone = next(p for p, n in sizes.items() if n == 1)  # the shard holding problem 3 alone
     lone.write_bytes(lone.read_bytes()[:20])
-    with caplog.at_level(logging.WARNING, logger="pipelines.shards"):
+    with caplog.at_level(logging.WARNING, logger="store.shards"):
         tables = geobuild_tables(out)  # the summaries read it first: no traceback
     assert str(lone) in caplog.text
     assert finished_problems(root, 1) == {"1", "2"}  # problem 3 runs again
@@ -232,7 +233,7 @@ def test_a_copied_round_shard_changes_no_geobuild_summary(
     clean_round, clean_tables = read_round(root, 1), geobuild_tables(out)
     first = shard_files(root / "round=1")[0]
     shutil.copy(first, first.with_name("part-zzzz-copy.parquet"))
-    with caplog.at_level(logging.WARNING, logger="pipelines.shards"):
+    with caplog.at_level(logging.WARNING, logger="store.shards"):
         assert_frame_equal(read_round(root, 1), clean_round)
         tables = geobuild_tables(out)
     assert "duplicate row(s) by request_key" in caplog.text

@@ -1,4 +1,4 @@
-"""Results on an object store (pipelines.storage) against a real S3 server on loopback:
+"""Results on an object store (store.storage) against a real S3 server on loopback:
 paths, atomic writes, the shard reader, the run lock, and a killed-and-resumed run with 0
 lost and 0 duplicate rows."""
 
@@ -14,14 +14,14 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipelines.atomic import write_bytes_atomic, write_parquet_atomic
 from pipelines.cli import UsageError, main
 from pipelines.cli_args import output_location
-from pipelines.results import finished_keys, model_dir
-from pipelines.run_lock import LOCK_FILE, RunLock, writing_allowed
-from pipelines.shards import QUARANTINE, read_shards, shard_files
-from pipelines.storage import RemotePath, StorageURIError, location, move
-from pipelines.summarize import load_results
+from pipelines.noregeo.summarize import load_results
+from store.atomic import write_bytes_atomic, write_parquet_atomic
+from store.records import finished_keys, model_dir
+from store.run_lock import LOCK_FILE, RunLock, writing_allowed
+from store.shards import QUARANTINE, read_shards, shard_files
+from store.storage import RemotePath, StorageURIError, location, move
 from tests.conftest import REPO
 from tests.pipelines.processes import kill_evaluate_after
 from tests.pipelines.raw_shards import raw_duplicates, raw_keys
@@ -195,7 +195,7 @@ def test_a_killed_run_on_the_store_resumes_with_nothing_lost_or_doubled(
 
 def test_geobuild_writes_and_summarizes_on_the_store(s3: S3Server) -> None:
     """GeoBuild's rounds, settings and run records on s3://, read back by its summary."""
-    from pipelines.geobuild_rows import read_round
+    from pipelines.geobuild.rows import read_round
 
     data = REPO.parent / "shared" / "geobuildbench"
     if not data.is_dir():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.results import model_dir
+from store.records import model_dir
 from tests.pipelines.processes import kill_evaluate_after
 from tests.pipelines.raw_shards import raw_keys
 

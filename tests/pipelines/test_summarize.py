@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.summarize import (
+from pipelines.noregeo.summarize import (
     accuracy_by_task_setup,
     accuracy_table,
     bootstrap_ci,

@@ -9,14 +9,14 @@ import polars as pl
 import pytest
 
 import pipelines.cli as cli
-from pipelines.summarize import load_results
+from pipelines.noregeo.summarize import load_results
 
 TASKS = "C-BCT-CT,U-PAP-PT"
 
 
 @pytest.fixture(autouse=True)
 def _registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep", "run the model sweep"))
+    monkeypatch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep.run", "run the model sweep"))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("GEOSEE_TINY_LLM", raising=False)
 
@@ -81,7 +81,7 @@ def test_unknown_model_name_is_a_usage_error(tmp_path: Path) -> None:
 def test_a_model_whose_rows_are_mostly_engine_errors_fails_the_sweep(
     ray_local, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pipelines.tiny_model import build_tiny_model
+    from pipelines.engines.tiny_model import build_tiny_model
 
     # 64 positions: every prompt fills the context, so every row is an engine error.
     short = build_tiny_model("llm", tmp_path / "short", max_positions=64)

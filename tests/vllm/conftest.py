@@ -31,7 +31,7 @@ def few_items(vllm_ray: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """2 items per task, all 25 tasks and 3 setups, 128-px images."""
     from geometry.item import SETUPS
     from geometry.tasks.registry import all_tasks
-    from pipelines.generate import generate
+    from pipelines.noregeo.generate import generate
 
     out = tmp_path_factory.mktemp("items")
     generate(out, list(all_tasks()), per_task=2, seed=0, setups=list(SETUPS), image_size=128)

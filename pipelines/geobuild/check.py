@@ -1,0 +1,109 @@
+"""`python -m pipelines geobuild-check`: execute and validate GeoBuild programs.
+
+Reads `{"id": ..., "dsl": ...}` lines, runs each program through the DSL executor, judges
+the resulting scene against the problem, and prints one JSON verdict per input line, in
+input order. A bad line (malformed JSON, unknown id, missing program) yields a verdict with
+an `error`, never a crash; a program that stops with an error is judged on what it built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from geometry.dsl.dataset import LANGUAGES, Problem, load_problems
+from geometry.dsl.executor import execute
+from geometry.dsl.validator import validate
+from pipelines.cli_args import existing_file, read_utf8
+from store.errors import UsageError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dataset",
+        required=True,
+        help="geoqa3_dataset_{en,zh}.json, or the directory that holds them",
+    )
+    parser.add_argument(
+        "--programs",
+        required=True,
+        type=existing_file,
+        help='JSONL file of {"id": ..., "dsl": ...} lines',
+    )
+    parser.add_argument("--lang", default="en", choices=LANGUAGES, help="data set language")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print one verdict per program line; exit 0 even when programs fail (they are data)."""
+    # Read whole before the first verdict: a byte that is not UTF-8 halfway down the file
+    # is a usage error, not a traceback after half the verdicts.
+    lines = read_utf8(Path(args.programs), "--programs").split("\n")
+    try:
+        problems = {p.id: p for p in load_problems(args.dataset, args.lang)}
+    except FileNotFoundError as err:
+        raise UsageError(f"{err} (pass --dataset the data file or its directory)") from err
+    except ValueError as err:
+        raise UsageError(f"--dataset {args.dataset}: {err}") from err
+    for verdict in check_lines(lines, problems):
+        print(json.dumps(verdict, ensure_ascii=False))
+    sys.stdout.flush()
+    return 0
+
+
+def check_lines(lines: Iterable[str], problems: dict[str, Problem]) -> Iterator[dict[str, object]]:
+    """One verdict dict per non-blank input line, in order."""
+    for number, text in enumerate(lines, start=1):
+        if text.strip():
+            yield check_line(text, number, problems)
+
+
+def check_line(text: str, number: int, problems: dict[str, Problem]) -> dict[str, object]:
+    """The verdict for one `{"id", "dsl"}` line; problems with the line itself go in `error`."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as err:
+        return _error_verdict(None, f"line {number}: not JSON ({err.msg})")
+    if not isinstance(record, dict):
+        return _error_verdict(None, f"line {number}: expected a JSON object")
+    problem_id = None if record.get("id") is None else str(record["id"])
+    problem = problems.get(problem_id) if problem_id is not None else None
+    if problem is None:
+        return _error_verdict(problem_id, f"line {number}: unknown problem id {problem_id!r}")
+    program = record.get("dsl")
+    if not isinstance(program, str):
+        return _error_verdict(problem_id, f"line {number}: 'dsl' must be a string")
+    execution = execute(program)
+    verdict = validate(problem, execution.scene)
+    error = execution.error
+    return {
+        "id": problem.id,
+        "success": verdict.success and error is None,
+        "object_score": verdict.object_score,
+        "condition_score": verdict.condition_score,
+        "missing_objects": list(verdict.missing_objects),
+        "failed_conditions": [
+            {"type": f.type, "reason": f.reason} for f in verdict.failed_conditions
+        ],
+        "execution_error": None
+        if error is None
+        else {"line": error.line, "category": str(error.category), "message": error.message},
+        "data_errors": list(problem.data_errors),
+        "error": None,
+    }
+
+
+def _error_verdict(problem_id: str | None, message: str) -> dict[str, object]:
+    return {
+        "id": problem_id,
+        "success": False,
+        "object_score": 0.0,
+        "condition_score": 0.0,
+        "missing_objects": [],
+        "failed_conditions": [],
+        "execution_error": None,
+        "data_errors": [],
+        "error": message,
+    }

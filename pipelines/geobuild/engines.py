@@ -1,0 +1,143 @@
+"""Engines for GeoBuild: the model engines of `pipelines.engines.stages`, and GeoBuild-only ones.
+
+NoReGeo's answer baselines (oracle, random, constant) have no meaningful GeoBuild program
+and are refused. GeoBuild-only engines (`programs`: scripted replies; the solver baseline
+joins here) are registered in GEOBUILD_ENGINES.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, resolve_model
+from pipelines.engines.stages import STAGES, EngineOptions
+from store.errors import UsageError
+
+StageBuilder = Callable[[Any, ModelConfig, EngineOptions], Any]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A resolved engine: the model's config and the stage that asks it."""
+
+    cfg: ModelConfig
+    stage: StageBuilder
+
+
+def _programs_config(model: str, revision: str | None) -> ModelConfig:
+    from actors.program_replay import load_script
+
+    path = Path(model)
+    if not path.is_file():
+        raise UsageError(f"--model {model}: the programs engine needs a JSONL file of replies")
+    try:
+        load_script(path)
+    except UnicodeDecodeError as err:
+        raise UsageError(f"--model {model} is not UTF-8 text (byte {err.start})") from err
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    # Built without validation: `programs` is not a ModelConfig engine; GeoBuild-only
+    # engines live in this module. Scripted replies may answer any message, images included.
+    fields: dict[str, Any] = {
+        "name": path.stem,
+        "repo": str(path.resolve()),
+        "revision": revision or digest,
+        "engine": "programs",
+        "modality": "image-text",
+    }
+    return ModelConfig.model_construct(**fields)
+
+
+def _programs_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    import ray
+
+    from actors.program_replay import ProgramReplay
+
+    return ds.map_batches(
+        ProgramReplay,
+        fn_constructor_kwargs={"path": cfg.repo},
+        batch_size=opts.batch_size,
+        compute=ray.data.ActorPoolStrategy(size=1),
+        num_cpus=0.25,
+    )
+
+
+def _solver_config(model: str, revision: str | None) -> ModelConfig:
+    """`--engine solver --model DATASET`: the solver reads the problems it answers."""
+    if not Path(model).exists():
+        raise UsageError(f"--model {model}: the solver engine needs the data set path")
+    fields: dict[str, Any] = {
+        "name": "solver",
+        "repo": str(Path(model).resolve()),
+        "revision": revision or "solver",
+        "engine": "solver",
+        "modality": "text",
+    }
+    return ModelConfig.model_construct(**fields)
+
+
+def _solver_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    import ray
+
+    from actors.solver_engine import SolverEngine
+
+    return ds.map_batches(
+        SolverEngine,
+        fn_constructor_kwargs={"dataset": cfg.repo},
+        batch_size=opts.batch_size,
+        compute=ray.data.ActorPoolStrategy(size=opts.pool_size),
+        num_cpus=0.5,
+    )
+
+
+# GeoBuild-only engines: name -> (resolve --model/--revision to a config, stage builder).
+GEOBUILD_ENGINES: dict[str, tuple[Callable[[str, str | None], ModelConfig], StageBuilder]] = {
+    "programs": (_programs_config, _programs_stage),
+    "solver": (_solver_config, _solver_stage),
+}
+
+
+def valid_engines() -> list[str]:
+    """Engines that can answer GeoBuild: model engines and the GeoBuild-only ones."""
+    return [e for e in STAGES if e not in BASELINES] + list(GEOBUILD_ENGINES)
+
+
+def model_stage(engine: str) -> StageBuilder:
+    """The stage of a model engine for a multi-round run. vLLM's engine is kept across
+    rounds (`ResidentVLLM`): rebuilt per round, it would reload the weights every round."""
+    if engine == "vllm":
+        from pipelines.engines.vllm_resident import ResidentVLLM
+
+        return ResidentVLLM()
+    return STAGES[engine]
+
+
+def close_stage(stage: StageBuilder) -> None:
+    """Ends what a stage keeps between rounds (vLLM's engine hosts); others keep nothing."""
+    close = getattr(stage, "close", None)
+    if close is not None:
+        close()
+
+
+def resolve_engine(engine: str, model: str, revision: str | None) -> Engine:
+    """`--engine`/`--model` as an Engine; UsageError for baselines and unknown names."""
+    valid = ", ".join(valid_engines())
+    if engine in BASELINES:
+        raise UsageError(
+            f"--engine {engine} is a NoReGeo answer baseline with no meaningful GeoBuild "
+            f"program; engines for geobuild: {valid}"
+        )
+    if engine in GEOBUILD_ENGINES:
+        resolve, stage = GEOBUILD_ENGINES[engine]
+        return Engine(resolve(model, revision), stage)
+    if engine not in STAGES:
+        raise UsageError(f"unknown engine {engine!r}; engines for geobuild: {valid}")
+    try:
+        return Engine(resolve_model(engine, model, revision), model_stage(engine))
+    except ModelConfigError as err:
+        raise UsageError(str(err)) from err

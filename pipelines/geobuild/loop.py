@@ -1,0 +1,427 @@
+"""`geobuild`: the round-synchronous GeoBuild agent loop on Ray Data.
+
+Round k sends every unsolved conversation through the engine stage, then through a pool of
+DSL-executor actors (execute, validate, render, feedback), then writes one row per problem
+under `<out>/geobuild/model=<slug>/round=<k>/part-*.parquet`. The conversations of round
+k+1 are rebuilt from the rows of round k on disk (messages with images by sha256, the
+reply, the feedback and its figure), so a killed run started again resumes at the first
+unfinished round, skips the problems that round already holds, and ends with the rows of
+an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from actors.contract import chat_message, image_part, text_part
+from geometry.dsl.dataset import LANGUAGES, Problem, load_problems
+from geometry.dsl.prompts import FEEDBACK_MODES, problem_prompt, system_prompt
+from pipelines.cli_args import (
+    int_at_least,
+    non_negative_float,
+    non_negative_int,
+    output_location,
+    positive_int,
+)
+from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.stages import LIGHT_CPUS, EngineOptions, NoGPUError, check_gpus
+from pipelines.geobuild.engines import Engine, close_stage, model_stage, resolve_engine
+from pipelines.geobuild.rows import RoundWriter, finished_problems, read_round, round_dir
+from store.errors import UsageError
+from store.records import model_dir, write_run_record
+from store.run_lock import RunLock
+from store.settings import check_settings, write_settings
+from store.storage import Location
+
+BENCHMARK = "geobuild"
+# Settings that change what a round asks; a results directory holds one choice of them.
+FIXED_SETTINGS = ("engine", "revision", "lang", "feedback", "with_image", "sampling", "image_size")
+
+
+# -- the loop ------------------------------------------------------------------------------
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", required=True, help="geoqa3_dataset_{en,zh}.json or its dir")
+    parser.add_argument("--engine", required=True, help="hf, http, vllm, or programs")
+    parser.add_argument("--model", required=True, help="model config/checkpoint, or JSONL file")
+    parser.add_argument("--revision", default=None)
+    parser.add_argument(
+        "--max-rounds", type=positive_int, default=5, help="replies per problem at most"
+    )
+    parser.add_argument("--feedback", default="full", choices=FEEDBACK_MODES)
+    parser.add_argument("--no-image", action="store_true", help="never attach the figure")
+    parser.add_argument("--lang", default="en", choices=LANGUAGES)
+    parser.add_argument("--limit", type=positive_int, help="the first N problems only")
+    parser.add_argument("--ids", default=None, help="comma-separated problem ids")
+    parser.add_argument("--max-tokens", type=positive_int, default=2048)
+    parser.add_argument("--temperature", type=non_negative_float, default=0.0)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--pool-size", type=positive_int, default=1, help="engine replicas")
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
+    parser.add_argument("--executors", type=positive_int, default=1, help="DSL-executor actors")
+    # Checked here, not in the Ray executors: a bad size must fail before settings.json.
+    parser.add_argument("--image-size", type=int_at_least(64), default=512, help="figure pixels")
+    parser.add_argument("--shard-rows", type=positive_int, default=64, help="rows per shard")
+    parser.add_argument(
+        "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
+    )
+
+
+def select_problems(problems: list[Problem], ids: str | None, limit: int | None) -> list[Problem]:
+    """The problems a run covers: `--ids` (in data order), then the first `--limit`."""
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}")
+    chosen = problems
+    if ids is not None:
+        wanted = [i.strip() for i in ids.split(",") if i.strip()]
+        known = {p.id for p in problems}
+        unknown = [i for i in wanted if i not in known]
+        if unknown or not wanted:
+            raise UsageError(f"--ids not in the data set: {', '.join(unknown[:10]) or ids!r}")
+        chosen = [p for p in problems if p.id in set(wanted)]
+    return chosen[:limit] if limit is not None else chosen
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.max_rounds < 1:
+        raise UsageError(f"--max-rounds must be at least 1, got {args.max_rounds}")
+    for name in ("max_tokens", "pool_size", "batch_size", "executors", "shard_rows"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    try:
+        problems = load_problems(args.dataset, args.lang)
+    except FileNotFoundError as err:
+        raise UsageError(f"{err} (pass --dataset the data file or its directory)") from err
+    except ValueError as err:
+        raise UsageError(f"--dataset {args.dataset}: {err}") from err
+    chosen = select_problems(problems, args.ids, args.limit)
+    engine = resolve_engine(args.engine, args.model, args.revision)
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a file; give a directory")
+    loop = Loop(
+        dataset=str(Path(args.dataset).resolve()),
+        lang=args.lang,
+        engine=engine,
+        feedback=args.feedback,
+        with_image=engine.cfg.modality == "image-text" and not args.no_image,
+        max_rounds=args.max_rounds,
+        sampling={
+            "temperature": args.temperature,
+            "max_tokens": args.max_tokens,
+            "seed": args.seed,
+        },
+        opts=EngineOptions(pool_size=args.pool_size, batch_size=args.batch_size),
+        executors=args.executors,
+        image_size=args.image_size,
+        shard_rows=args.shard_rows,
+        out=args.out,
+    )
+    try:
+        loop.run(chosen)
+    except NoGPUError as err:
+        raise UsageError(str(err)) from err
+    from pipelines.geobuild.summarize import print_tables, summary_tables
+
+    print_tables(summary_tables(args.out, model=engine.cfg.name))
+    return 0
+
+
+class Loop:
+    """One GeoBuild run: its settings, and the rounds that carry them out."""
+
+    def __init__(
+        self,
+        *,
+        dataset: str,
+        lang: str,
+        engine: Engine,
+        feedback: str,
+        with_image: bool,
+        max_rounds: int,
+        sampling: dict[str, Any],
+        opts: EngineOptions,
+        executors: int,
+        image_size: int,
+        shard_rows: int,
+        out: Location,
+    ) -> None:
+        self.dataset, self.lang, self.engine = dataset, lang, engine
+        self.cfg: ModelConfig = engine.cfg
+        self.feedback, self.max_rounds, self.sampling = feedback, max_rounds, sampling
+        # The figure goes only to image-text models, and only with full feedback.
+        self.with_image = with_image and feedback == "full"
+        self.opts, self.executors, self.image_size = opts, executors, image_size
+        self.shard_rows = shard_rows
+        self.root = model_dir(out, BENCHMARK, self.cfg.name)
+        self.token: str | None = None  # the run lock's, while `run` holds it
+        self.text_only = self.cfg.modality == "text"
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "engine": self.cfg.engine,
+            "revision": self.cfg.revision,
+            "lang": self.lang,
+            "feedback": self.feedback,
+            "with_image": self.with_image,
+            "sampling": self.sampling,
+            "image_size": self.image_size,
+        }
+
+    def run(self, problems: list[Problem]) -> None:
+        """Rounds 1..max_rounds; each skips what the results directory already holds."""
+        # One writer per results folder (run_lock), taken before anything is read from it.
+        with RunLock(self.root) as lock:
+            self.token = lock.token
+            self._run_locked(problems)
+
+    def _run_locked(self, problems: list[Problem]) -> None:
+        from pipelines.engines.ray_session import ensure_ray
+
+        check_settings(self.root, self.settings(), FIXED_SETTINGS)
+        ensure_ray()
+        if self.cfg.engine == "vllm":
+            check_gpus(self.cfg)
+        write_settings(self.root, self.settings())
+        write_run_record(
+            self.root,
+            {
+                "benchmark": BENCHMARK,
+                "model": self.cfg.model_dump(),
+                **self.settings(),
+                "max_rounds": self.max_rounds,
+                "dataset": self.dataset,
+                "problems": [
+                    {"id": p.id, "category": p.category, "difficulty": p.difficulty}
+                    for p in problems
+                ],
+                "argv": sys.argv,
+            },
+        )
+        by_id = {p.id: p for p in problems}
+        try:
+            for round_number in range(1, self.max_rounds + 1):
+                requests = self.requests(round_number, by_id)
+                print(f"round {round_number}: {len(requests)} conversation(s) to run")
+                if requests:
+                    self.run_round(round_number, requests)
+        finally:
+            close_stage(self.engine.stage)  # the engine is kept across rounds, not runs
+
+    def requests(self, round_number: int, by_id: dict[str, Problem]) -> list[dict[str, Any]]:
+        """Request rows of a round: unsolved conversations this round does not hold yet."""
+        done = finished_problems(self.root, round_number)
+        if round_number == 1:
+            conversations = {pid: self.opening(p) for pid, p in by_id.items()}
+        else:
+            conversations = self.continued(round_number - 1, set(by_id))
+        return [
+            self.request(by_id[pid], round_number, messages)
+            for pid, messages in conversations.items()
+            if pid not in done
+        ]
+
+    def opening(self, problem: Problem) -> list[dict[str, Any]]:
+        return [
+            chat_message("system", [text_part(system_prompt())], self.text_only),
+            chat_message("user", [text_part(problem_prompt(problem, self.lang))], self.text_only),
+        ]
+
+    def continued(self, previous: int, ids: set[str]) -> dict[str, list[dict[str, Any]]]:
+        """Round `previous`'s unsolved conversations, each with its reply and feedback."""
+        rows = read_round(self.root, previous, with_images=self.with_image)
+        images = self.figures(previous) if self.with_image else {}
+        out: dict[str, list[dict[str, Any]]] = {}
+        for row in rows.filter(~pl.col("success")).iter_rows(named=True):
+            if row["problem_id"] not in ids:
+                continue
+            messages = [_with_images(m, images) for m in json.loads(row["messages_json"])]
+            reply = [text_part(row["generated_text"] or "")]
+            messages.append(chat_message("assistant", reply, self.text_only))
+            feedback = [text_part(row["feedback_text"])]
+            if row.get("feedback_image") is not None:
+                feedback.insert(0, image_part(row["feedback_image"]))
+            messages.append(chat_message("user", feedback, self.text_only))
+            out[row["problem_id"]] = messages
+        return out
+
+    def figures(self, last: int) -> dict[str, bytes]:
+        """Feedback figures of rounds 1..last by sha256, to rebuild earlier image parts."""
+        found: dict[str, bytes] = {}
+        for k in range(1, last + 1):
+            rows = read_round(self.root, k, with_images=True)
+            for sha, png in zip(rows["feedback_image_sha256"], rows["feedback_image"], strict=True):
+                if sha is not None:
+                    found[sha] = png
+        return found
+
+    def request(
+        self, problem: Problem, round_number: int, messages: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        stored = json.dumps([_without_images(m) for m in messages], ensure_ascii=False)
+        key = {
+            "problem": [problem.id, round_number],
+            "model": [self.cfg.repo, self.cfg.revision],
+            "messages": stored,
+            "sampling_params": self.sampling,
+        }
+        return {
+            "problem_id": problem.id,
+            "round": round_number,
+            "category": problem.category,
+            "difficulty": problem.difficulty,
+            "request_key": hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest(),
+            "messages": messages,
+            "messages_json": stored,
+            "sampling_params": self.sampling,
+        }
+
+    def run_round(self, round_number: int, requests: list[dict[str, Any]]) -> int:
+        """Engine -> DSL executors -> shard writer for one round; returns rows written."""
+        import ray
+
+        from actors.dsl_executor import DSLExecutor
+
+        ds = ray.data.from_items(requests)
+        ds = self.engine.stage(ds, self.cfg, self.opts)
+        # A quarter CPU, as the engine's light steps: at the default whole CPU it could not
+        # start next to vLLM's stage actors and the executors on two CPUs (seen here).
+        ds = ds.map_batches(_drop_messages, num_cpus=LIGHT_CPUS)
+        ds = ds.map_batches(
+            DSLExecutor,
+            fn_constructor_kwargs={
+                "dataset": self.dataset,
+                "lang": self.lang,
+                "mode": self.feedback,
+                "with_image": self.with_image,
+                "max_rounds": self.max_rounds,
+                "image_size": self.image_size,
+            },
+            batch_size=self.opts.batch_size,
+            compute=ray.data.ActorPoolStrategy(size=self.executors),
+            num_cpus=0.5,
+        )
+        ds = ds.map_batches(
+            RoundWriter,
+            fn_constructor_kwargs={
+                "directory": str(round_dir(self.root, round_number).resolve()),
+                "lock_folder": str(self.root.resolve()),
+                "token": self.token,
+                "constants": {
+                    "model": self.cfg.name,
+                    "revision": self.cfg.revision,
+                    "engine": self.cfg.engine,
+                    "feedback_mode": self.feedback,
+                },
+            },
+            batch_size=self.shard_rows,
+            compute=ray.data.ActorPoolStrategy(size=1),
+            num_cpus=0.25,
+        )
+        return sum(int(np.sum(b["rows"])) for b in ds.iter_batches(batch_size=None))
+
+
+def _drop_messages(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The engine has read the messages; their JSON form (images by hash) is what is kept."""
+    return {k: v for k, v in batch.items() if k != "messages"}
+
+
+def _without_images(message: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(message["content"], str):  # a text-only model's message
+        return message
+    parts = []
+    for part in message["content"]:
+        if part.get("type") == "image_url":
+            url = part["image_url"]["url"]
+            png = image_bytes(url)
+            parts.append({"type": "image_url", "image_sha256": hashlib.sha256(png).hexdigest()})
+        else:
+            parts.append(part)
+    return {"role": message["role"], "content": parts}
+
+
+def _with_images(message: dict[str, Any], images: dict[str, bytes]) -> dict[str, Any]:
+    if isinstance(message["content"], str):
+        return message
+    parts = []
+    for part in message["content"]:
+        if part.get("type") == "image_url":
+            parts.append(image_part(images[part["image_sha256"]]))
+        else:
+            parts.append(part)
+    return {"role": message["role"], "content": parts}
+
+
+def image_bytes(url: str) -> bytes:
+    """The bytes of a base64 data URL."""
+    return base64.b64decode(url.partition("base64,")[2])
+
+
+# -- the sweep's entry ---------------------------------------------------------------------
+def sweep_model(
+    cfg: ModelConfig,
+    out: Location,
+    limit: int | None,
+    *,
+    max_rounds: int | None = None,
+    max_tokens: int | None = None,
+) -> int:
+    """GeoBuild for one sweep model with the loop's default settings; returns rows written.
+
+    `sweep --benchmarks geobuild` calls this once per model with the materialised config
+    (local repos already filled in), so the config is used as given, never re-resolved by
+    name. The data set is `$GEOBUILD_DATASET`, else `<repo>/../shared/geobuildbench`;
+    `limit` keeps the first N problems. `max_rounds` and `max_tokens` override the CLI
+    defaults (tests use them to keep a CPU run short). NoReGeo's answer baselines have no
+    GeoBuild program: they write nothing and return 0.
+    """
+    import os
+
+    from geometry.dsl.dataset import load_problems
+    from pipelines.engines.model_config import BASELINES
+
+    if cfg.engine in BASELINES:
+        print(f"GeoBuild not run for {cfg.name}: {cfg.engine} is a NoReGeo answer baseline")
+        return 0
+    default = Path(__file__).resolve().parents[3] / "shared" / "geobuildbench"
+    dataset = Path(os.environ.get("GEOBUILD_DATASET") or default)
+    if not dataset.exists():
+        raise FileNotFoundError(
+            f"GeoBuild data not found at {dataset}; set GEOBUILD_DATASET to the directory "
+            "holding geoqa3_dataset_en.json"
+        )
+    # The CLI's own defaults, so a sweep run and `python -m pipelines geobuild` agree.
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    required = ["--dataset", str(dataset), "--engine", cfg.engine, "--model", cfg.name]
+    args = parser.parse_args([*required, "--out", str(out)])
+    problems = select_problems(load_problems(dataset, args.lang), None, limit)
+    loop = Loop(
+        dataset=str(dataset.resolve()),
+        lang=args.lang,
+        engine=Engine(cfg, model_stage(cfg.engine)),
+        feedback=args.feedback,
+        with_image=cfg.modality == "image-text",
+        max_rounds=max_rounds or args.max_rounds,
+        sampling={
+            "temperature": args.temperature,
+            "max_tokens": max_tokens or args.max_tokens,
+            "seed": args.seed,
+        },
+        opts=EngineOptions(pool_size=args.pool_size, batch_size=args.batch_size),
+        executors=args.executors,
+        image_size=args.image_size,
+        shard_rows=args.shard_rows,
+        out=out,
+    )
+    rounds = range(1, loop.max_rounds + 1)
+    before = sum(read_round(loop.root, k).height for k in rounds)
+    loop.run(problems)
+    return sum(read_round(loop.root, k).height for k in rounds) - before

@@ -1,0 +1,110 @@
+"""GeoBuild result rows: the schema, the atomic round-shard writer, and round readers.
+
+`<out>/geobuild/model=<slug>/round=<k>/part-<hash>.parquet`: one row per problem and round.
+A shard is named by the hash of its request keys, so a batch rewritten after a kill lands on
+the same name, never beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from actors.contract import plain
+from store.atomic import write_parquet_atomic
+from store.records import finished_keys, null_if_nan, run_guard
+from store.shards import read_shards
+from store.storage import Location, location
+
+RESULT_SCHEMA = pa.schema(
+    [
+        ("problem_id", pa.string()),
+        ("round", pa.int64()),
+        ("category", pa.string()),
+        ("difficulty", pa.int64()),
+        ("model", pa.string()),
+        ("revision", pa.string()),
+        ("engine", pa.string()),
+        ("feedback_mode", pa.string()),
+        ("sampling_params", pa.string()),  # JSON text
+        ("request_key", pa.string()),
+        ("messages_json", pa.string()),  # the prompt messages, images by sha256
+        ("generated_text", pa.string()),
+        ("num_input_tokens", pa.int64()),
+        ("num_generated_tokens", pa.int64()),
+        ("time_taken_llm", pa.float64()),
+        ("engine_error", pa.string()),
+        ("program", pa.string()),
+        ("error_line", pa.int64()),
+        ("error_category", pa.string()),
+        ("error_message", pa.string()),
+        ("verdict", pa.string()),  # Verdict.to_json() as JSON text
+        ("object_score", pa.float64()),
+        ("condition_score", pa.float64()),
+        ("partial_score", pa.float64()),
+        ("success", pa.bool_()),
+        ("feedback_text", pa.string()),
+        ("feedback_image", pa.binary()),  # the figure sent with the feedback, if any
+        ("feedback_image_sha256", pa.string()),
+    ]
+)
+
+
+def round_dir(root: Location, round_number: int) -> Location:
+    return root / f"round={round_number}"
+
+
+def finished_problems(root: Location, round_number: int) -> set[str]:
+    """Problem ids a round already holds (after sweeping a killed writer's temporaries)."""
+    return finished_keys(round_dir(root, round_number), column="problem_id")
+
+
+def read_round(root: Location, round_number: int, with_images: bool = False) -> pl.DataFrame:
+    """Every row of a round (figure bytes only when asked for), one per request key;
+    unreadable shards are quarantined with a warning (store.shards)."""
+    columns = [n for n in RESULT_SCHEMA.names if with_images or n != "feedback_image"]
+    frame = read_shards(round_dir(root, round_number), columns)
+    if frame is None:
+        empty = pl.from_arrow(RESULT_SCHEMA.empty_table().select(columns))
+        assert isinstance(empty, pl.DataFrame)
+        frame = empty
+    return frame.sort("problem_id")
+
+
+class RoundWriter:
+    """Ray Data step: writes each batch as one atomic shard named by its request keys."""
+
+    def __init__(
+        self,
+        directory: str,
+        constants: dict[str, Any],
+        lock_folder: str | None = None,
+        token: str | None = None,
+    ) -> None:
+        self.directory = location(directory)
+        self.constants = constants
+        # With the run's lock token, a late batch of a dead run writes nothing (run_lock).
+        self.guard = run_guard(location(lock_folder), token) if lock_folder else None
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        n = len(batch["problem_id"])
+        rows = []
+        for i in range(n):
+            row = {
+                name: null_if_nan(plain(batch[name][i]))
+                for name in RESULT_SCHEMA.names
+                if name in batch
+            }
+            row.update(self.constants)
+            row["sampling_params"] = json.dumps(plain(batch["sampling_params"][i]), sort_keys=True)
+            rows.append(row)
+        keys = sorted(str(r["request_key"]) for r in rows)
+        name = hashlib.sha256("".join(keys).encode()).hexdigest()[:24]
+        table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
+        written = write_parquet_atomic(self.directory / f"part-{name}.parquet", table, self.guard)
+        return {"rows": np.array([n if written else 0], dtype=np.int64)}

@@ -1,0 +1,1 @@
+"""NoReGeo: generate the item table, evaluate a model, score and summarize, human answers."""

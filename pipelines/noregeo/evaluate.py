@@ -1,0 +1,391 @@
+"""`evaluate`: items -> request rows -> engine -> parse and score -> Parquet shards.
+
+A lazy Ray Data pipeline; nothing is materialised before the shard writer. Finished request
+keys are skipped, so a killed run started again completes the same result set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import sys
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from geometry.answers import grammar_for
+from geometry.item import IMAGE_SETUPS, SETUPS
+from pipelines.cli_args import (
+    any_location,
+    non_negative_float,
+    non_negative_int,
+    output_location,
+    positive_int,
+    share,
+)
+from pipelines.engines.model_config import (
+    BASELINES,
+    ENGINES,
+    ModelConfig,
+    ModelConfigError,
+    resolve_model,
+)
+from pipelines.engines.preflight import WEIGHT_ENGINES, PreflightError, check_model
+from pipelines.engines.requests import SamplingConfig, add_requests, build_messages
+from pipelines.engines.stages import (
+    BASELINE_STAGES,
+    LIGHT_CPUS,
+    STAGES,
+    EngineOptions,
+    EngineStage,
+    MissingKeyError,
+    NoGPUError,
+)
+from pipelines.noregeo.baseline_step import AnswerScoreWrite, baseline_engine, score_block
+from pipelines.noregeo.generate import (
+    MANIFEST,
+    SHARD_GLOB,
+    check_item_shards,
+    parse_list,
+    read_manifest,
+)
+from pipelines.noregeo.results import ShardWriter
+from pipelines.noregeo.run_health import DEFAULT_MAX_ERROR_RATE, run_health
+from pipelines.noregeo.run_settings import EXPECTED, expected_rows
+from store.errors import UsageError
+from store.records import RETRY_ERRORS, finished_keys, model_dir, write_run_record
+from store.run_lock import RunLock
+from store.settings import check_settings, write_settings
+from store.storage import Location, children, location, read_table
+
+BENCHMARK = "noregeo"
+# Prompts the pre-flight check renders per setup kind (text, image): the longest by
+# characters, since token counts follow characters closely but not exactly.
+PREFLIGHT_PROMPTS = 4
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # Not checked here: run() checks it, after --max-error-rate, whatever the argv order.
+    parser.add_argument(
+        "--items", required=True, type=any_location, help="item dir (or URI) from `generate`"
+    )
+    parser.add_argument("--engine", required=True, help=f"one of {', '.join(ENGINES)}")
+    parser.add_argument("--model", required=True, help="config name/path, checkpoint dir, or name")
+    parser.add_argument("--revision", default=None)
+    parser.add_argument("--setups", default=None, help="comma-separated; default: the model's")
+    parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
+    parser.add_argument("--limit", type=positive_int, help="at most N items per task")
+    parser.add_argument("--temperature", type=non_negative_float, default=0.0)
+    parser.add_argument("--max-tokens", type=positive_int, default=2048)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--pool-size", type=positive_int, default=1, help="engine replicas")
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
+    parser.add_argument(
+        "--baseline-delay",
+        type=non_negative_float,
+        default=0.0,
+        help="seconds a baseline engine sleeps per batch, to stand in for model latency",
+    )
+    parser.add_argument(
+        "--shard-rows",
+        type=positive_int,
+        default=256,
+        help="rows per result shard: what a killed run can lose at most, per writer",
+    )
+    parser.add_argument(
+        "--max-error-rate",
+        type=share,
+        default=DEFAULT_MAX_ERROR_RATE,
+        help="exit 1 when more than this share (0..1) of the run's rows are engine errors",
+    )
+    parser.add_argument(
+        "--retry-errors",
+        choices=RETRY_ERRORS,
+        default="transient",
+        help="which rows stored with an engine error a rerun sends again: transient (429, "
+        "5xx, timeouts, connection errors), all, or none",
+    )
+    parser.add_argument(
+        "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
+    )
+
+
+def _item_files(items: Location) -> list[Location]:
+    if not items.is_dir():
+        raise UsageError(f"--items {items} is not a directory; create one with `generate`")
+    files = children(items, SHARD_GLOB)
+    if not files or not (items / MANIFEST).is_file():
+        raise UsageError(f"--items {items} holds no item table (no {MANIFEST}); run `generate`")
+    return files
+
+
+def _in_run(table: pa.Table, tasks: list[str], setups: list[str], limit: int | None) -> pa.Table:
+    """The rows of `table` (items or results) that a run of these tasks/setups/limit covers."""
+    keep = pc.and_(
+        pc.is_in(table["task"], pa.array(tasks)), pc.is_in(table["setup"], pa.array(setups))
+    )
+    if limit is not None:
+        index = [int(i.rsplit("-", 1)[1]) for i in table["item_id"].to_pylist()]
+        keep = pc.and_(keep, pa.array([i < limit for i in index], pa.bool_()))
+    return table.filter(keep)
+
+
+def item_reader(tasks: list[str], setups: list[str], limit: int | None) -> Any:
+    """Ray Data step: an item shard path in, its rows of the chosen tasks/setups out.
+
+    Reading by our own step (not `read_parquet`) keeps its CPU request fractional.
+    """
+
+    def read(batch: dict[str, np.ndarray]) -> pa.Table:
+        tables = [read_table(location(str(path))) for path in batch["path"]]
+        return _in_run(pa.concat_tables(tables), tasks, setups, limit)
+
+    return read
+
+
+def longest_prompts(
+    files: list[Location], tasks: list[str], setups: list[str], limit: int | None, text_only: bool
+) -> list[list[dict[str, Any]]]:
+    """The messages of the run's longest requests, text and image setups apart, shaped as
+    the engine gets them, for the pre-flight context check. Images are read only for the
+    chosen rows."""
+    columns = ["item_id", "task", "setup", "system_prompt", "prompt"]
+    found: list[tuple[int, Location, dict[str, Any]]] = []
+    for path in files:
+        for row in _in_run(read_table(path, columns), tasks, setups, limit).to_pylist():
+            found.append((len(row["system_prompt"]) + len(row["prompt"]), path, row))
+    prompts = []
+    for with_image in (False, True):
+        kind = [f for f in found if (f[2]["setup"] in IMAGE_SETUPS) == with_image]
+        for _, path, row in sorted(kind, key=lambda f: -f[0])[:PREFLIGHT_PROMPTS]:
+            image = _item_image(path, row["item_id"], row["setup"]) if with_image else None
+            prompts.append(build_messages(row["system_prompt"], row["prompt"], image, text_only))
+    return prompts
+
+
+def _item_image(path: Location, item_id: str, setup: str) -> bytes | None:
+    table = read_table(path, ["item_id", "setup", "image"])
+    mask = pc.and_(pc.equal(table["item_id"], item_id), pc.equal(table["setup"], setup))
+    images = table.filter(mask)["image"].to_pylist()
+    return images[0] if images else None
+
+
+def _drop_done(done: frozenset[str]) -> Any:
+    def drop(batch: pa.Table) -> pa.Table:
+        keep = [k not in done for k in batch.column("request_key").to_pylist()]
+        return batch.filter(pa.array(keep, pa.bool_()))
+
+    return drop
+
+
+def _check_rate(value: float) -> float:
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise UsageError(f"--max-error-rate must be a share from 0 to 1, got {value}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    max_error_rate = _check_rate(args.max_error_rate)
+    files = _item_files(args.items)
+    manifest = read_manifest(args.items)
+    tasks = parse_list(args.tasks, manifest["tasks"], "task IDs")
+    try:
+        cfg = resolve_model(args.engine, args.model, args.revision)
+        if args.setups:
+            setups = parse_list(args.setups, SETUPS, "setups")
+        else:  # the model's own setups, as far as the item table has them
+            setups = [str(s) for s in cfg.setups if s in manifest["setups"]] or list(cfg.setups)
+        cfg.check_setups(setups)
+    except ModelConfigError as err:
+        raise UsageError(str(err)) from err
+    check_item_shards(files)
+    missing = [s for s in setups if s not in manifest["setups"]]
+    if missing:
+        raise UsageError(
+            f"setups {','.join(missing)} are not in {args.items}; "
+            f"it has {','.join(manifest['setups'])}"
+        )
+    if args.limit is not None and args.limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {args.limit}")
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a file; give a directory")
+    sampling = SamplingConfig(args.temperature, args.max_tokens, args.seed)
+    opts = EngineOptions(
+        pool_size=args.pool_size, batch_size=args.batch_size, baseline_delay_s=args.baseline_delay
+    )
+    context = None
+    if cfg.engine in WEIGHT_ENGINES:
+        wanted = [f for f in files if f.stem.removeprefix("part-") in tasks]
+        prompts = longest_prompts(wanted, tasks, setups, args.limit, cfg.modality == "text")
+        try:
+            context = check_model(cfg, prompts).record(cfg.engine, sampling.max_tokens)
+        except PreflightError as err:
+            raise UsageError(str(err)) from err
+    try:
+        written = evaluate(
+            files,
+            cfg,
+            tasks,
+            setups,
+            args.limit,
+            sampling,
+            opts,
+            args.out,
+            args.shard_rows,
+            context=context,
+            retry_errors=args.retry_errors,
+        )
+    except (NoGPUError, MissingKeyError) as err:
+        raise UsageError(str(err)) from err
+    print(f"{written} new rows in {model_dir(args.out, BENCHMARK, cfg.name)}")
+    from pipelines.noregeo.summarize import accuracy_by_task_setup, load_results
+
+    results = load_results(args.out, model=cfg.name)
+    print(accuracy_by_task_setup(results))
+    health = run_health(results, cfg, tasks, setups, args.limit, sampling)
+    print(health.line())
+    if health.error_rate > max_error_rate:
+        print(f"error: {health.failure(max_error_rate)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def grammar_hashes() -> dict[str, str]:
+    """sha256 of the grammar shape per answer type, for the run record."""
+    shapes = {
+        "choice": grammar_for("choice", ["yes", "no"]),
+        "number": grammar_for("number"),
+        "point": grammar_for("point"),
+    }
+    return {k: hashlib.sha256(v.encode()).hexdigest() for k, v in shapes.items()}
+
+
+def evaluate(
+    files: list[Location],
+    cfg: ModelConfig,
+    tasks: list[str],
+    setups: list[str],
+    limit: int | None,
+    sampling: SamplingConfig,
+    opts: EngineOptions,
+    out: Location,
+    shard_rows: int = 256,
+    engine_stage: EngineStage | None = None,
+    context: dict[str, Any] | None = None,
+    retry_errors: str = "transient",
+) -> int:
+    """Run the pipeline; returns the number of rows written by this call.
+
+    `context` is the pre-flight context check's record (`preflight.ContextReport.record`),
+    kept in the run record: the context length and how max_tokens is clamped to it.
+    `retry_errors` (one of store.records.RETRY_ERRORS) picks which stored engine-error rows count
+    as unfinished and are sent again.
+    """
+    from pipelines.engines.ray_session import ensure_ray
+
+    ensure_ray()
+    root = model_dir(out, BENCHMARK, cfg.name)
+    # The lock comes before the finished-keys scan: once it is held, no other run (nor a
+    # late writer of a dead one) adds rows, so the scan stays true for the whole run.
+    with RunLock(root) as lock:
+        ours = settings(cfg, sampling)
+        check_settings(root, ours)
+        done = frozenset(finished_keys(root, retry=retry_errors))
+        writer = ShardWriter(
+            str(root.resolve()), cfg.name, cfg.revision, cfg.engine, token=lock.token
+        )
+        ds = _pipeline(
+            files, cfg, tasks, setups, limit, sampling, opts, shard_rows, done, engine_stage, writer
+        )
+        # Only now, with every check passed: a refused start leaves no settings behind.
+        write_settings(root, ours)
+        items = files[0].parent if files else None
+        expected = (
+            expected_rows(read_manifest(items, keys=("counts",)), tasks, setups, limit)
+            if items is not None and (items / MANIFEST).is_file()
+            else None
+        )
+        write_run_record(
+            root,
+            {
+                "benchmark": BENCHMARK,
+                "model": cfg.model_dump(),
+                "tasks": tasks,
+                "setups": setups,
+                "limit": limit,
+                "sampling": sampling.__dict__,
+                "engine_options": opts.__dict__,
+                "grammar_sha256": grammar_hashes(),
+                "rows_already_done": len(done),
+                "retry_errors": retry_errors,
+                "context": context,
+                "argv": sys.argv,
+                EXPECTED: expected,
+            },
+        )
+        return sum(int(np.sum(b["rows"])) for b in ds.iter_batches(batch_size=None))
+
+
+def settings(cfg: ModelConfig, sampling: SamplingConfig) -> dict[str, Any]:
+    """What changes a NoReGeo answer: one choice of it per results folder (run_settings)."""
+    return {
+        "engine": cfg.engine,
+        "repo": cfg.repo,
+        "revision": cfg.revision,
+        "sampling": dict(sampling.__dict__),
+        "grammar_sha256": grammar_hashes(),
+    }
+
+
+def _pipeline(
+    files: list[Location],
+    cfg: ModelConfig,
+    tasks: list[str],
+    setups: list[str],
+    limit: int | None,
+    sampling: SamplingConfig,
+    opts: EngineOptions,
+    shard_rows: int,
+    done: frozenset[str],
+    engine_stage: EngineStage | None,
+    writer: ShardWriter,
+) -> Any:
+    """The lazy dataset: items -> requests (less the `done` keys) -> engine -> score ->
+    shards. Building the engine stage refuses (no GPUs for vllm, no API key) here, before
+    anything is written."""
+    import ray
+
+    wanted = [f for f in files if f.stem.removeprefix("part-") in tasks]
+    paths = ray.data.from_items([{"path": str(f)} for f in wanted], override_num_blocks=len(wanted))
+    light: dict[str, Any] = {"num_cpus": LIGHT_CPUS, "batch_format": "pyarrow"}
+    ds = paths.map_batches(item_reader(tasks, setups, limit), batch_size=1, num_cpus=LIGHT_CPUS)
+    ds = ds.map_batches(
+        add_requests,  # type: ignore[arg-type]  # Ray's stub does not know fn_kwargs
+        fn_kwargs={
+            "model": cfg.repo,
+            "revision": cfg.revision,
+            "sampling": sampling,
+            "with_messages": cfg.engine not in BASELINES,
+            "text_only": cfg.modality == "text",
+        },
+        **light,
+    )
+    if done:
+        ds = ds.map_batches(_drop_done(done), **light)
+    stage = engine_stage or STAGES[cfg.engine]
+    if stage is BASELINE_STAGES.get(cfg.engine):
+        # One step answers, scores and writes each shard's rows, so shards land as the run
+        # goes: apart, Ray buffers a fused task's output into one block per item file, and
+        # the writer saw every row only when the file was done (baseline_step).
+        step = AnswerScoreWrite(
+            baseline_engine(cfg.engine, opts.baseline_delay_s), opts.batch_size, writer
+        )
+        return ds.map_batches(step, batch_size=shard_rows, **light)
+    ds = stage(ds, cfg, opts)
+    ds = ds.map_batches(score_block, batch_size=None, **light)
+    # The writer keeps no state between batches: plain tasks, which start at once, where an
+    # actor would first spawn and import.
+    return ds.map_batches(writer, batch_size=shard_rows, **light)

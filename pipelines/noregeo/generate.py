@@ -1,0 +1,209 @@
+"""`generate`: the NoReGeo item table as Parquet shards (one per task) plus a manifest.
+
+A Ray Data pipeline: one row per task flows into a generator step that draws the task's
+items, renders their images and writes the task's shard atomically; the driver then writes
+`manifest.json` (counts per task, setup and label; seed; generator version; content hash).
+Shards and manifest are byte-for-byte functions of the arguments: same seed, same hash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from geometry.item import ITEM_SCHEMA, SETUPS, Item
+from geometry.items import GENERATOR_VERSION, build_items
+from geometry.render import render_png
+from geometry.tasks.registry import all_tasks
+from pipelines.cli_args import (
+    int_at_least,
+    non_negative_int,
+    output_location,
+    positive_int,
+    read_json_object,
+)
+from store.atomic import write_bytes_atomic, write_parquet_atomic
+from store.errors import UsageError
+from store.storage import Location, location, parquet_file
+
+MANIFEST = "manifest.json"
+SHARD_GLOB = "part-*.parquet"
+MIN_IMAGE_SIZE = 64  # smaller figures are unreadable; 0 crashed the renderer
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", required=True, type=output_location, help="item directory (or URI) to write"
+    )
+    parser.add_argument(
+        "--per-task", type=positive_int, default=100, help="items per task (default 100)"
+    )
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--setups", default=",".join(SETUPS), help="comma-separated setups")
+    parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
+    parser.add_argument(
+        "--image-size", type=int_at_least(MIN_IMAGE_SIZE), default=448, help="image side, pixels"
+    )
+
+
+MANIFEST_SHAPES: dict[str, type] = {"tasks": list, "setups": list, "per_task": int}
+
+
+def read_manifest(
+    items: Location, flag: str = "--items", keys: tuple[str, ...] = ("tasks", "setups")
+) -> dict[str, Any]:
+    """The manifest of an item directory; missing, not UTF-8, malformed or lacking the
+    `keys` the caller reads is a UsageError naming the file."""
+    path = items / MANIFEST
+    if not path.is_file():
+        raise UsageError(f"{flag} {items} holds no item table (no {MANIFEST}); run `generate`")
+    manifest = read_json_object(path, f"{flag} manifest", keys)
+    wrong = [k for k in keys if not isinstance(manifest[k], MANIFEST_SHAPES.get(k, object))]
+    if wrong:
+        raise UsageError(f"{flag} manifest {path} has malformed {', '.join(wrong)}; regenerate it")
+    return manifest
+
+
+def check_item_shards(files: list[Location], flag: str = "--items") -> None:
+    """Every shard has a readable Parquet footer (cheap: no rows are read); a truncated or
+    foreign file is a UsageError naming it, before Ray starts."""
+    for path in files:
+        try:
+            with parquet_file(path):
+                pass
+        except (OSError, pa.ArrowException) as err:
+            raise UsageError(f"{flag} shard {path} is not a readable item table: {err}") from err
+
+
+def parse_list(value: str, valid: list[str] | tuple[str, ...], what: str) -> list[str]:
+    """Split a comma-separated option; a bad entry is a UsageError naming the valid ones."""
+    if value == "all":
+        return list(valid)
+    chosen = [v.strip() for v in value.split(",") if v.strip()]
+    bad = [v for v in chosen if v not in valid]
+    if bad or not chosen:
+        raise UsageError(
+            f"unknown {what} {','.join(bad) or repr(value)}; valid: {', '.join(valid)}"
+        )
+    return chosen
+
+
+def item_table(items: list[Item]) -> pa.Table:
+    return pa.Table.from_pylist([i.to_row() for i in items], schema=ITEM_SCHEMA)
+
+
+def content_hash(table: pa.Table) -> str:
+    """sha256 of the rows' values (images by their own sha256), independent of Parquet bytes."""
+    digest = hashlib.sha256()
+    for row in table.to_pylist():
+        image = row.pop("image")
+        row["image_sha256"] = hashlib.sha256(image).hexdigest() if image is not None else None
+        digest.update(json.dumps(row, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+class TaskShardWriter:
+    """Ray Data step: task IDs in, one written shard summary per task out."""
+
+    def __init__(self, out: str, per_task: int, seed: int, setups: list[str], image_size: int):
+        self.out = location(out)
+        self.per_task, self.seed, self.setups, self.size = per_task, seed, setups, image_size
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list[Any]]:
+        summaries: dict[str, list[Any]] = {"task": [], "rows": [], "sha256": [], "labels": []}
+        for task_id in batch["task"]:
+            items = build_items(
+                str(task_id), self.per_task, self.seed, self.setups, self.size, render_png
+            )
+            table = item_table(items)
+            write_parquet_atomic(self.out / f"part-{task_id}.parquet", table)
+            labels = Counter(
+                json.loads(i.answer).get("answer") for i in items if i.setup == self.setups[0]
+            )
+            summaries["task"].append(str(task_id))
+            summaries["rows"].append(table.num_rows)
+            summaries["sha256"].append(content_hash(table))
+            summaries["labels"].append(
+                json.dumps({str(k): v for k, v in labels.items() if k is not None})
+            )
+        return summaries
+
+
+def check_out_dir(out: Location) -> None:
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a directory")
+
+
+def run(args: argparse.Namespace) -> int:
+    tasks = parse_list(args.tasks, list(all_tasks()), "task IDs")
+    setups = parse_list(args.setups, SETUPS, "setups")
+    check_out_dir(args.out)
+    manifest = generate(args.out, tasks, args.per_task, args.seed, setups, args.image_size)
+    print(
+        f"wrote {manifest['rows']} rows to {args.out} "
+        f"(content sha256 {manifest['content_sha256'][:16]})"
+    )
+    return 0
+
+
+def generate(
+    out: Location, tasks: list[str], per_task: int, seed: int, setups: list[str], image_size: int
+) -> dict[str, Any]:
+    """Write the item shards and manifest; returns the manifest."""
+    import ray
+
+    from pipelines.engines.ray_session import ensure_ray
+
+    ensure_ray()
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob(SHARD_GLOB):  # a previous run with other --tasks leaves none behind
+        if stale.name not in {f"part-{t}.parquet" for t in tasks}:
+            stale.unlink()
+    task_rows = ray.data.from_items([{"task": t} for t in tasks], override_num_blocks=len(tasks))
+    ds = task_rows.map_batches(
+        TaskShardWriter,
+        fn_constructor_kwargs={
+            "out": str(out.resolve()),
+            "per_task": per_task,
+            "seed": seed,
+            "setups": setups,
+            "image_size": image_size,
+        },
+        batch_size=1,
+        num_cpus=1,
+        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=len(tasks)),
+    )
+    shards = sorted(ds.take_all(), key=lambda s: tasks.index(s["task"]))
+    manifest = build_manifest(shards, tasks, per_task, seed, setups, image_size)
+    write_bytes_atomic(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
+    return manifest
+
+
+def build_manifest(
+    shards: list[dict[str, Any]],
+    tasks: list[str],
+    per_task: int,
+    seed: int,
+    setups: list[str],
+    image_size: int,
+) -> dict[str, Any]:
+    combined = hashlib.sha256("".join(s["sha256"] for s in shards).encode()).hexdigest()
+    return {
+        "generator_version": GENERATOR_VERSION,
+        "seed": seed,
+        "per_task": per_task,
+        "setups": setups,
+        "image_size": image_size,
+        "tasks": tasks,
+        "rows": sum(int(s["rows"]) for s in shards),
+        "counts": {s["task"]: {setup: per_task for setup in setups} for s in shards},
+        "labels": {s["task"]: json.loads(s["labels"]) for s in shards},
+        "shards": {f"part-{s['task']}.parquet": s["sha256"] for s in shards},
+        "content_sha256": combined,
+    }

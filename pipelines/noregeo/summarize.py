@@ -1,0 +1,236 @@
+"""`summarize`: polars tables over a results directory.
+
+Accuracy per task, category, setup and model with 95% bootstrap intervals; invalid-output
+rate; MSE on numeric tasks (valid answers only); U-task pair consistency (both items of a
+pair right).
+
+Engine errors are not answers: rows with an `engine_error` (the request failed, the model
+said nothing) are left out of accuracy, intervals, invalid rate, MSE and pair consistency,
+and counted in an `engine_error_rate` column of their own, so a flaky API lowers neither
+accuracy nor validity, and shows instead as errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+import polars as pl
+
+from pipelines.cli_args import path_component, results_location
+from pipelines.noregeo.run_settings import recorded_expectations, recorded_model_name
+from store.errors import UsageError
+from store.records import model_slug
+from store.shards import ERROR_COLUMN, read_shards, shard_files
+from store.storage import Location, children
+
+BOOTSTRAP_SAMPLES = 1000
+BOOTSTRAP_SEED = 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "results", type=results_location, help="results directory (or URI) given to evaluate --out"
+    )
+    # A folder name under RESULTS: no separators or `..`, so it cannot read outside it.
+    parser.add_argument("--benchmark", type=path_component, default="noregeo")
+
+
+def load_results(
+    out: Location, model: str | None = None, benchmark: str = "noregeo"
+) -> pl.DataFrame:
+    """Every result row under `out/<benchmark>` (one model's when `model` is given), one
+    per request key; unreadable shards are quarantined with a warning (store.shards)."""
+    root = out / benchmark
+    if model is not None:
+        root = root / f"model={model_slug(model)}"
+    files = shard_files(root) if root.exists() else []
+    if not files:
+        raise UsageError(f"no result shards under {root}")
+    rows = read_shards(root)
+    if rows is None:
+        raise UsageError(f"no readable result shards under {root}: all were quarantined")
+    return rows
+
+
+def bootstrap_ci(
+    correct: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED
+) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the mean of a 0/1 vector."""
+    if len(correct) == 0:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    means = rng.choice(correct.astype(np.float64), size=(samples, len(correct)), replace=True).mean(
+        axis=1
+    )
+    low, high = np.percentile(means, [2.5, 97.5])
+    return (float(low), float(high))
+
+
+def _failed() -> pl.Expr:
+    return pl.col(ERROR_COLUMN).is_not_null()
+
+
+def _with_errors(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with an all-null error column if it has none (frames built without engines)."""
+    if ERROR_COLUMN in df.columns:
+        return df
+    return df.with_columns(pl.lit(None, pl.String).alias(ERROR_COLUMN))
+
+
+def answered(df: pl.DataFrame) -> pl.DataFrame:
+    """The rows whose request got an answer (no `engine_error`); all rows of frames that
+    have no error column."""
+    return df.filter(~_failed()) if ERROR_COLUMN in df.columns else df
+
+
+def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Per group: `n` rows in all, their `engine_error_rate`, and over the answered rows
+    only: accuracy, 95% CI, invalid rate and MSE (numeric tasks, valid answers).
+
+    A group whose rows all failed has accuracy, invalid rate and MSE null."""
+    df = _with_errors(df)
+    if "request_key" in df.columns:
+        # One canonical row order: float sums (MSE) and the seeded bootstrap depend on it,
+        # and a resumed run's shards hold the same rows as a fresh run's in another order.
+        df = df.sort("request_key")
+    ok = ~_failed()
+    groups = df.group_by(by, maintain_order=True)
+    table = groups.agg(
+        pl.len().alias("n"),
+        pl.col("correct").filter(ok).mean().alias("accuracy"),
+        (~pl.col("valid")).filter(ok).mean().alias("invalid_rate"),
+        _failed().mean().alias("engine_error_rate"),
+        pl.col("sq_error")
+        .filter(ok & pl.col("valid") & pl.col("sq_error").is_not_null())
+        .mean()
+        .alias("mse"),
+        pl.col("correct").filter(ok).alias("_correct"),
+    )
+    cis = [bootstrap_ci(np.array(c, dtype=bool)) for c in table["_correct"].to_list()]
+    return (
+        table.drop("_correct")
+        .with_columns(
+            pl.Series("ci_low", [c[0] for c in cis]),
+            pl.Series("ci_high", [c[1] for c in cis]),
+        )
+        .sort(by)
+    )
+
+
+def accuracy_by_task_setup(df: pl.DataFrame) -> pl.DataFrame:
+    """Tasks as rows, one accuracy column per (model, setup), over the answered rows: a
+    cell whose rows all failed is null, not 0."""
+    wide = (
+        _with_errors(df)
+        .group_by(["task", "model", "setup"])
+        .agg(pl.col("correct").filter(~_failed()).mean().round(3).alias("accuracy"))
+        .with_columns((pl.col("model") + ":" + pl.col("setup")).alias("column"))
+        .pivot(on="column", index="task", values="accuracy")
+        .sort("task")
+    )
+    # group_by's order varies run to run; sorted columns keep the table the same each time.
+    return wide.select("task", *sorted(c for c in wide.columns if c != "task"))
+
+
+def pair_consistency(df: pl.DataFrame) -> pl.DataFrame:
+    """Per U-task, setup and model: the share of pairs with both items right."""
+    # A pair with a failed request is not a pair the model answered: the items == 2 check
+    # below drops it.
+    pairs = answered(df).filter(pl.col("pair_id").is_not_null())
+    if pairs.is_empty():
+        return pl.DataFrame()
+    per_pair = (
+        pairs.group_by(["model", "setup", "task", "pair_id"])
+        .agg(pl.col("correct").all().alias("both_right"), pl.len().alias("items"))
+        .filter(pl.col("items") == 2)
+    )
+    return (
+        per_pair.group_by(["model", "setup", "task"])
+        .agg(pl.len().alias("pairs"), pl.col("both_right").mean().alias("pair_consistency"))
+        .sort(["model", "setup", "task"])
+    )
+
+
+def missing_rows(out: Location, df: pl.DataFrame, benchmark: str = "noregeo") -> pl.DataFrame:
+    """Per model, task and setup the recorded runs expected rows for (run_settings): how
+    many they expected, are `present` (one per request key) and are `missing` (a killed
+    run, a lost or quarantined shard)."""
+    present = df.group_by(["model", "task", "setup"]).agg(pl.len().alias("present"))
+    found = []
+    for folder in children(out / benchmark, "model=*"):
+        name = recorded_model_name(folder)
+        for cell, n in recorded_expectations(folder).items():
+            task, setup = cell.rsplit("/", 1)
+            found.append({"model": name, "task": task, "setup": setup, "expected": n})
+    schema = {"model": pl.String, "task": pl.String, "setup": pl.String, "expected": pl.Int64}
+    expected = pl.DataFrame(found, schema=schema)
+    return (
+        expected.join(present, on=["model", "task", "setup"], how="left")
+        .with_columns(pl.col("present").fill_null(0).cast(pl.Int64))
+        .with_columns((pl.col("expected") - pl.col("present")).clip(0).alias("missing"))
+        .sort(["model", "task", "setup"])
+    )
+
+
+def missing_lines(missing: pl.DataFrame) -> list[str]:
+    """One warning line per model with missing rows, naming the task/setup cells."""
+    lines = []
+    for (model,), rows in missing.group_by(["model"], maintain_order=True):
+        if rows["missing"].sum() == 0:
+            continue
+        cells = ", ".join(
+            f"{r['task']}/{r['setup']} {r['missing']}"
+            for r in rows.iter_rows(named=True)
+            if r["missing"]
+        )
+        lines.append(
+            f"warning: model {model}: {rows['missing'].sum()} of {rows['expected'].sum()} "
+            f"expected rows missing (task/setup: {cells}); rerun the same evaluate command "
+            "to fill them in"
+        )
+    return lines
+
+
+def _with_missing(table: pl.DataFrame, missing: pl.DataFrame | None, by: list[str]) -> pl.DataFrame:
+    """`table` with a `missing` rows column beside `n` (0 where none are missing)."""
+    if missing is None:
+        return table
+    counts = missing.group_by(by).agg(pl.col("missing").sum())
+    return table.join(counts, on=by, how="left").with_columns(
+        pl.col("missing").fill_null(0).cast(pl.Int64)
+    )
+
+
+def summary_tables(
+    df: pl.DataFrame, missing: pl.DataFrame | None = None
+) -> dict[str, pl.DataFrame]:
+    """The summary's tables; with `missing` (from `missing_rows`), the per model x setup
+    and per model x task x setup tables get a `missing` column, so n never shrinks
+    silently."""
+    numeric = df.filter(pl.col("answer_type") != "choice")
+    by_setup, by_task = ["model", "setup"], ["model", "task", "setup"]
+    return {
+        "accuracy by task x setup": accuracy_by_task_setup(df),
+        "per model x setup": _with_missing(accuracy_table(df, by_setup), missing, by_setup),
+        "per model x category x setup": accuracy_table(df, ["model", "category", "setup"]),
+        "per model x task x setup": _with_missing(accuracy_table(df, by_task), missing, by_task),
+        "MSE on numeric tasks": accuracy_table(numeric, ["model", "task", "setup"]).select(
+            ["model", "task", "setup", "n", "mse", "invalid_rate", "engine_error_rate"]
+        )
+        if not numeric.is_empty()
+        else pl.DataFrame(),
+        "U-task pair consistency": pair_consistency(df),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    df = load_results(args.results, benchmark=args.benchmark)
+    missing = missing_rows(args.results, df, args.benchmark)
+    for line in missing_lines(missing):
+        print(line, file=sys.stderr)
+    with pl.Config(tbl_rows=200, tbl_cols=40, tbl_width_chars=200, float_precision=3):
+        for title, table in summary_tables(df, missing).items():
+            print(f"\n## {title}\n{table}")
+    return 0

@@ -1,0 +1,1 @@
+"""Vision-encoder linear probes: the grid command and its summary tables."""

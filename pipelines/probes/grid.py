@@ -1,0 +1,109 @@
+"""`python -m pipelines probe --grid configs/probes/NAME.yaml --out RESULTS`: a probe grid.
+
+Each trial runs in a Ray actor (one GPU per trial when the cluster has GPUs, else a share
+of the CPUs) and writes RESULTS/probes/model=<encoder>/trial-<id>.parquet atomically. A
+trial whose file exists is skipped, so a killed grid resumes where it stopped.
+`--executor local` runs the trials one after another in this process (debugging, no Ray).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+from tqdm import tqdm
+
+from pipelines.cli_args import existing_file, output_dir, positive_int
+from probes.encoder import EncoderError, resolve_weights
+from probes.grid import GridSpec, Trial, expand, load_grid, run_trial, trial_path
+from store.atomic import sweep_temporaries
+from store.errors import UsageError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--grid", type=existing_file, required=True, help="grid YAML (configs/probes/)"
+    )
+    parser.add_argument("--out", type=output_dir, required=True, help="results root")
+    parser.add_argument("--arch", help="override the grid's encoder arch (open_clip name)")
+    parser.add_argument("--pretrained", help="override the grid's weights: tag, file or none")
+    parser.add_argument("--executor", choices=("ray", "local"), default="ray")
+    parser.add_argument("--limit", type=positive_int, help="run at most this many pending trials")
+
+
+def pending_trials(trials: list[Trial], out: Path) -> list[Trial]:
+    """Trials without a result file (temporaries of a killed writer are swept first)."""
+    if (out / "probes").exists():
+        sweep_temporaries(out / "probes")
+    return [t for t in trials if not trial_path(out, t).exists()]
+
+
+def _cluster_slots(spec: GridSpec) -> tuple[int, dict[str, float]]:
+    """How many trials run at once, and the Ray resources of each."""
+    import ray
+
+    resources = ray.cluster_resources()
+    gpus = resources.get("GPU", 0.0)
+    if gpus >= spec.gpus_per_trial > 0:
+        return int(gpus // spec.gpus_per_trial), {"num_gpus": spec.gpus_per_trial, "num_cpus": 1}
+    cpus = resources.get("CPU", 1.0)
+    return max(1, int(cpus // spec.cpus_per_trial)), {"num_cpus": spec.cpus_per_trial}
+
+
+def run_with_ray(spec: GridSpec, trials: list[Trial], out: Path) -> list[str]:
+    """Run `trials` on an actor pool; results are written by the actors as they finish."""
+    import ray
+    from ray.util import ActorPool
+
+    from actors.probe_trainer import ProbeTrainer
+    from pipelines.engines.ray_session import ensure_ray
+
+    ensure_ray()
+    slots, resources = _cluster_slots(spec)
+    remote = ray.remote(**resources)(ProbeTrainer)  # type: ignore[call-overload]
+    actors = [remote.remote(str(out.resolve())) for _ in range(min(slots, len(trials)))]
+    pool = ActorPool(actors)
+    done: list[str] = []
+    results = pool.map_unordered(lambda a, t: a.run.remote(t), trials)
+    for path in tqdm(results, total=len(trials), desc="probe trials", unit="trial"):
+        done.append(path)
+    for actor in actors:
+        ray.kill(actor)
+    return done
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        spec = load_grid(args.grid)
+    except (OSError, ValidationError, yaml.YAMLError) as err:
+        raise UsageError(f"--grid {args.grid}: {err}") from err
+    except UnicodeDecodeError as err:
+        raise UsageError(f"--grid {args.grid} is not UTF-8 text (byte {err.start})") from err
+    if args.arch:
+        spec.encoder.arch = args.arch
+    if args.pretrained is not None:
+        spec.encoder.pretrained = args.pretrained
+    try:
+        # Fail before any trial starts: a missing file or an unreachable hub is a usage error.
+        resolve_weights(spec.encoder.arch, spec.encoder.pretrained)
+    except EncoderError as err:
+        raise UsageError(str(err)) from err
+    trials = expand(spec)
+    todo = pending_trials(trials, args.out)
+    if args.limit is not None:
+        todo = todo[: args.limit]
+    print(
+        f"probe grid {spec.name}: {len(trials)} trials, {len(trials) - len(todo)} done, "
+        f"{len(todo)} to run"
+    )
+    start = time.perf_counter()
+    if args.executor == "local":
+        for trial in tqdm(todo, desc="probe trials", unit="trial"):
+            run_trial(trial, args.out)
+    elif todo:
+        run_with_ray(spec, todo, args.out)
+    print(f"{len(todo)} trials in {time.perf_counter() - start:.1f}s -> {args.out / 'probes'}")
+    return 0

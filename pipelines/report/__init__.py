@@ -1,0 +1,1 @@
+"""The HTML report: tables, figures, escaping and the page."""

@@ -1,0 +1,1 @@
+"""The sweep: every model config x setup (and GeoBuild) across the cluster."""

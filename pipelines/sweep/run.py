@@ -1,0 +1,479 @@
+"""`sweep`: every model config x setup through `evaluate`, in parallel across the cluster.
+
+Each model is one Ray task (0 CPUs, pinned to the driver's node so it reads and checks the
+result tree there) that drives `evaluate(...)`; the engine actors that pipeline creates ask
+for their own GPUs, so a model's bundle is its tensor-parallel degree. The driver admits a
+model only while the GPUs it has handed out plus the model's fit in what the cluster can
+grow to (pipelines.sweep.capacity: `--gpus`, the autoscaler's config, or the GPUs present;
+`request_resources` asks the autoscaler for the nodes, and a model waiting for them shows as
+"pending: waiting for N GPU(s)"), and at most `--cpu-parallel` CPU-only models at once. A
+model's setups run in one call, one after the other, because `evaluate` tidies the model's
+whole result directory when it starts.
+
+Resumable at model x setup granularity: a setup whose request keys are all on disk is
+skipped; a partial one resumes through evaluate's key skipping. Models that cannot run here
+(more GPUs than the cluster can ever have, a tensor-parallel size wider than its largest
+node, no API key, no engine for them) are listed as not run and get no result rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from geometry.item import SETUPS
+from geometry.tasks.registry import all_tasks
+from pipelines.cli_args import (
+    existing_dir,
+    existing_file,
+    int_at_least,
+    non_negative_float,
+    non_negative_int,
+    output_location,
+    positive_float,
+    positive_int,
+)
+from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, load_configs
+from pipelines.engines.requests import SamplingConfig
+from pipelines.engines.stages import EngineOptions
+from pipelines.noregeo.generate import MANIFEST, MIN_IMAGE_SIZE, parse_list, read_manifest
+from pipelines.sweep.capacity import GPUCapacity, discover
+from pipelines.sweep.plan import (
+    ASSUMPTIONS,
+    Job,
+    cpu_runnable_reason,
+    estimate,
+    plan,
+    prompt_chars,
+    rows_on_disk,
+)
+from store.atomic import write_bytes_atomic
+from store.errors import UsageError
+from store.storage import Location, children, location
+
+BENCHMARKS = ("noregeo", "geobuild")
+TAG_ENV = "GEOSEE_SWEEP_JOB"  # rides on each model's runtime env, so its actors can be found
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `python -m pipelines sweep`."""
+    parser.add_argument("--models", type=existing_dir, default=Path("configs/models"))
+    parser.add_argument("--only", default=None, help="comma-separated config names")
+    parser.add_argument("--benchmarks", default="noregeo", help="noregeo,geobuild")
+    parser.add_argument(
+        "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
+    )
+    parser.add_argument("--items", type=output_location, help="item dir (default OUT/items)")
+    parser.add_argument("--per-task", type=positive_int, default=100, help="items per task")
+    parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--image-size", type=int_at_least(MIN_IMAGE_SIZE), default=448)
+    parser.add_argument("--max-tokens", type=positive_int, default=2048)
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
+    parser.add_argument("--replicas", type=positive_int, default=1, help="engine replicas/model")
+    parser.add_argument("--shard-rows", type=positive_int, default=256)
+    parser.add_argument(
+        "--baseline-delay",
+        type=non_negative_float,
+        default=0.0,
+        help="seconds per batch (latency stand-in)",
+    )
+    parser.add_argument(
+        "--gpus",
+        type=non_negative_float,
+        default=None,
+        help="GPUs to plan for (default: what the autoscaler can add, else what is present)",
+    )
+    parser.add_argument(
+        "--cluster-config",
+        type=existing_file,
+        default=None,
+        help="cluster-launcher YAML to plan GPUs from (e.g. cluster.yaml, for a dry run)",
+    )
+    parser.add_argument(
+        "--cpu-parallel",
+        type=positive_int,
+        default=None,
+        help="CPU-only models at once (default: one per 4 cluster CPUs; each pipeline holds "
+        "about 1 CPU of actors and needs 1 more for its read tasks)",
+    )
+    parser.add_argument("--progress-interval", type=positive_float, default=10.0, help="seconds")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+
+
+def _select_configs(folder: Path, only: str | None) -> list[ModelConfig]:
+    try:
+        configs = load_configs(folder)
+    except ModelConfigError as err:
+        raise UsageError(str(err)) from err
+    if only is None:
+        return [c for c in configs if not c.local]
+    names = parse_list(only, [c.name for c in configs], "model names")
+    return [c for c in configs if c.name in names]
+
+
+def _items_state(items: Location, per_task: int) -> tuple[dict[str, Any] | None, list[Location]]:
+    if not (items / MANIFEST).is_file():
+        return None, []
+    manifest = read_manifest(items, keys=("tasks", "setups", "per_task"))
+    if manifest["per_task"] < per_task:
+        raise UsageError(
+            f"--items {items} has {manifest['per_task']} items per task, fewer than --per-task "
+            f"{per_task}; give a new --items directory to generate more"
+        )
+    return manifest, children(items, "part-*.parquet")
+
+
+def _dry_run_chars(tasks: list[str], seed: int) -> dict[str, float]:
+    """Prompt lengths from one in-memory item per task (no images, nothing written)."""
+    from geometry.items import build_items
+
+    chars: dict[str, list[int]] = {}
+    for task in tasks:
+        for item in build_items(task, 1, seed, SETUPS, 64, None):
+            chars.setdefault(item.setup, []).append(len(item.system_prompt) + len(item.prompt))
+    return {s: sum(v) / len(v) for s, v in chars.items()}
+
+
+def print_plan(jobs: list[Job], chars: dict[str, float], out: Any = None) -> None:
+    """The dry-run table: per model what runs, rows, tokens, GPU-hours; totals last."""
+    out = out or sys.stdout
+    rows = tokens = hours = 0.0
+    print(f"{'model':34} {'engine':8} {'tp':>3} {'setups':18} {'rows':>7} {'Mtok':>7} "
+          f"{'GPU-h':>7}  state", file=out)  # fmt: skip
+    for job in jobs:
+        est = estimate(job, chars)
+        state = job.reason or ("done" if not job.setups else "will run")
+        if job.done_setups:
+            state += f" (done: {','.join(job.done_setups)})"
+        if job.reason is None:
+            rows, tokens, hours = rows + est.rows, tokens + est.tokens, hours + est.gpu_hours
+        print(f"{job.cfg.name[:34]:34} {job.cfg.engine:8} {job.cfg.tensor_parallel_size:>3} "
+              f"{','.join(job.setups)[:18]:18} {est.rows:>7} {est.tokens / 1e6:>7.2f} "
+              f"{est.gpu_hours:>7.2f}  {state}", file=out)  # fmt: skip
+    print(f"total (models that run here): {int(rows)} rows, {tokens / 1e6:.1f} M tokens, "
+          f"{hours:.1f} A100-hours", file=out)  # fmt: skip
+    print(f"assumptions: {ASSUMPTIONS}", file=out)
+
+
+def _materialise(cfg: ModelConfig, out: Location) -> ModelConfig:
+    """Local entries: repo from their env variable, or a tiny model built offline once
+    (under OUT/.models, or with results on a URI, under the system's temporary folder: the
+    tiny models are for runs on one machine)."""
+    if cfg.repo_env and os.environ.get(cfg.repo_env):
+        return cfg.model_copy(update={"repo": os.environ[cfg.repo_env]})
+    if cfg.build_tiny:
+        from pipelines.engines.tiny_model import build_tiny_model
+
+        folder = (
+            out / ".models"
+            if isinstance(out, Path)
+            else Path(tempfile.gettempdir()) / "geosee-models"
+        )
+        path = (folder / cfg.name).resolve()
+        if not (path / "config.json").is_file():
+            build_tiny_model(cfg.build_tiny, path)
+        return cfg.model_copy(update={"repo": str(path)})
+    return cfg
+
+
+def _geobuild_only_reason(cfg: ModelConfig, capacity: GPUCapacity) -> str | None:
+    """Why a model cannot run when GeoBuild is the only benchmark (None: it can)."""
+    if cfg.engine in BASELINES:
+        return "not run: answer baselines have no GeoBuild program"
+    return cpu_runnable_reason(cfg, capacity)
+
+
+def _geobuild_entry() -> tuple[Any, str | None]:
+    """GeoBuild's per-model entry `pipelines.geobuild.loop.sweep_model(cfg, out, limit) -> int`."""
+    try:
+        module = importlib.import_module("pipelines.geobuild.loop")
+    except ImportError as err:
+        return None, f"GeoBuild not run: pipelines.geobuild.loop is not importable ({err})"
+    entry = getattr(module, "sweep_model", None)
+    if entry is None:
+        return None, "GeoBuild not run: pipelines.geobuild.loop has no sweep_model(cfg, out, limit)"
+    return entry, None
+
+
+def _run_model(
+    cfg: dict[str, Any],
+    setups: list[str],
+    files: list[str],
+    tasks: list[str],
+    limit: int | None,
+    sampling: dict[str, Any],
+    opts: dict[str, Any],
+    out: str,
+    shard_rows: int,
+    geobuild: bool,
+) -> dict[str, int]:
+    """Body of one model's Ray task: wait for its GPUs, then evaluate (and GeoBuild)."""
+    import ray
+
+    from pipelines.engines.stages import cluster_gpus
+    from pipelines.noregeo.evaluate import evaluate
+
+    ray.data.DataContext.get_current().enable_progress_bars = False  # the driver shows progress
+    model = ModelConfig.model_validate(cfg)
+    deadline = time.monotonic() + 3600  # autoscaled nodes take minutes, never an hour
+    while cluster_gpus() < model.gpus:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{model.name}: {model.gpus} GPU(s) did not appear in an hour")
+        time.sleep(5)
+    written = {"noregeo": 0, "geobuild": 0}
+    if setups:
+        written["noregeo"] = evaluate(
+            [location(f) for f in files],
+            model,
+            tasks,
+            setups,
+            limit,
+            SamplingConfig(**sampling),
+            EngineOptions(**opts),
+            location(out),
+            shard_rows,
+        )
+        _check_health(model, location(out), setups, tasks, limit, SamplingConfig(**sampling))
+    if geobuild and model.engine not in BASELINES:  # answer baselines write no programs
+        entry, _ = _geobuild_entry()
+        written["geobuild"] = int(entry(model, location(out), limit))
+    return written
+
+
+def _check_health(
+    model: ModelConfig,
+    out: Location,
+    setups: list[str],
+    tasks: list[str],
+    limit: int | None,
+    sampling: SamplingConfig,
+) -> None:
+    """A model whose rows are mostly engine errors failed, as `evaluate` says on its own:
+    its results are no measurement, and the sweep must not list it as done."""
+    from pipelines.noregeo.run_health import DEFAULT_MAX_ERROR_RATE, run_health
+    from pipelines.noregeo.summarize import load_results
+
+    health = run_health(load_results(out, model=model.name), model, tasks, setups, limit, sampling)
+    if health.error_rate > DEFAULT_MAX_ERROR_RATE:
+        raise RuntimeError(health.failure(DEFAULT_MAX_ERROR_RATE))
+
+
+def _nodes_by_tag() -> dict[str, set[str]]:
+    """Job tag -> IPs of the nodes its actors live on (needs the state API: a dashboard)."""
+    import ray
+
+    ips = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]}
+    if len(ips) == 1:
+        return {"*": set(ips.values())}
+    try:
+        from ray.util.state import list_actors
+
+        actors = list_actors(filters=[("state", "=", "ALIVE")], detail=True, limit=10000)
+    except Exception:  # no dashboard (local mode): the table shows '?'
+        return {}
+    nodes: dict[str, set[str]] = {}
+    for actor in actors:
+        try:
+            env = json.loads(actor.serialized_runtime_env or "{}")
+        except ValueError:
+            continue
+        tag = (env.get("env_vars") or {}).get(TAG_ENV) if isinstance(env, dict) else None
+        if tag:
+            nodes.setdefault(tag, set()).add(ips.get(actor.node_id or "", "?"))
+    return nodes
+
+
+@dataclasses.dataclass
+class _Running:
+    job: Job
+    ref: Any
+    started: float
+
+
+def _waiting_state(job: Job, state: str, present_gpus: float) -> str:
+    """A GPU model whose GPUs the autoscaler has not added yet is pending (a started one's
+    task waits for them before it builds its engine), never "not run"."""
+    if state in ("pending", "running") and job.cfg.gpus and present_gpus < job.cfg.gpus:
+        return f"pending: waiting for {job.cfg.gpus:g} GPU(s)"
+    return state
+
+
+def _progress(
+    jobs: list[Job], states: dict[str, str], out: Location, cache: dict[Location, int]
+) -> None:
+    import ray
+
+    nodes = _nodes_by_tag()
+    present = float(ray.cluster_resources().get("GPU", 0))
+    lines = [f"{'model':34} {'setup':7} {'node':16} {'rows':>11}  state"]
+    for job in jobs:
+        name = job.cfg.name
+        node = ",".join(sorted(nodes.get(name, nodes.get("*", {"?"}))))
+        for setup in job.done_setups + job.setups:
+            n = rows_on_disk(out, name, setup, cache)
+            state = "done" if setup in job.done_setups else states[name]
+            state = _waiting_state(job, state, present)
+            rows = f"{n}/{job.rows.get(setup, 0)}"
+            lines.append(f"{name[:34]:34} {setup:7} {node[:16]:16} {rows:>11}  {state}")
+    stamp = time.strftime("%H:%M:%S")
+    print(f"--- sweep progress {stamp} ---\n" + "\n".join(lines), flush=True)
+
+
+def execute(
+    jobs: list[Job],
+    args: argparse.Namespace,
+    files: list[Location],
+    tasks: list[str],
+    limit: int | None,
+    capacity: GPUCapacity,
+    geobuild: bool,
+) -> dict[str, str]:
+    """Run the runnable jobs; returns model -> final state (done, failed: ..., not run: ...)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    states = {j.cfg.name: (j.reason or ("done" if not j.setups else "pending")) for j in jobs}
+    queue = [j for j in jobs if j.runnable or (geobuild and j.reason is None)]
+    here = ray.get_runtime_context().get_node_id()
+    sampling = {"temperature": 0.0, "max_tokens": args.max_tokens, "seed": args.seed}
+    opts = {
+        "pool_size": args.replicas,
+        "batch_size": args.batch_size,
+        "baseline_delay_s": args.baseline_delay,
+    }
+    cpu_parallel = args.cpu_parallel or max(1, int(ray.cluster_resources().get("CPU", 0) // 4))
+    gpus = capacity.total
+    running: list[_Running] = []
+    cache: dict[Location, int] = {}
+    last = 0.0
+    while queue or running:
+        used = sum(r.job.cfg.gpus * args.replicas for r in running)
+        cpu_jobs = sum(1 for r in running if not r.job.cfg.gpus)
+        for job in list(queue):
+            need = job.cfg.gpus * args.replicas
+            never = capacity.reason_not_runnable(need)
+            if never:  # could never be admitted (replicas x TP): say so, never wait forever
+                states[job.cfg.name] = never
+                queue.remove(job)
+                continue
+            if (need and used + need > gpus) or (not need and cpu_jobs >= cpu_parallel):
+                continue
+            if need and float(ray.cluster_resources().get("GPU", 0)) < gpus:
+                from ray.autoscaler.sdk import request_resources
+
+                pending = [r.job for r in running if r.job.cfg.gpus] + [job]
+                request_resources(bundles=[{"GPU": j.cfg.gpus} for j in pending])
+            cfg = _materialise(job.cfg, args.out)
+            task = ray.remote(_run_model).options(
+                num_cpus=0,
+                runtime_env={"env_vars": {TAG_ENV: job.cfg.name}},
+                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+            )
+            ref = task.remote(cfg.model_dump(), job.setups, [str(f) for f in files], tasks,
+                              limit, sampling, opts, str(args.out.resolve()), args.shard_rows,
+                              geobuild)  # fmt: skip
+            running.append(_Running(job, ref, time.monotonic()))
+            queue.remove(job)
+            states[job.cfg.name] = "running"
+            used, cpu_jobs = used + need, cpu_jobs + (0 if need else 1)
+        if not running:
+            continue
+        ready, _ = ray.wait([r.ref for r in running], num_returns=1, timeout=1.0)
+        for r in [r for r in running if r.ref in ready]:
+            running.remove(r)
+            try:
+                ray.get(r.ref)
+                states[r.job.cfg.name] = "done"
+            except Exception as err:  # one model's failure never stops the others
+                first = str(err).strip().splitlines()[-1] if str(err).strip() else repr(err)
+                states[r.job.cfg.name] = f"failed: {first[:200]}"
+        if time.monotonic() - last >= args.progress_interval or not (queue or running):
+            _progress(jobs, states, args.out, cache)
+            last = time.monotonic()
+    return states
+
+
+def run(args: argparse.Namespace) -> int:
+    """Plan, generate or reuse items, run what can run here, report the rest."""
+    benchmarks = parse_list(args.benchmarks, BENCHMARKS, "benchmarks")
+    tasks = parse_list(args.tasks, list(all_tasks()), "task IDs")
+    configs = _select_configs(args.models, args.only)
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a file; give a directory")
+    items = args.items or args.out / "items"
+    if items.exists() and not items.is_dir():
+        raise UsageError(f"--items {items} is a file; give a directory")
+    manifest, files = _items_state(items, args.per_task)
+    limit = args.per_task if manifest and args.per_task < manifest["per_task"] else None
+    sampling = SamplingConfig(0.0, args.max_tokens, args.seed)
+    if not args.dry_run:
+        from pipelines.engines.ray_session import ensure_ray
+
+        ensure_ray()
+    try:
+        capacity = discover(args.gpus, args.cluster_config, connected=not args.dry_run)
+    except ValueError as err:
+        raise UsageError(f"--cluster-config {err}" if args.cluster_config else str(err)) from err
+    print(f"planning for {capacity.total:g} GPU(s) ({capacity.source})", flush=True)
+    geobuild_note = None
+    if "geobuild" in benchmarks:
+        _entry, geobuild_note = _geobuild_entry()
+    run_noregeo = "noregeo" in benchmarks
+    jobs = (
+        plan(
+            configs,
+            manifest,
+            files,
+            tasks,
+            limit,
+            sampling,
+            args.out,
+            capacity,
+            len(tasks) * args.per_task,
+        )
+        if run_noregeo
+        else [  # fmt: skip
+            Job(cfg=c, setups=[], reason=_geobuild_only_reason(c, capacity)) for c in configs
+        ]
+    )
+    if args.dry_run:
+        chars = prompt_chars(files) if files else _dry_run_chars(tasks, args.seed)
+        where = f"in {items}" if manifest else "not generated yet"
+        print(f"dry run: {len(jobs)} models, items {where}")
+        print_plan(jobs, chars)
+        if geobuild_note:
+            print(geobuild_note)
+        return 0
+    if run_noregeo and manifest is None:
+        from pipelines.noregeo.generate import generate
+
+        print(f"generating items into {items} ({args.per_task} per task)", flush=True)
+        manifest = generate(items, tasks, args.per_task, args.seed, list(SETUPS), args.image_size)
+        files = children(items, "part-*.parquet")
+        jobs = plan(configs, manifest, files, tasks, None, sampling, args.out, capacity, 0)
+    geobuild = "geobuild" in benchmarks and geobuild_note is None
+    states = execute(jobs, args, files, tasks, limit, capacity, geobuild)
+    _report(states, args.out, geobuild_note)
+    return 1 if any(s.startswith("failed") for s in states.values()) else 0
+
+
+def _report(states: dict[str, str], out: Location, geobuild_note: str | None) -> None:
+    ran = sorted(n for n, s in states.items() if s == "done")
+    print(f"\nsweep: {len(ran)} model(s) done")
+    for name, state in sorted(states.items()):
+        if state != "done":
+            print(f"  {name}: {state}")
+    if geobuild_note:
+        print(geobuild_note)
+    record = {"states": states, "geobuild": geobuild_note, "argv": sys.argv}
+    payload = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
+    write_bytes_atomic(out / "sweep" / "status.json", payload)

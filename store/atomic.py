@@ -1,0 +1,82 @@
+"""Atomic file writes: a reader sees the whole file or none of it, even after a SIGKILL.
+
+Locally (and on NFS) the bytes go to a temporary file beside the target, are fsynced, and
+are renamed over it. On an object store (store.storage.RemotePath) the write is one
+upload of the whole object, which the store makes visible only once it completes: a
+temporary key plus a copy would add a request and no guarantee.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from store.storage import Location, RemotePath
+
+# Temporary files start with this prefix; readers skip them and writers sweep old ones.
+TMP_PREFIX = ".tmp-"
+
+# Entered around the rename: yields whether the write may still happen (see run_lock).
+Guard = Callable[[], AbstractContextManager[bool]]
+
+
+def write_bytes_atomic(path: Location, data: bytes, guard: Guard | None = None) -> bool:
+    """Write `path` whole or not at all; returns False when `guard` refused the rename (the
+    temporary is removed, nothing is written)."""
+    if isinstance(path, RemotePath):
+        return _put_object(path, data, guard)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if guard is None:
+            os.replace(tmp, path)
+            return True
+        with guard() as allowed:
+            if allowed:
+                os.replace(tmp, path)
+                return True
+        Path(tmp).unlink(missing_ok=True)
+        return False
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _put_object(path: RemotePath, data: bytes, guard: Guard | None) -> bool:
+    """The object-store write: the guard's check and the upload are two requests, so the
+    guard narrows the window for a late write rather than closing it (store.run_lock)."""
+    if guard is None:
+        path.write_bytes(data)
+        return True
+    with guard() as allowed:
+        if allowed:
+            path.write_bytes(data)
+        return allowed
+
+
+def write_parquet_atomic(path: Location, table: pa.Table, guard: Guard | None = None) -> bool:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return write_bytes_atomic(path, sink.getvalue().to_pybytes(), guard)
+
+
+def sweep_temporaries(root: Location) -> int:
+    """Remove temporaries a killed writer left under `root`; returns how many (none on an
+    object store, where writers make none)."""
+    if isinstance(root, RemotePath):
+        return 0
+    removed = 0
+    for tmp in root.rglob(f"{TMP_PREFIX}*"):
+        tmp.unlink(missing_ok=True)
+        removed += 1
+    return removed
