@@ -84,9 +84,15 @@ def _read_holder(fd: int) -> dict[str, Any] | None:
     data = b""
     while chunk := os.read(fd, 65536):
         data += chunk
+    return _parse_holder(data)
+
+
+def _parse_holder(data: bytes) -> dict[str, Any] | None:
+    """The holder record in a lock's bytes; None when empty (a holder killed while writing
+    it) or foreign."""
     try:
         holder = json.loads(data)
-    except ValueError:  # empty (a holder killed while writing it) or foreign: no holder
+    except ValueError:
         return None
     return holder if isinstance(holder, dict) else None
 
@@ -125,11 +131,8 @@ def _read_object(path: RemotePath) -> tuple[dict[str, Any] | None, float]:
         data, mtime = path.read_bytes(), path.mtime() or 0.0
     except FileNotFoundError:
         return None, 0.0
-    try:
-        holder = json.loads(data)
-    except ValueError:
-        return None, 0.0
-    return (holder, mtime) if isinstance(holder, dict) else (None, 0.0)
+    holder = _parse_holder(data)
+    return (holder, mtime) if holder is not None else (None, 0.0)
 
 
 def _describe(holder: dict[str, Any]) -> str:
@@ -181,16 +184,19 @@ class RunLock:
         self._beat.start()
 
     def _take_object(self, path: RemotePath) -> None:
-        holder, mtime = _read_object(path)
-        if holder is not None and holder_alive(holder, mtime):
-            raise self._held(holder)
-        if holder is not None:
-            log.warning("taking over the stale lock of %s: %s", self.folder, _describe(holder))
+        self._refuse_or_take_over(*_read_object(path))
         path.write_bytes(json.dumps(self.record()).encode())
         # Last writer wins on an object store: read back to learn whether we were last.
         holder, _ = _read_object(path)
         if holder is None or holder.get("token") != self.token:
             raise self._held(holder or {"command": "another run taking it at the same time"})
+
+    def _refuse_or_take_over(self, holder: dict[str, Any] | None, mtime: float) -> None:
+        """UsageError when a live run holds the lock; a warning when a stale one is taken."""
+        if holder is not None and holder_alive(holder, mtime):
+            raise self._held(holder)
+        if holder is not None:
+            log.warning("taking over the stale lock of %s: %s", self.folder, _describe(holder))
 
     def _held(self, holder: dict[str, Any]) -> UsageError:
         return UsageError(
@@ -205,12 +211,7 @@ class RunLock:
             with _locked(self.path, fcntl.LOCK_EX, create=True) as fd:
                 assert fd is not None
                 holder = _read_holder(fd)
-                if holder is not None and holder_alive(holder, os.fstat(fd).st_mtime):
-                    raise self._held(holder)
-                if holder is not None:
-                    log.warning(
-                        "taking over the stale lock of %s: %s", self.folder, _describe(holder)
-                    )
+                self._refuse_or_take_over(holder, os.fstat(fd).st_mtime)
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, json.dumps(self.record()).encode(), 0)
                 os.fsync(fd)

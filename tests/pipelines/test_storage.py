@@ -22,7 +22,7 @@ from store.records import finished_keys, model_dir
 from store.run_lock import LOCK_FILE, RunLock, writing_allowed
 from store.shards import QUARANTINE, read_shards, shard_files
 from store.storage import RemotePath, StorageURIError, location, move
-from tests.conftest import REPO
+from tests.conftest import REPO, SHARED
 from tests.pipelines.processes import kill_evaluate_after
 from tests.pipelines.raw_shards import raw_duplicates, raw_keys
 from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
@@ -197,7 +197,7 @@ def test_geobuild_writes_and_summarizes_on_the_store(s3: S3Server) -> None:
     """GeoBuild's rounds, settings and run records on s3://, read back by its summary."""
     from pipelines.geobuild.rows import read_round
 
-    data = REPO.parent / "shared" / "geobuildbench"
+    data = SHARED / "geobuildbench"
     if not data.is_dir():
         pytest.skip(f"GeoBuild data not at {data}")
     out = s3.uri("geobuild")
