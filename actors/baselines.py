@@ -19,16 +19,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from actors.contract import check_columns
+from actors.contract import ENGINE_OUTPUT, arrow_columns, check_columns, no_token_outputs
 
 NEEDS = ("request_key", "answer_type", "options")
-OUTPUT_TYPES = {
-    "generated_text": pa.string(),
-    "num_input_tokens": pa.int64(),
-    "num_generated_tokens": pa.int64(),
-    "time_taken_llm": pa.float64(),
-    "engine_error": pa.string(),
-}
 
 
 class _Baseline:
@@ -49,17 +42,8 @@ class _Baseline:
         if self.delay_s > 0:
             time.sleep(self.delay_s)
         texts = self.answers({c: batch.column(c).to_pylist() for c in self.needs})
-        n = len(texts)
-        values: dict[str, list[Any]] = {
-            "generated_text": texts,
-            "num_input_tokens": [0] * n,
-            "num_generated_tokens": [0] * n,
-            "time_taken_llm": [(time.perf_counter() - started) / max(n, 1)] * n,
-            "engine_error": [None] * n,
-        }
-        for column, kind in OUTPUT_TYPES.items():
-            batch = batch.append_column(column, pa.array(values[column], kind))
-        return batch
+        seconds = (time.perf_counter() - started) / max(len(texts), 1)
+        return arrow_columns(batch, ENGINE_OUTPUT, no_token_outputs(texts, seconds))
 
 
 class OracleEngine(_Baseline):
@@ -69,6 +53,7 @@ class OracleEngine(_Baseline):
     needs = (*NEEDS, "answer")
 
     def answers(self, columns: dict[str, list[Any]]) -> list[str]:
+        """The items' stored answers."""
         return [str(a) for a in columns["answer"]]
 
 
@@ -86,6 +71,7 @@ def random_answer(answer_type: str, options: list[str], rng: random.Random) -> d
 
 
 def constant_answer(answer_type: str, options: list[str]) -> dict[str, Any]:
+    """The first option, 0, or (0, 0), as JSON of the answer's shape."""
     if answer_type == "choice":
         return {"answer": options[0]}
     if answer_type == "number":
@@ -94,9 +80,12 @@ def constant_answer(answer_type: str, options: list[str]) -> dict[str, Any]:
 
 
 class RandomEngine(_Baseline):
+    """Answers by chance (`random_answer`), seeded by each request key."""
+
     name = "random"
 
     def answers(self, columns: dict[str, list[Any]]) -> list[str]:
+        """A chance answer per row, the same on every run for the same request key."""
         return [
             json.dumps(random_answer(t, list(o or []), _rng(k)))
             for k, t, o in zip(
@@ -106,9 +95,12 @@ class RandomEngine(_Baseline):
 
 
 class ConstantEngine(_Baseline):
+    """Answers every item the same way (`constant_answer`): a majority-class baseline."""
+
     name = "constant"
 
     def answers(self, columns: dict[str, list[Any]]) -> list[str]:
+        """The constant answer per row."""
         return [
             json.dumps(constant_answer(t, list(o or [])))
             for t, o in zip(columns["answer_type"], columns["options"], strict=True)

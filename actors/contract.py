@@ -5,8 +5,10 @@ of parts, `{"type": "text", "text": ...}` or `{"type": "image_url", "image_url":
 "data:image/png;base64,..."}}`: see `chat_message`),
 `sampling_params` (`temperature`, `max_tokens`, `seed`, `structured_outputs` =
 `{"grammar": EBNF}`), plus `answer_type` and `options` from which HTTP engines derive a
-JSON schema. Out: every input column, plus OUTPUT_COLUMNS. A row that fails carries its
-message in `engine_error` and `generated_text` = None; it never fails the batch.
+JSON schema. Out: every input column, plus the ENGINE_OUTPUT columns, typed by that one
+schema whatever the engine (the results schemas take their engine columns from it too). A row
+that fails carries its message in `engine_error` and `generated_text` = None; it never fails
+the batch.
 
 Batches arrive in Ray Data's numpy format. Parts that went through Arrow carry the union of
 all part keys (absent ones as None), so read parts with `.get()`.
@@ -19,14 +21,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-OUTPUT_COLUMNS = (
-    "generated_text",
-    "num_input_tokens",
-    "num_generated_tokens",
-    "time_taken_llm",
-    "engine_error",
+from store.records import null_if_nan
+
+# What every engine adds to a row (ray.data.llm's vLLM stage names these columns; ours match).
+ENGINE_OUTPUT = pa.schema(
+    [
+        ("generated_text", pa.string()),
+        ("num_input_tokens", pa.int64()),
+        ("num_generated_tokens", pa.int64()),
+        ("time_taken_llm", pa.float64()),
+        ("engine_error", pa.string()),
+    ]
 )
+OUTPUT_COLUMNS: tuple[str, ...] = tuple(ENGINE_OUTPUT.names)
 
 
 def check_columns(batch: Iterable[str], needed: Iterable[str], step: str) -> None:
@@ -50,11 +59,13 @@ def message_parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def image_part(png: bytes) -> dict[str, Any]:
+    """A chat part holding a PNG as a base64 data URL."""
     url = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
     return {"type": "image_url", "image_url": {"url": url}}
 
 
 def text_part(text: str) -> dict[str, Any]:
+    """A chat part holding text."""
     return {"type": "text", "text": text}
 
 
@@ -96,15 +107,67 @@ def plain(value: Any, drop_none: bool = False) -> Any:
 def with_outputs(
     batch: Mapping[str, np.ndarray], texts: list[str], seconds_per_row: float = 0.0
 ) -> dict[str, np.ndarray]:
-    """`batch` plus OUTPUT_COLUMNS for engines that make no tokens (baselines, replays)."""
+    """`batch` plus ENGINE_OUTPUT for engines that make no tokens (replays, the solver)."""
+    return {**batch, **numpy_columns(ENGINE_OUTPUT, no_token_outputs(texts, seconds_per_row))}
+
+
+def no_token_outputs(texts: list[str], seconds_per_row: float) -> dict[str, list[Any]]:
+    """ENGINE_OUTPUT values of an engine that answers without a model: no tokens, no errors."""
     n = len(texts)
-    out = dict(batch)
-    out["generated_text"] = object_array(texts)
-    out["num_input_tokens"] = np.zeros(n, dtype=np.int64)
-    out["num_generated_tokens"] = np.zeros(n, dtype=np.int64)
-    out["time_taken_llm"] = np.full(n, seconds_per_row)
-    out["engine_error"] = object_array([None] * n)
+    return {
+        "generated_text": texts,
+        "num_input_tokens": [0] * n,
+        "num_generated_tokens": [0] * n,
+        "time_taken_llm": [seconds_per_row] * n,
+        "engine_error": [None] * n,
+    }
+
+
+def numpy_columns(schema: pa.Schema, values: Mapping[str, list[Any]]) -> dict[str, np.ndarray]:
+    """`schema`'s columns in Ray's numpy batch form, typed by the schema as far as numpy can.
+
+    Numbers with no value missing become int64/float64 arrays; everything else stays Python
+    objects, which Ray turns into the schema's Arrow type unless a block holds only None
+    (then Ray makes it Arrow null: see `restore_types`).
+    """
+    out: dict[str, np.ndarray] = {}
+    for field in schema:
+        column = values[field.name]
+        numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
+        if numeric and all(v is not None for v in column):
+            out[field.name] = np.array(column, dtype=field.type.to_pandas_dtype())
+        else:
+            out[field.name] = object_array(list(column))
     return out
+
+
+def arrow_columns(batch: pa.Table, schema: pa.Schema, values: Mapping[str, list[Any]]) -> pa.Table:
+    """`batch` with `schema`'s columns appended, each typed by the schema (Arrow engines)."""
+    for field in schema:
+        batch = batch.append_column(field, pa.array(values[field.name], field.type))
+    return batch
+
+
+def restore_types(batch: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Ray Data step (pyarrow, one block at a time): the columns `schema` names back to its
+    types, after a step that saw the rows in numpy or Python form.
+
+    Engines type their own columns (ENGINE_OUTPUT); this repairs only what Ray's numpy round
+    trip changes (measured with Ray 2.60, tests/actors/test_contract.py): a block's all-null
+    column comes back as Arrow null, or as float NaN after a second numpy step; an integer
+    column holding a null comes back float64 with NaN; a list column holding a null or only
+    empty lists comes back as pickled Python objects. Left alone, one block's schema would
+    clash with its neighbours' when Ray joins them, and the Parquet shards would differ.
+    """
+    for field in schema:
+        if field.name not in batch.column_names:
+            continue
+        column = batch.column(field.name)
+        if column.type != field.type:
+            values = [null_if_nan(plain(v)) for v in column.to_pylist()]
+            index = batch.column_names.index(field.name)
+            batch = batch.set_column(index, field, pa.array(values, field.type))
+    return batch
 
 
 def object_array(values: list[Any]) -> np.ndarray:

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-from actors.contract import check_columns
+from actors.contract import check_columns, numpy_columns
 from geometry.dsl.dataset import Problem, load_problems
 from geometry.dsl.errors import DSLError
 from geometry.dsl.executor import execute
@@ -29,20 +30,24 @@ NEEDS = ("problem_id", "round", "generated_text", "engine_error")
 # Categories beyond the DSL's own: the engine failed, or the reply held no program.
 ENGINE_ERROR = "engine_error"
 NO_PROGRAM = "no_program"
-OUTPUT_COLUMNS = (
-    "program",
-    "error_line",
-    "error_category",
-    "error_message",
-    "verdict",
-    "object_score",
-    "condition_score",
-    "partial_score",
-    "success",
-    "feedback_text",
-    "feedback_image",
-    "feedback_image_sha256",
+# What the executor adds to each row, typed once (GeoBuild's results schema takes them too).
+JUDGED = pa.schema(
+    [
+        ("program", pa.string()),
+        ("error_line", pa.int64()),
+        ("error_category", pa.string()),
+        ("error_message", pa.string()),
+        ("verdict", pa.string()),  # Verdict.to_json() as JSON text
+        ("object_score", pa.float64()),
+        ("condition_score", pa.float64()),
+        ("partial_score", pa.float64()),
+        ("success", pa.bool_()),
+        ("feedback_text", pa.string()),
+        ("feedback_image", pa.binary()),  # the figure sent with the feedback, if any
+        ("feedback_image_sha256", pa.string()),
+    ]
 )
+OUTPUT_COLUMNS: tuple[str, ...] = tuple(JUDGED.names)
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,7 @@ class Judged:
     image: bytes | None
 
     def columns(self) -> dict[str, Any]:
-        """The row's OUTPUT_COLUMNS values."""
+        """The row's JUDGED values."""
         return {
             "program": self.program,
             "error_line": self.error_line,
@@ -122,7 +127,7 @@ def judge_reply(
 class DSLExecutor:
     """Ray Data step: `ds.map_batches(DSLExecutor, fn_constructor_kwargs=..., compute=...)`.
 
-    Loads the problems once per actor; adds OUTPUT_COLUMNS, one output row per input row.
+    Loads the problems once per actor; adds the JUDGED columns, one output row per input row.
     """
 
     def __init__(
@@ -145,6 +150,7 @@ class DSLExecutor:
         }
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every input column plus the JUDGED columns, one output row per input row."""
         check_columns(batch, NEEDS, "DSLExecutor")
         rows: list[dict[str, Any]] = []
         for i in range(len(batch["problem_id"])):
@@ -159,13 +165,8 @@ class DSLExecutor:
                 **self.options,  # type: ignore[arg-type]
             )
             rows.append(judged.columns())
-        out = dict(batch)
-        for column in OUTPUT_COLUMNS:
-            values = np.empty(len(rows), dtype=object)
-            for i, row in enumerate(rows):
-                values[i] = row[column]
-            out[column] = values
-        return out
+        columns = {column: [row[column] for row in rows] for column in OUTPUT_COLUMNS}
+        return {**batch, **numpy_columns(JUDGED, columns)}
 
 
 def _text_or_none(value: Any) -> str | None:

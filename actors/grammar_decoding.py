@@ -158,9 +158,11 @@ class RowControl:
         return tokens
 
     def logits_processor(self) -> transformers.LogitsProcessorList:
+        """The processor that masks tokens the rows' grammars forbid, for `generate`."""
         return transformers.LogitsProcessorList([_Processor(self)])
 
     def stopping_criteria(self) -> transformers.StoppingCriteriaList:
+        """The criterion that stops `generate` once every row's grammar has ended."""
         return transformers.StoppingCriteriaList([_Criteria(self)])
 
 

@@ -22,7 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from actors.contract import OUTPUT_COLUMNS, check_columns, message_parts, object_array, plain
+from actors.contract import (
+    ENGINE_OUTPUT,
+    OUTPUT_COLUMNS,
+    check_columns,
+    message_parts,
+    numpy_columns,
+    plain,
+)
 
 DEFAULT_MAX_TOKENS = 256
 
@@ -211,7 +218,7 @@ class HFEngine:
         return self._torch.float32 if self.device.type == "cpu" else "auto"
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Every input column plus OUTPUT_COLUMNS, one output row per input row."""
+        """Every input column plus ENGINE_OUTPUT's, one output row per input row."""
         check_columns(batch, ("messages", "sampling_params"), "HFEngine")
         n = len(batch["messages"])
         out: dict[str, list[Any]] = {c: [None] * n for c in OUTPUT_COLUMNS}
@@ -225,10 +232,7 @@ class HFEngine:
         requests.sort(key=lambda r: r.num_input_tokens)
         for start in range(0, len(requests), self.batch_size):
             self._run_chunk(requests[start : start + self.batch_size], out)
-        result = dict(batch)
-        for column, values in out.items():
-            result[column] = object_array(values)
-        return result
+        return {**batch, **numpy_columns(ENGINE_OUTPUT, out)}
 
     def render_prompt(self, messages: Any) -> tuple[str, list[Any]]:
         """The prompt text and images this engine sends for a row's `messages`."""

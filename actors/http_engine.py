@@ -45,7 +45,7 @@ from typing import Any, Literal, get_args
 import httpx
 import numpy as np
 
-from actors.contract import check_columns, plain
+from actors.contract import ENGINE_OUTPUT, check_columns, numpy_columns, plain
 from geometry.answers import grammar_for, json_schema_for
 
 logger = logging.getLogger(__name__)
@@ -272,7 +272,7 @@ class HTTPEngine:
         self._client.close()
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Every input column plus OUTPUT_COLUMNS, rows in input order."""
+        """Every input column plus ENGINE_OUTPUT's, rows in input order."""
         check_columns(batch, REQUIRED_COLUMNS, "HTTPEngine")
         n = len(batch["messages"])
         missing = np.full(n, None, dtype=object)
@@ -291,13 +291,15 @@ class HTTPEngine:
             for i in range(n)
         ]
         results = [f.result() for f in futures]
-        out = {name: _arrow_ready(column) for name, column in batch.items()}
-        out["generated_text"] = np.array([r.text for r in results], dtype=object)
-        out["num_input_tokens"] = np.array([r.input_tokens for r in results], dtype=np.int64)
-        out["num_generated_tokens"] = np.array([r.output_tokens for r in results], dtype=np.int64)
-        out["time_taken_llm"] = np.array([r.seconds for r in results], dtype=np.float64)
-        out["engine_error"] = np.array([r.error for r in results], dtype=object)
-        return out
+        outputs: dict[str, list[Any]] = {
+            "generated_text": [r.text for r in results],
+            "num_input_tokens": [r.input_tokens for r in results],
+            "num_generated_tokens": [r.output_tokens for r in results],
+            "time_taken_llm": [r.seconds for r in results],
+            "engine_error": [r.error for r in results],
+        }
+        inputs = {name: _arrow_ready(column) for name, column in batch.items()}
+        return {**inputs, **numpy_columns(ENGINE_OUTPUT, outputs)}
 
     def _row(
         self, messages: Any, sampling_params: Any, answer_type: Any, options: Any, key: str

@@ -43,6 +43,7 @@ class ProgramReplay:
         self.script = load_script(path)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every input column plus ENGINE_OUTPUT; each reply is the script's for its row."""
         check_columns(batch, ("problem_id", "round"), "ProgramReplay")
         n = len(batch["problem_id"])
         texts = [

@@ -23,6 +23,7 @@ class SolverEngine:
         self.replies: dict[str, str] = {}
 
     def reply(self, problem_id: str) -> str:
+        """The solver's program for a problem, fenced (empty if unsolved); solved once."""
         from geometry.dsl.solver import solve_problem
 
         if problem_id not in self.replies:
@@ -33,5 +34,6 @@ class SolverEngine:
         return self.replies[problem_id]
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every input column plus ENGINE_OUTPUT, each reply the solver's program."""
         check_columns(batch, ("problem_id",), "SolverEngine")
         return with_outputs(batch, [self.reply(str(p)) for p in batch["problem_id"]])

@@ -28,7 +28,8 @@ from pipelines.engines.requests import SamplingConfig, add_requests
 from pipelines.engines.stages import EngineOptions, oracle_actor_stage
 from pipelines.noregeo.evaluate import evaluate
 from pipelines.noregeo.generate import generate
-from pipelines.noregeo.results import ShardWriter, restore_types
+from pipelines.noregeo.results import ShardWriter
+from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.noregeo.scoring import parse_and_score
 from pipelines.noregeo.summarize import load_results
 
@@ -42,7 +43,7 @@ def plain_loop(files: list[Path], out: Path) -> int:
         table = pq.read_table(f)
         for chunk in table.to_batches(max_chunksize=256):
             batch = add_requests(pa.Table.from_batches([chunk]), "oracle", "none", SamplingConfig())
-            writer(parse_and_score(restore_types(oracle(batch))))
+            writer(parse_and_score(oracle(batch)))  # no Ray step: types as the engine made them
             rows += batch.num_rows
     return rows
 
@@ -69,10 +70,8 @@ def main() -> None:
     opts = EngineOptions(pool_size=pool, batch_size=args.batch_size, baseline_delay_s=args.delay)
     started = time.perf_counter()
     synthetic = tmp / "synthetic"
-    rows = evaluate(
-        files, cfg, tasks, list(SETUPS), None, SamplingConfig(), opts, synthetic,
-        engine_stage=oracle_actor_stage,
-    )  # fmt: skip
+    synthetic_run = EvaluateSettings(tasks=tasks, setups=list(SETUPS), engine_options=opts)
+    rows = evaluate(files, cfg, synthetic_run, synthetic, engine_stage=oracle_actor_stage)
     wall = time.perf_counter() - started
     engine_time = float(load_results(synthetic, model="oracle")["time_taken_llm"].sum())
     busy = engine_time / (wall * pool)
@@ -83,19 +82,11 @@ def main() -> None:
     # A run's first use of task workers pays for starting and importing them; a sweep runs
     # many models in one Ray session, so the best of two later runs is printed beside it.
     times = []
-    for run in range(3):
+    plain_opts = EngineOptions(batch_size=256)
+    plain_run = EvaluateSettings(tasks=tasks, setups=list(SETUPS), engine_options=plain_opts)
+    for attempt in range(3):
         started = time.perf_counter()
-        plain_opts = EngineOptions(batch_size=256)
-        rows = evaluate(
-            files,
-            cfg,
-            tasks,
-            list(SETUPS),
-            None,
-            SamplingConfig(),
-            plain_opts,
-            tmp / f"oracle{run}",
-        )
+        rows = evaluate(files, cfg, plain_run, tmp / f"oracle{attempt}")
         times.append(time.perf_counter() - started)
     pipeline_s = min(times[1:])
     started = time.perf_counter()

@@ -37,6 +37,7 @@ from pipelines.engines.tiny_model import build_tiny_model  # noqa: E402
 from pipelines.engines.vllm_config import CPU_MEMORY_SHARE  # noqa: E402
 from pipelines.noregeo.evaluate import evaluate  # noqa: E402
 from pipelines.noregeo.generate import generate  # noqa: E402
+from pipelines.noregeo.run_settings import EvaluateSettings  # noqa: E402
 
 
 def request_rows(files: list[Path], model: str, sampling: SamplingConfig) -> list[dict[str, Any]]:
@@ -102,9 +103,10 @@ def main() -> None:
 
     ensure_ray(num_cpus=2)
     start = time.perf_counter()
-    written = evaluate(
-        files, cfg, tasks, ["text"], None, sampling, EngineOptions(batch_size=64), work / "out"
+    run = EvaluateSettings(
+        tasks=tasks, setups=["text"], sampling=sampling, engine_options=EngineOptions(batch_size=64)
     )
+    written = evaluate(files, cfg, run, work / "out")
     pipe_s = time.perf_counter() - start
     assert written == len(rows), (written, len(rows))
 

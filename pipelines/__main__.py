@@ -1,3 +1,5 @@
+"""`python -m pipelines <command>`: the command-line entry (pipelines.cli)."""
+
 import sys
 
 from pipelines.cli import main

@@ -66,6 +66,7 @@ class OneLineParser(argparse.ArgumentParser):
     (two lines) and exiting: main prints one line naming the flag and returns 2."""
 
     def error(self, message: str) -> NoReturn:
+        """Raise UsageError, so a bad argument exits 2 with one line, as every usage error does."""
         raise UsageError(message)
 
 
@@ -101,6 +102,7 @@ def _parse(argv: list[str]) -> tuple[Any, argparse.Namespace]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command (`argv` without the program name); its exit code (2 on a usage error)."""
     try:
         module, command_args = _parse(sys.argv[1:] if argv is None else argv)
         return int(module.run(command_args))

@@ -28,14 +28,28 @@ from pydantic import (
 from geometry.item import IMAGE_SETUPS, SETUPS
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "models"
-ENGINES = ("vllm", "hf", "http", "oracle", "random", "constant")
-BASELINES = ("oracle", "random", "constant")
+# The engine table: every NoReGeo engine and its kind. `model` engines run a model from
+# weights (a checkpoint or hub repo; the pre-flight checks load its tokenizer and config),
+# `api` engines call a server, `baseline` engines answer without a model. Every other list
+# of engines is derived from this one (stages.STAGES maps each name to its Ray stage).
+ENGINE_KINDS: dict[str, Literal["model", "api", "baseline"]] = {
+    "vllm": "model",
+    "hf": "model",
+    "http": "api",
+    "oracle": "baseline",
+    "random": "baseline",
+    "constant": "baseline",
+}
+ENGINES = tuple(ENGINE_KINDS)
+BASELINES = tuple(e for e, kind in ENGINE_KINDS.items() if kind == "baseline")
+# Engines that load weights, so that --model may name a local checkpoint directory.
+CHECKPOINT_ENGINES = tuple(e for e, kind in ENGINE_KINDS.items() if kind == "model")
+# pydantic needs the names spelled out; tests/pipelines/test_model_configs.py checks that
+# they are the table's.
 Engine = Literal["vllm", "hf", "http", "oracle", "random", "constant"]
 Modality = Literal["text", "image-text"]
 SetupName = Literal["text", "dotted", "full"]
 TinyKind = Literal["llm", "vlm"]
-# Engines that load a checkpoint directory given as --model.
-CHECKPOINT_ENGINES = ("hf", "vllm")
 # Revisions that name no hub commit: a local checkpoint, the default branch, a baseline.
 UNPINNED_REVISIONS = ("local", "main", "none")
 

@@ -24,7 +24,6 @@ from typing import Any
 from pipelines.engines.model_config import ModelConfig, hub_revision
 
 # Engines that load a checkpoint on our workers; http and the baselines skip these checks.
-WEIGHT_ENGINES = ("hf", "vllm")
 # How each engine treats a row whose prompt + max_tokens exceeds the context. hf: ours
 # (actors.hf_engine). vllm: its scheduler stops a row at max_model_len (v1 `check_stop`),
 # not verified here on a GPU.
@@ -64,7 +63,7 @@ class ContextReport:
 
 
 def check_model(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextReport:
-    """Both checks for a model of an engine in WEIGHT_ENGINES.
+    """Both checks for a model of an engine in CHECKPOINT_ENGINES.
 
     `prompts` are the chat messages of the run's longest requests (chosen by the caller),
     shaped as the engine gets them (`pipelines.engines.requests.build_messages`). Raises

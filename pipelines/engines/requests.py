@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
 
 from actors.contract import chat_message, check_columns, image_part, text_part
 from geometry.answers import grammar_for
@@ -29,13 +29,14 @@ ITEM_COLUMNS_NEEDED = (
 )
 
 
-@dataclass(frozen=True)
-class SamplingConfig:
-    """What a run asks of the engine; every field goes into the request key."""
+class SamplingConfig(BaseModel):
+    """What a run asks of the engine, the same for NoReGeo and GeoBuild; every field goes
+    into the request key, and the results folder's settings record."""
 
-    temperature: float = 0.0
-    max_tokens: int = 2048
-    seed: int = 0
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    temperature: float = Field(default=0.0, ge=0.0, description="sampling temperature")
+    max_tokens: int = Field(default=2048, ge=1, description="tokens generated at most")
+    seed: int = Field(default=0, ge=0, description="sampling seed")
 
 
 def build_messages(
@@ -54,6 +55,7 @@ def build_messages(
 
 
 def sampling_params(cfg: SamplingConfig, answer_type: str, options: list[str]) -> dict[str, Any]:
+    """A request's sampling params: the run's sampling and the answer type's grammar."""
     return {
         "temperature": cfg.temperature,
         "max_tokens": cfg.max_tokens,
@@ -72,6 +74,7 @@ def request_key(
     image: bytes | None,
     params: dict[str, Any],
 ) -> str:
+    """sha256 naming one request: item, setup, model, revision, messages, sampling, grammar."""
     payload = {
         "item": [item_id, setup],
         "model": [model, revision],

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-from actors.contract import OUTPUT_COLUMNS, object_array
-from pipelines.engines.model_config import ModelConfig, hub_revision
+from actors.contract import ENGINE_OUTPUT, numpy_columns, object_array
+from pipelines.engines.model_config import BASELINES, ModelConfig, hub_revision
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ def _actor_stage(
 
 
 def baseline_stage(engine: str) -> EngineStage:
+    """The stage of a baseline engine, run as a plain task (no model to hold in an actor)."""
+
     def build(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         from pipelines.noregeo.baseline_step import baseline_engine
 
@@ -96,12 +99,14 @@ def oracle_actor_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
 
 
 def cluster_gpus() -> float:
+    """GPUs in the connected Ray cluster (0 on a CPU machine)."""
     import ray
 
     return float(ray.cluster_resources().get("GPU", 0))
 
 
 def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    """The hf engine as an actor pool: one GPU per replica when the cluster has them."""
     from actors.hf_engine import HFEngine
 
     gpus = 1.0 if cluster_gpus() >= opts.pool_size else 0.0
@@ -256,9 +261,8 @@ def normalise_engine_errors(batch: dict[str, np.ndarray]) -> dict[str, np.ndarra
     if errors is not None:
         engine_error = np.array([e if e else None for e in errors], dtype=object)
         out["engine_error"] = engine_error
-    for column in OUTPUT_COLUMNS:
-        if column not in out:
-            out[column] = np.array([None] * n, dtype=object)
+    missing = pa.schema([f for f in ENGINE_OUTPUT if f.name not in out])
+    out.update(numpy_columns(missing, {c: [None] * n for c in missing.names}))
     return out
 
 
@@ -272,6 +276,7 @@ def check_gpus(cfg: ModelConfig) -> None:
 
 
 def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    """The vllm engine: Ray's processor (ray.data.llm) and our error column."""
     check_gpus(cfg)
     processor = build_vllm_processor(cfg, opts)
     return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
@@ -279,9 +284,7 @@ def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
 
 # evaluate fuses these with its scorer and writer (pipelines.noregeo.baseline_step); a stage put in
 # their place in STAGES (tests do) runs as any other engine stage.
-BASELINE_STAGES: dict[str, EngineStage] = {
-    name: baseline_stage(name) for name in ("oracle", "random", "constant")
-}
+BASELINE_STAGES: dict[str, EngineStage] = {name: baseline_stage(name) for name in BASELINES}
 STAGES: dict[str, EngineStage] = {
     **BASELINE_STAGES,
     "hf": hf_stage,

@@ -54,6 +54,7 @@ def cpu_engine_defaults(cfg: ModelConfig) -> dict[str, Any]:
 
 
 def engine_kwargs(cfg: ModelConfig, has_images: bool) -> dict[str, Any]:
+    """vLLM engine arguments for the model: revision, grammar backend, reasoning, context."""
     revision = hub_revision(cfg.revision)
     structured: dict[str, Any] = {"backend": "xgrammar"}
     if cfg.reasoning_parser:
@@ -100,6 +101,7 @@ CPU_STAGE_CPUS = 0.25
 
 
 def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_images: bool) -> Any:
+    """Ray's vLLM processor config for the model and pool."""
     from ray.data.llm import vLLMEngineProcessorConfig
 
     kwargs = engine_kwargs(cfg, has_images)

@@ -40,10 +40,12 @@ class EngineHost:
         self.calls = 0
 
     async def run(self, batch: dict[str, Any]) -> list[dict[str, Any]]:
+        """The engine's replies to one batch."""
         self.calls += 1
         return [out async for out in self.udf(batch)]
 
     def stats(self) -> dict[str, int]:
+        """Batches served and the host's process id (tests check the host is reused)."""
         return {"calls": self.calls, "pid": os.getpid()}
 
 
@@ -57,6 +59,7 @@ class ForwardUDF(StatefulStageUDF):
         self.turn = 0
 
     async def __call__(self, batch: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """Send the batch to the next host in turn; yield its replies."""
         host = self.hosts[self.turn % len(self.hosts)]
         self.turn += 1
         for out in await host.run.remote(batch):
@@ -85,6 +88,7 @@ class ResidentVLLM:
         self.rounds_served = 0  # pipelines built on the hosts
 
     def __call__(self, ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+        """The dataset through Ray's vLLM processor, its engine stage on the resident hosts."""
         from ray.llm._internal.batch.processor.base import Processor
         from ray.llm._internal.batch.stages.base import StatefulStage
         from ray.llm._internal.batch.stages.vllm_engine_stage import vLLMEngineStage
@@ -124,6 +128,7 @@ class ResidentVLLM:
             self.hosts_started += 1
 
     def close(self) -> None:
+        """Stop the engine hosts (their weights are freed)."""
         import ray
 
         for host in self.hosts:

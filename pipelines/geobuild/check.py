@@ -14,26 +14,22 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from geometry.dsl.dataset import LANGUAGES, Problem, load_problems
+from geometry.dsl.dataset import Problem
 from geometry.dsl.executor import execute
 from geometry.dsl.validator import validate
 from pipelines.cli_args import existing_file, read_utf8
-from store.errors import UsageError
+from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--dataset",
-        required=True,
-        help="geoqa3_dataset_{en,zh}.json, or the directory that holds them",
-    )
+    """The `geobuild-check` command's options."""
+    add_dataset_arguments(parser)
     parser.add_argument(
         "--programs",
         required=True,
         type=existing_file,
         help='JSONL file of {"id": ..., "dsl": ...} lines',
     )
-    parser.add_argument("--lang", default="en", choices=LANGUAGES, help="data set language")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,12 +37,7 @@ def run(args: argparse.Namespace) -> int:
     # Read whole before the first verdict: a byte that is not UTF-8 halfway down the file
     # is a usage error, not a traceback after half the verdicts.
     lines = read_utf8(Path(args.programs), "--programs").split("\n")
-    try:
-        problems = {p.id: p for p in load_problems(args.dataset, args.lang)}
-    except FileNotFoundError as err:
-        raise UsageError(f"{err} (pass --dataset the data file or its directory)") from err
-    except ValueError as err:
-        raise UsageError(f"--dataset {args.dataset}: {err}") from err
+    problems = {p.id: p for p in load_dataset(args.dataset, args.lang)}
     for verdict in check_lines(lines, problems):
         print(json.dumps(verdict, ensure_ascii=False))
     sys.stdout.flush()

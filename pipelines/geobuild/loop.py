@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from actors.contract import chat_message, image_part, text_part
-from geometry.dsl.dataset import LANGUAGES, Problem, load_problems
+from geometry.dsl.dataset import Problem, load_problems
 from geometry.dsl.prompts import FEEDBACK_MODES, problem_prompt, system_prompt
 from pipelines.cli_args import (
     int_at_least,
@@ -33,9 +33,17 @@ from pipelines.cli_args import (
     positive_int,
 )
 from pipelines.engines.model_config import ModelConfig
-from pipelines.engines.stages import LIGHT_CPUS, EngineOptions, NoGPUError, check_gpus
-from pipelines.geobuild.engines import Engine, close_stage, model_stage, resolve_engine
+from pipelines.engines.stages import LIGHT_CPUS, NoGPUError, check_gpus
+from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
+from pipelines.geobuild.engines import (
+    Engine,
+    close_stage,
+    model_stage,
+    resolve_engine,
+    valid_engines,
+)
 from pipelines.geobuild.rows import RoundWriter, finished_problems, read_round, round_dir
+from pipelines.geobuild.settings import GeoBuildSettings, default
 from store.errors import UsageError
 from store.records import model_dir, write_run_record
 from store.run_lock import RunLock
@@ -49,27 +57,40 @@ FIXED_SETTINGS = ("engine", "revision", "lang", "feedback", "with_image", "sampl
 
 # -- the loop ------------------------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", required=True, help="geoqa3_dataset_{en,zh}.json or its dir")
-    parser.add_argument("--engine", required=True, help="hf, http, vllm, or programs")
+    """The `geobuild` command's options (defaults: GeoBuildSettings)."""
+    add_dataset_arguments(parser)
+    parser.add_argument("--engine", required=True, help=f"one of {', '.join(valid_engines())}")
     parser.add_argument("--model", required=True, help="model config/checkpoint, or JSONL file")
     parser.add_argument("--revision", default=None)
     parser.add_argument(
-        "--max-rounds", type=positive_int, default=5, help="replies per problem at most"
-    )
-    parser.add_argument("--feedback", default="full", choices=FEEDBACK_MODES)
+        "--max-rounds", type=positive_int, default=default("max_rounds"),
+        help="replies per problem at most",
+    )  # fmt: skip
+    parser.add_argument("--feedback", default=default("feedback"), choices=FEEDBACK_MODES)
     parser.add_argument("--no-image", action="store_true", help="never attach the figure")
-    parser.add_argument("--lang", default="en", choices=LANGUAGES)
     parser.add_argument("--limit", type=positive_int, help="the first N problems only")
     parser.add_argument("--ids", default=None, help="comma-separated problem ids")
-    parser.add_argument("--max-tokens", type=positive_int, default=2048)
-    parser.add_argument("--temperature", type=non_negative_float, default=0.0)
-    parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument("--pool-size", type=positive_int, default=1, help="engine replicas")
-    parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
-    parser.add_argument("--executors", type=positive_int, default=1, help="DSL-executor actors")
+    parser.add_argument("--max-tokens", type=positive_int, default=default("max_tokens"))
+    parser.add_argument("--temperature", type=non_negative_float, default=default("temperature"))
+    parser.add_argument("--seed", type=non_negative_int, default=default("seed"))
+    parser.add_argument(
+        "--pool-size", type=positive_int, default=default("pool_size"), help="engine replicas"
+    )
+    parser.add_argument(
+        "--batch-size", type=positive_int, default=default("batch_size"),
+        help="rows per engine call",
+    )  # fmt: skip
+    parser.add_argument(
+        "--executors", type=positive_int, default=default("executors"),
+        help="DSL-executor actors",
+    )  # fmt: skip
     # Checked here, not in the Ray executors: a bad size must fail before settings.json.
-    parser.add_argument("--image-size", type=int_at_least(64), default=512, help="figure pixels")
-    parser.add_argument("--shard-rows", type=positive_int, default=64, help="rows per shard")
+    parser.add_argument(
+        "--image-size", type=int_at_least(64), default=default("image_size"), help="figure pixels"
+    )
+    parser.add_argument(
+        "--shard-rows", type=positive_int, default=default("shard_rows"), help="rows per shard"
+    )
     parser.add_argument(
         "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
     )
@@ -91,41 +112,15 @@ def select_problems(problems: list[Problem], ids: str | None, limit: int | None)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.max_rounds < 1:
-        raise UsageError(f"--max-rounds must be at least 1, got {args.max_rounds}")
-    for name in ("max_tokens", "pool_size", "batch_size", "executors", "shard_rows"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
-    try:
-        problems = load_problems(args.dataset, args.lang)
-    except FileNotFoundError as err:
-        raise UsageError(f"{err} (pass --dataset the data file or its directory)") from err
-    except ValueError as err:
-        raise UsageError(f"--dataset {args.dataset}: {err}") from err
-    chosen = select_problems(problems, args.ids, args.limit)
+    """Run `geobuild` with parsed options and print its summary; the exit code."""
+    problems = load_dataset(args.dataset, args.lang)
+    settings = GeoBuildSettings.from_args(args, str(Path(args.dataset).resolve()))
+    chosen = select_problems(problems, settings.ids, settings.limit)
     engine = resolve_engine(args.engine, args.model, args.revision)
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
-    loop = Loop(
-        dataset=str(Path(args.dataset).resolve()),
-        lang=args.lang,
-        engine=engine,
-        feedback=args.feedback,
-        with_image=engine.cfg.modality == "image-text" and not args.no_image,
-        max_rounds=args.max_rounds,
-        sampling={
-            "temperature": args.temperature,
-            "max_tokens": args.max_tokens,
-            "seed": args.seed,
-        },
-        opts=EngineOptions(pool_size=args.pool_size, batch_size=args.batch_size),
-        executors=args.executors,
-        image_size=args.image_size,
-        shard_rows=args.shard_rows,
-        out=args.out,
-    )
     try:
-        loop.run(chosen)
+        Loop(settings, engine, args.out).run(chosen)
     except NoGPUError as err:
         raise UsageError(str(err)) from err
     from pipelines.geobuild.summarize import print_tables, summary_tables
@@ -137,34 +132,24 @@ def run(args: argparse.Namespace) -> int:
 class Loop:
     """One GeoBuild run: its settings, and the rounds that carry them out."""
 
-    def __init__(
-        self,
-        *,
-        dataset: str,
-        lang: str,
-        engine: Engine,
-        feedback: str,
-        with_image: bool,
-        max_rounds: int,
-        sampling: dict[str, Any],
-        opts: EngineOptions,
-        executors: int,
-        image_size: int,
-        shard_rows: int,
-        out: Location,
-    ) -> None:
-        self.dataset, self.lang, self.engine = dataset, lang, engine
+    def __init__(self, settings: GeoBuildSettings, engine: Engine, out: Location) -> None:
+        self.run_settings, self.engine = settings, engine
         self.cfg: ModelConfig = engine.cfg
-        self.feedback, self.max_rounds, self.sampling = feedback, max_rounds, sampling
+        self.dataset, self.lang, self.feedback = settings.dataset, settings.lang, settings.feedback
+        self.max_rounds = settings.max_rounds
+        self.sampling = settings.sampling.model_dump()
         # The figure goes only to image-text models, and only with full feedback.
-        self.with_image = with_image and feedback == "full"
-        self.opts, self.executors, self.image_size = opts, executors, image_size
-        self.shard_rows = shard_rows
+        self.with_image = (
+            settings.attach_image and self.cfg.modality == "image-text" and self.feedback == "full"
+        )
+        self.opts, self.executors = settings.engine_options(), settings.executors
+        self.image_size, self.shard_rows = settings.image_size, settings.shard_rows
         self.root = model_dir(out, BENCHMARK, self.cfg.name)
         self.token: str | None = None  # the run lock's, while `run` holds it
         self.text_only = self.cfg.modality == "text"
 
     def settings(self) -> dict[str, Any]:
+        """What changes a round's requests: one choice of it per results folder."""
         return {
             "engine": self.cfg.engine,
             "revision": self.cfg.revision,
@@ -198,6 +183,7 @@ class Loop:
                 **self.settings(),
                 "max_rounds": self.max_rounds,
                 "dataset": self.dataset,
+                "run_settings": self.run_settings.model_dump(mode="json"),
                 "problems": [
                     {"id": p.id, "category": p.category, "difficulty": p.difficulty}
                     for p in problems
@@ -229,6 +215,7 @@ class Loop:
         ]
 
     def opening(self, problem: Problem) -> list[dict[str, Any]]:
+        """A problem's first messages: the system prompt and the problem."""
         return [
             chat_message("system", [text_part(system_prompt())], self.text_only),
             chat_message("user", [text_part(problem_prompt(problem, self.lang))], self.text_only),
@@ -265,6 +252,7 @@ class Loop:
     def request(
         self, problem: Problem, round_number: int, messages: list[dict[str, Any]]
     ) -> dict[str, Any]:
+        """One request row; its key covers the problem, round, model, messages and sampling."""
         stored = json.dumps([_without_images(m) for m in messages], ensure_ascii=False)
         key = {
             "problem": [problem.id, round_number],
@@ -373,54 +361,37 @@ def sweep_model(
     max_rounds: int | None = None,
     max_tokens: int | None = None,
 ) -> int:
-    """GeoBuild for one sweep model with the loop's default settings; returns rows written.
+    """GeoBuild for one sweep model with GeoBuildSettings' defaults; returns rows written.
 
     `sweep --benchmarks geobuild` calls this once per model with the materialised config
     (local repos already filled in), so the config is used as given, never re-resolved by
     name. The data set is `$GEOBUILD_DATASET`, else `<repo>/../shared/geobuildbench`;
-    `limit` keeps the first N problems. `max_rounds` and `max_tokens` override the CLI
+    `limit` keeps the first N problems. `max_rounds` and `max_tokens` override the
     defaults (tests use them to keep a CPU run short). NoReGeo's answer baselines have no
     GeoBuild program: they write nothing and return 0.
     """
     import os
 
-    from geometry.dsl.dataset import load_problems
     from pipelines.engines.model_config import BASELINES
 
     if cfg.engine in BASELINES:
         print(f"GeoBuild not run for {cfg.name}: {cfg.engine} is a NoReGeo answer baseline")
         return 0
-    default = Path(__file__).resolve().parents[3] / "shared" / "geobuildbench"
-    dataset = Path(os.environ.get("GEOBUILD_DATASET") or default)
+    beside_repo = Path(__file__).resolve().parents[3] / "shared" / "geobuildbench"
+    dataset = Path(os.environ.get("GEOBUILD_DATASET") or beside_repo)
     if not dataset.exists():
         raise FileNotFoundError(
             f"GeoBuild data not found at {dataset}; set GEOBUILD_DATASET to the directory "
             "holding geoqa3_dataset_en.json"
         )
-    # The CLI's own defaults, so a sweep run and `python -m pipelines geobuild` agree.
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    required = ["--dataset", str(dataset), "--engine", cfg.engine, "--model", cfg.name]
-    args = parser.parse_args([*required, "--out", str(out)])
-    problems = select_problems(load_problems(dataset, args.lang), None, limit)
-    loop = Loop(
-        dataset=str(dataset.resolve()),
-        lang=args.lang,
-        engine=Engine(cfg, model_stage(cfg.engine)),
-        feedback=args.feedback,
-        with_image=cfg.modality == "image-text",
-        max_rounds=max_rounds or args.max_rounds,
-        sampling={
-            "temperature": args.temperature,
-            "max_tokens": max_tokens or args.max_tokens,
-            "seed": args.seed,
-        },
-        opts=EngineOptions(pool_size=args.pool_size, batch_size=args.batch_size),
-        executors=args.executors,
-        image_size=args.image_size,
-        shard_rows=args.shard_rows,
-        out=out,
-    )
+    settings = GeoBuildSettings(dataset=str(dataset.resolve()), limit=limit)
+    if max_rounds is not None:
+        settings = settings.model_copy(update={"max_rounds": max_rounds})
+    if max_tokens is not None:
+        sampling = settings.sampling.model_copy(update={"max_tokens": max_tokens})
+        settings = settings.model_copy(update={"sampling": sampling})
+    problems = select_problems(load_problems(dataset, settings.lang), None, limit)
+    loop = Loop(settings, Engine(cfg, model_stage(cfg.engine)), out)
     rounds = range(1, loop.max_rounds + 1)
     before = sum(read_round(loop.root, k).height for k in rounds)
     loop.run(problems)

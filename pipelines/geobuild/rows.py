@@ -15,7 +15,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from actors.contract import plain
+from actors.contract import ENGINE_OUTPUT, plain
+from actors.dsl_executor import JUDGED
 from store.atomic import write_parquet_atomic
 from store.records import finished_keys, null_if_nan, run_guard
 from store.shards import read_shards
@@ -34,28 +35,14 @@ RESULT_SCHEMA = pa.schema(
         ("sampling_params", pa.string()),  # JSON text
         ("request_key", pa.string()),
         ("messages_json", pa.string()),  # the prompt messages, images by sha256
-        ("generated_text", pa.string()),
-        ("num_input_tokens", pa.int64()),
-        ("num_generated_tokens", pa.int64()),
-        ("time_taken_llm", pa.float64()),
-        ("engine_error", pa.string()),
-        ("program", pa.string()),
-        ("error_line", pa.int64()),
-        ("error_category", pa.string()),
-        ("error_message", pa.string()),
-        ("verdict", pa.string()),  # Verdict.to_json() as JSON text
-        ("object_score", pa.float64()),
-        ("condition_score", pa.float64()),
-        ("partial_score", pa.float64()),
-        ("success", pa.bool_()),
-        ("feedback_text", pa.string()),
-        ("feedback_image", pa.binary()),  # the figure sent with the feedback, if any
-        ("feedback_image_sha256", pa.string()),
     ]
+    + list(ENGINE_OUTPUT)
+    + list(JUDGED)
 )
 
 
 def round_dir(root: Location, round_number: int) -> Location:
+    """The folder of one round's shards."""
     return root / f"round={round_number}"
 
 
@@ -92,6 +79,7 @@ class RoundWriter:
         self.guard = run_guard(location(lock_folder), token) if lock_folder else None
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Write the batch as one shard; how many rows were written (0 for a dead run's)."""
         n = len(batch["problem_id"])
         rows = []
         for i in range(n):

@@ -26,9 +26,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from geometry.dsl.dataset import LANGUAGES, Problem, load_problems
+from geometry.dsl.dataset import Problem
 from geometry.dsl.solver import Budget, SolveResult, solve_problem
 from pipelines.cli_args import output_dir, positive_float, positive_int
+from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
 
@@ -36,16 +37,12 @@ AUDIT_COLUMNS = ("id", "status", "conflicts", "reason", "restarts", "residual", 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--dataset",
-        required=True,
-        help="geoqa3_dataset_{en,zh}.json, or the directory that holds them",
-    )
+    """The `geobuild-solve` command's options."""
+    add_dataset_arguments(parser)
     # A file here used to fail only after every problem was solved.
     parser.add_argument(
         "--out", required=True, type=output_dir, help="directory for programs.jsonl and audit.csv"
     )
-    parser.add_argument("--lang", default="en", choices=LANGUAGES, help="data set language")
     parser.add_argument("--ids", nargs="+", help="solve only these problem ids (default: all)")
     parser.add_argument(
         "--restarts", type=positive_int, default=8, help="random starts per problem"
@@ -80,7 +77,7 @@ class Timed:
 
 def run(args: argparse.Namespace) -> int:
     """Solve the selected problems, write programs.jsonl and audit.csv, print the counts."""
-    problems = _select(_load(args.dataset, args.lang), args.ids)
+    problems = _select(load_dataset(args.dataset, args.lang), args.ids)
     budget = Budget(args.solve_seconds, args.conflict_seconds)
     started = time.monotonic()
     bar = tqdm(total=len(problems), desc="geobuild-solve", unit="problem")
@@ -99,15 +96,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 _STATUSES = ("solved", "no_construction", "data_error")
-
-
-def _load(dataset: str, lang: str) -> list[Problem]:
-    try:
-        return load_problems(dataset, lang)
-    except FileNotFoundError as err:
-        raise UsageError(f"{err} (pass --dataset the data file or its directory)") from err
-    except ValueError as err:
-        raise UsageError(f"--dataset {dataset}: {err}") from err
 
 
 def _select(problems: list[Problem], ids: Sequence[str] | None) -> list[Problem]:

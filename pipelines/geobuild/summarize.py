@@ -33,6 +33,7 @@ _COLUMNS = [
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `geobuild-summarize` command's options."""
     parser.add_argument(
         "results", type=results_location, help="the --out directory (or URI) of `geobuild`"
     )
@@ -40,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the GeoBuild summary tables; the exit code."""
     print_tables(summary_tables(args.results, args.model))
     return 0
 

@@ -13,7 +13,8 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
-from pipelines.noregeo.results import ShardWriter, restore_types
+from actors.contract import restore_types
+from pipelines.noregeo.results import BLOCK_SCHEMA, ShardWriter
 from pipelines.noregeo.scoring import parse_and_score
 
 Answer = Callable[[pa.Table], pa.Table]
@@ -22,7 +23,7 @@ Answer = Callable[[pa.Table], pa.Table]
 def score_block(batch: pa.Table) -> pa.Table:
     """One block at a time, before Ray joins blocks: types restored, answers scored, the
     messages (images included) dropped; the item table keeps them."""
-    batch = parse_and_score(restore_types(batch))
+    batch = parse_and_score(restore_types(batch, BLOCK_SCHEMA))
     return batch.drop_columns([c for c in ("messages",) if c in batch.column_names])
 
 
@@ -34,6 +35,7 @@ class AnswerScoreWrite:
         self.answer, self.engine_batch, self.writer = answer, engine_batch, writer
 
     def __call__(self, batch: pa.Table) -> dict[str, np.ndarray]:
+        """Answer, score and write the batch; how many rows were written."""
         parts = [
             self.answer(batch.slice(start, self.engine_batch))
             for start in range(0, batch.num_rows, self.engine_batch)

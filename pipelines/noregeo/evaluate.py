@@ -10,6 +10,7 @@ import argparse
 import hashlib
 import math
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -28,12 +29,13 @@ from pipelines.cli_args import (
 )
 from pipelines.engines.model_config import (
     BASELINES,
+    CHECKPOINT_ENGINES,
     ENGINES,
     ModelConfig,
     ModelConfigError,
     resolve_model,
 )
-from pipelines.engines.preflight import WEIGHT_ENGINES, PreflightError, check_model
+from pipelines.engines.preflight import PreflightError, check_model
 from pipelines.engines.requests import SamplingConfig, add_requests, build_messages
 from pipelines.engines.stages import (
     BASELINE_STAGES,
@@ -53,8 +55,8 @@ from pipelines.noregeo.generate import (
     read_manifest,
 )
 from pipelines.noregeo.results import ShardWriter
-from pipelines.noregeo.run_health import DEFAULT_MAX_ERROR_RATE, run_health
-from pipelines.noregeo.run_settings import EXPECTED, expected_rows
+from pipelines.noregeo.run_health import run_health
+from pipelines.noregeo.run_settings import EXPECTED, EvaluateSettings, expected_rows
 from store.errors import UsageError
 from store.records import RETRY_ERRORS, finished_keys, model_dir, write_run_record
 from store.run_lock import RunLock
@@ -68,6 +70,7 @@ PREFLIGHT_PROMPTS = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `evaluate` command's options (defaults: EvaluateSettings and SamplingConfig)."""
     # Not checked here: run() checks it, after --max-error-rate, whatever the argv order.
     parser.add_argument(
         "--items", required=True, type=any_location, help="item dir (or URI) from `generate`"
@@ -78,9 +81,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--setups", default=None, help="comma-separated; default: the model's")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument("--limit", type=positive_int, help="at most N items per task")
-    parser.add_argument("--temperature", type=non_negative_float, default=0.0)
-    parser.add_argument("--max-tokens", type=positive_int, default=2048)
-    parser.add_argument("--seed", type=non_negative_int, default=0)
+    sampling = SamplingConfig()  # the defaults, one place for evaluate, geobuild and sweep
+    parser.add_argument("--temperature", type=non_negative_float, default=sampling.temperature)
+    parser.add_argument("--max-tokens", type=positive_int, default=sampling.max_tokens)
+    parser.add_argument("--seed", type=non_negative_int, default=sampling.seed)
     parser.add_argument("--pool-size", type=positive_int, default=1, help="engine replicas")
     parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
     parser.add_argument(
@@ -92,19 +96,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shard-rows",
         type=positive_int,
-        default=256,
+        default=EvaluateSettings.model_fields["shard_rows"].default,
         help="rows per result shard: what a killed run can lose at most, per writer",
     )
     parser.add_argument(
         "--max-error-rate",
         type=share,
-        default=DEFAULT_MAX_ERROR_RATE,
+        default=EvaluateSettings.model_fields["max_error_rate"].default,
         help="exit 1 when more than this share (0..1) of the run's rows are engine errors",
     )
     parser.add_argument(
         "--retry-errors",
         choices=RETRY_ERRORS,
-        default="transient",
+        default=EvaluateSettings.model_fields["retry_errors"].default,
         help="which rows stored with an engine error a rerun sends again: transient (429, "
         "5xx, timeouts, connection errors), all, or none",
     )
@@ -188,6 +192,7 @@ def _check_rate(value: float) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `evaluate` with parsed options; exit 1 when too many rows are engine errors."""
     max_error_rate = _check_rate(args.max_error_rate)
     files = _item_files(args.items)
     manifest = read_manifest(args.items)
@@ -212,32 +217,33 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--limit must be at least 1, got {args.limit}")
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
-    sampling = SamplingConfig(args.temperature, args.max_tokens, args.seed)
-    opts = EngineOptions(
-        pool_size=args.pool_size, batch_size=args.batch_size, baseline_delay_s=args.baseline_delay
+    run_settings = EvaluateSettings(
+        tasks=tasks,
+        setups=setups,
+        limit=args.limit,
+        sampling=SamplingConfig(
+            temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed
+        ),
+        engine_options=EngineOptions(
+            pool_size=args.pool_size,
+            batch_size=args.batch_size,
+            baseline_delay_s=args.baseline_delay,
+        ),
+        shard_rows=args.shard_rows,
+        retry_errors=args.retry_errors,
+        max_error_rate=max_error_rate,
     )
     context = None
-    if cfg.engine in WEIGHT_ENGINES:
+    if cfg.engine in CHECKPOINT_ENGINES:
         wanted = [f for f in files if f.stem.removeprefix("part-") in tasks]
         prompts = longest_prompts(wanted, tasks, setups, args.limit, cfg.modality == "text")
         try:
-            context = check_model(cfg, prompts).record(cfg.engine, sampling.max_tokens)
+            max_tokens = run_settings.sampling.max_tokens
+            context = check_model(cfg, prompts).record(cfg.engine, max_tokens)
         except PreflightError as err:
             raise UsageError(str(err)) from err
     try:
-        written = evaluate(
-            files,
-            cfg,
-            tasks,
-            setups,
-            args.limit,
-            sampling,
-            opts,
-            args.out,
-            args.shard_rows,
-            context=context,
-            retry_errors=args.retry_errors,
-        )
+        written = evaluate(files, cfg, run_settings, args.out, context=context)
     except (NoGPUError, MissingKeyError) as err:
         raise UsageError(str(err)) from err
     print(f"{written} new rows in {model_dir(args.out, BENCHMARK, cfg.name)}")
@@ -245,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
 
     results = load_results(args.out, model=cfg.name)
     print(accuracy_by_task_setup(results))
-    health = run_health(results, cfg, tasks, setups, args.limit, sampling)
+    health = run_health(results, cfg, tasks, setups, args.limit, run_settings.sampling)
     print(health.line())
     if health.error_rate > max_error_rate:
         print(f"error: {health.failure(max_error_rate)}", file=sys.stderr)
@@ -264,25 +270,17 @@ def grammar_hashes() -> dict[str, str]:
 
 
 def evaluate(
-    files: list[Location],
+    files: Sequence[Location],
     cfg: ModelConfig,
-    tasks: list[str],
-    setups: list[str],
-    limit: int | None,
-    sampling: SamplingConfig,
-    opts: EngineOptions,
+    run: EvaluateSettings,
     out: Location,
-    shard_rows: int = 256,
     engine_stage: EngineStage | None = None,
     context: dict[str, Any] | None = None,
-    retry_errors: str = "transient",
 ) -> int:
     """Run the pipeline; returns the number of rows written by this call.
 
     `context` is the pre-flight context check's record (`preflight.ContextReport.record`),
     kept in the run record: the context length and how max_tokens is clamped to it.
-    `retry_errors` (one of store.records.RETRY_ERRORS) picks which stored engine-error rows count
-    as unfinished and are sent again.
     """
     from pipelines.engines.ray_session import ensure_ray
 
@@ -291,20 +289,18 @@ def evaluate(
     # The lock comes before the finished-keys scan: once it is held, no other run (nor a
     # late writer of a dead one) adds rows, so the scan stays true for the whole run.
     with RunLock(root) as lock:
-        ours = settings(cfg, sampling)
+        ours = settings(cfg, run.sampling)
         check_settings(root, ours)
-        done = frozenset(finished_keys(root, retry=retry_errors))
+        done = frozenset(finished_keys(root, retry=run.retry_errors))
         writer = ShardWriter(
             str(root.resolve()), cfg.name, cfg.revision, cfg.engine, token=lock.token
         )
-        ds = _pipeline(
-            files, cfg, tasks, setups, limit, sampling, opts, shard_rows, done, engine_stage, writer
-        )
+        ds = _pipeline(files, cfg, run, done, engine_stage, writer)
         # Only now, with every check passed: a refused start leaves no settings behind.
         write_settings(root, ours)
         items = files[0].parent if files else None
         expected = (
-            expected_rows(read_manifest(items, keys=("counts",)), tasks, setups, limit)
+            expected_rows(read_manifest(items, keys=("counts",)), run.tasks, run.setups, run.limit)
             if items is not None and (items / MANIFEST).is_file()
             else None
         )
@@ -313,14 +309,9 @@ def evaluate(
             {
                 "benchmark": BENCHMARK,
                 "model": cfg.model_dump(),
-                "tasks": tasks,
-                "setups": setups,
-                "limit": limit,
-                "sampling": sampling.__dict__,
-                "engine_options": opts.__dict__,
+                **run.model_dump(mode="json"),
                 "grammar_sha256": grammar_hashes(),
                 "rows_already_done": len(done),
-                "retry_errors": retry_errors,
                 "context": context,
                 "argv": sys.argv,
                 EXPECTED: expected,
@@ -335,20 +326,15 @@ def settings(cfg: ModelConfig, sampling: SamplingConfig) -> dict[str, Any]:
         "engine": cfg.engine,
         "repo": cfg.repo,
         "revision": cfg.revision,
-        "sampling": dict(sampling.__dict__),
+        "sampling": sampling.model_dump(),
         "grammar_sha256": grammar_hashes(),
     }
 
 
 def _pipeline(
-    files: list[Location],
+    files: Sequence[Location],
     cfg: ModelConfig,
-    tasks: list[str],
-    setups: list[str],
-    limit: int | None,
-    sampling: SamplingConfig,
-    opts: EngineOptions,
-    shard_rows: int,
+    run: EvaluateSettings,
     done: frozenset[str],
     engine_stage: EngineStage | None,
     writer: ShardWriter,
@@ -358,16 +344,18 @@ def _pipeline(
     anything is written."""
     import ray
 
-    wanted = [f for f in files if f.stem.removeprefix("part-") in tasks]
+    wanted = [f for f in files if f.stem.removeprefix("part-") in run.tasks]
     paths = ray.data.from_items([{"path": str(f)} for f in wanted], override_num_blocks=len(wanted))
     light: dict[str, Any] = {"num_cpus": LIGHT_CPUS, "batch_format": "pyarrow"}
-    ds = paths.map_batches(item_reader(tasks, setups, limit), batch_size=1, num_cpus=LIGHT_CPUS)
+    ds = paths.map_batches(
+        item_reader(run.tasks, run.setups, run.limit), batch_size=1, num_cpus=LIGHT_CPUS
+    )
     ds = ds.map_batches(
         add_requests,  # type: ignore[arg-type]  # Ray's stub does not know fn_kwargs
         fn_kwargs={
             "model": cfg.repo,
             "revision": cfg.revision,
-            "sampling": sampling,
+            "sampling": run.sampling,
             "with_messages": cfg.engine not in BASELINES,
             "text_only": cfg.modality == "text",
         },
@@ -376,6 +364,7 @@ def _pipeline(
     if done:
         ds = ds.map_batches(_drop_done(done), **light)
     stage = engine_stage or STAGES[cfg.engine]
+    opts = run.engine_options
     if stage is BASELINE_STAGES.get(cfg.engine):
         # One step answers, scores and writes each shard's rows, so shards land as the run
         # goes: apart, Ray buffers a fused task's output into one block per item file, and
@@ -383,9 +372,9 @@ def _pipeline(
         step = AnswerScoreWrite(
             baseline_engine(cfg.engine, opts.baseline_delay_s), opts.batch_size, writer
         )
-        return ds.map_batches(step, batch_size=shard_rows, **light)
+        return ds.map_batches(step, batch_size=run.shard_rows, **light)
     ds = stage(ds, cfg, opts)
     ds = ds.map_batches(score_block, batch_size=None, **light)
     # The writer keeps no state between batches: plain tasks, which start at once, where an
     # actor would first spawn and import.
-    return ds.map_batches(writer, batch_size=shard_rows, **light)
+    return ds.map_batches(writer, batch_size=run.shard_rows, **light)

@@ -38,6 +38,7 @@ MIN_IMAGE_SIZE = 64  # smaller figures are unreadable; 0 crashed the renderer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `generate` command's options."""
     parser.add_argument(
         "--out", required=True, type=output_location, help="item directory (or URI) to write"
     )
@@ -95,6 +96,7 @@ def parse_list(value: str, valid: list[str] | tuple[str, ...], what: str) -> lis
 
 
 def item_table(items: list[Item]) -> pa.Table:
+    """Items as an Arrow table of ITEM_SCHEMA."""
     return pa.Table.from_pylist([i.to_row() for i in items], schema=ITEM_SCHEMA)
 
 
@@ -116,6 +118,7 @@ class TaskShardWriter:
         self.per_task, self.seed, self.setups, self.size = per_task, seed, setups, image_size
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list[Any]]:
+        """Generate and write each task of the batch; one summary row per task."""
         summaries: dict[str, list[Any]] = {"task": [], "rows": [], "sha256": [], "labels": []}
         for task_id in batch["task"]:
             items = build_items(
@@ -136,11 +139,13 @@ class TaskShardWriter:
 
 
 def check_out_dir(out: Location) -> None:
+    """UsageError when `--out` names a file."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a directory")
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `generate` with parsed options; the exit code."""
     tasks = parse_list(args.tasks, list(all_tasks()), "task IDs")
     setups = parse_list(args.setups, SETUPS, "setups")
     check_out_dir(args.out)
@@ -193,6 +198,7 @@ def build_manifest(
     setups: list[str],
     image_size: int,
 ) -> dict[str, Any]:
+    """The item table's manifest: tasks, setups, counts and content hashes of its shards."""
     combined = hashlib.sha256("".join(s["sha256"] for s in shards).encode()).hexdigest()
     return {
         "generator_version": GENERATOR_VERSION,

@@ -13,6 +13,7 @@ from pipelines.noregeo.human import TIE_RULE, import_annotations
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `human-import` command's options."""
     parser.add_argument(
         "annotations", type=existing_file, help="CSV with item_id, annotator, answer"
     )
@@ -23,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Turn annotations into a `human` results shard; the exit code."""
     shard, ties = import_annotations(args.annotations, args.items, args.out)
     if ties:
         print(f"{len(ties)} tie(s), {TIE_RULE}: {', '.join(ties)}")

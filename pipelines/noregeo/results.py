@@ -1,4 +1,4 @@
-"""The NoReGeo result rows: their schema, the types Ray changes restored, and the shard writer.
+"""The NoReGeo result rows: their schema and the shard writer.
 
 Shard layout, finished keys and run records are the store's (store.records).
 """
@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from actors.contract import plain
+from actors.contract import ENGINE_OUTPUT, plain
 from geometry.item import ITEM_SCHEMA
 from pipelines.noregeo.scoring import SCORE_FIELDS
 from store.atomic import write_parquet_atomic
-from store.records import null_if_nan, run_guard
+from store.records import run_guard
 from store.storage import location
 
 # The item columns (images aside: the item table keeps them), then the run's own.
@@ -29,35 +29,17 @@ RESULT_SCHEMA = pa.schema(
         ("engine", pa.string()),
         ("sampling_params", pa.string()),  # JSON text, grammar included
         ("request_key", pa.string()),
-        ("generated_text", pa.string()),
+        ENGINE_OUTPUT.field("generated_text"),
     ]
     + list(SCORE_FIELDS)
-    + [
-        ("num_input_tokens", pa.int64()),
-        ("num_generated_tokens", pa.int64()),
-        ("time_taken_llm", pa.float64()),
-        ("engine_error", pa.string()),
-    ]
+    # The column order of shards written before ENGINE_OUTPUT existed: the answer, its
+    # scores, then the engine's accounting.
+    + [f for f in ENGINE_OUTPUT if f.name != "generated_text"]
 )
 
-
-def restore_types(batch: pa.Table) -> pa.Table:
-    """Ray Data step (pyarrow, one block at a time) after an engine: result columns back to
-    their schema types.
-
-    Engines see numpy batches, where a block's all-null string column arrives as a float
-    array of NaN; passed through, it would make the block's schema clash with its
-    neighbours' when Ray concatenates them.
-    """
-    for field in RESULT_SCHEMA:
-        if field.name not in batch.column_names or field.name == "sampling_params":
-            continue
-        column = batch.column(field.name)
-        if column.type != field.type:
-            values = [null_if_nan(plain(v)) for v in column.to_pylist()]
-            index = batch.column_names.index(field.name)
-            batch = batch.set_column(index, field.name, pa.array(values, field.type))
-    return batch
+# What a block must hold before Ray joins blocks (actors.contract.restore_types); the
+# sampling parameters travel as a struct and become JSON text only in the writer.
+BLOCK_SCHEMA = pa.schema([f for f in RESULT_SCHEMA if f.name != "sampling_params"])
 
 
 class ShardWriter:
@@ -72,6 +54,7 @@ class ShardWriter:
         self.guard = run_guard(self.root, token)
 
     def __call__(self, batch: pa.Table) -> dict[str, np.ndarray]:
+        """Write the batch, one shard per setup; how many rows were written."""
         rows_by_setup: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in batch.to_pylist():
             row = {name: row.get(name) for name in RESULT_SCHEMA.names} | self.constants

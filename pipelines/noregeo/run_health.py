@@ -30,14 +30,17 @@ class RunHealth:
 
     @property
     def error_rate(self) -> float:
+        """Engine errors as a share of the run's rows."""
         return self.engine_errors / self.rows if self.rows else 0.0
 
     @property
     def invalid_rate(self) -> float:
+        """Invalid outputs as a share of the answered rows."""
         answered = self.rows - self.engine_errors
         return self.invalid / answered if answered else 0.0
 
     def line(self) -> str:
+        """The one-line health summary `evaluate` prints."""
         answered = self.rows - self.engine_errors
         return (
             f"{self.rows} rows in this run: engine errors {self.engine_errors} "
@@ -46,6 +49,7 @@ class RunHealth:
         )
 
     def failure(self, max_error_rate: float) -> str:
+        """Why the run failed: the error count and share, and the first error."""
         first = (self.first_error or "").splitlines()[0][:300] if self.first_error else ""
         return (
             f"{self.engine_errors} of {self.rows} rows ({self.error_rate:.1%}) are engine "

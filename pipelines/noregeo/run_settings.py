@@ -1,5 +1,6 @@
-"""What a NoReGeo results folder holds: one choice of answer-changing settings, and the rows
-its runs expected.
+"""A NoReGeo run's settings (one pydantic model, built alike by `evaluate` and the sweep and
+written whole to the run record), and what a results folder holds: one choice of
+answer-changing settings, and the rows its runs expected.
 
 - `settings.json` in the model folder records what changes the answers (engine, repo,
   revision, sampling, grammar shapes): store.settings checks and writes it.
@@ -13,9 +14,41 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pipelines.engines.requests import SamplingConfig
+from pipelines.engines.stages import EngineOptions
+from pipelines.noregeo.run_health import DEFAULT_MAX_ERROR_RATE
+from store.records import RETRY_ERRORS
 from store.storage import Location, children
 
 EXPECTED = "expected_rows"  # run-record field: {"<task>/<setup>": rows}
+
+
+class EvaluateSettings(BaseModel):
+    """Everything one NoReGeo evaluation is asked for, except the model, the items and the
+    results root. Its fields go into the run record as they are."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    tasks: list[str] = Field(description="task IDs")
+    setups: list[str] = Field(description="setups: text, dotted, full")
+    limit: int | None = Field(default=None, ge=1, description="at most N items per task")
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    engine_options: EngineOptions = Field(default_factory=EngineOptions)
+    shard_rows: int = Field(default=256, ge=1, description="rows per result shard")
+    retry_errors: str = Field(
+        default="transient", description="which stored engine-error rows a rerun sends again"
+    )
+    max_error_rate: float = Field(
+        default=DEFAULT_MAX_ERROR_RATE, ge=0.0, le=1.0, description="engine errors that fail a run"
+    )
+
+    @field_validator("retry_errors")
+    @classmethod
+    def _known_retry_policy(cls, value: str) -> str:
+        if value not in RETRY_ERRORS:
+            raise ValueError(f"retry_errors {value!r}; valid: {', '.join(RETRY_ERRORS)}")
+        return value
 
 
 def expected_rows(

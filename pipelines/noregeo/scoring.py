@@ -26,6 +26,7 @@ def parsed_json(parsed: Parsed, answer_type: str) -> str | None:
 
 
 def score_row(text: Any, answer: str, answer_type: str, options: list[str]) -> dict[str, Any]:
+    """One answer parsed and scored: the SCORE_FIELDS values."""
     parsed = parse_answer(text if isinstance(text, str) else None, answer_type, options)
     score = score_answer(parsed, answer, answer_type)
     return {

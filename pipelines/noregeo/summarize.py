@@ -30,6 +30,7 @@ BOOTSTRAP_SEED = 0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `summarize` command's options."""
     parser.add_argument(
         "results", type=results_location, help="results directory (or URI) given to evaluate --out"
     )
@@ -226,6 +227,7 @@ def summary_tables(
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the summary tables and any missing rows; the exit code."""
     df = load_results(args.results, benchmark=args.benchmark)
     missing = missing_rows(args.results, df, args.benchmark)
     for line in missing_lines(missing):

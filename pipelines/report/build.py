@@ -32,6 +32,7 @@ AUDIT_NEEDS = ("id", "status", "conflicts", "reason", "seconds")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `report` command's options."""
     parser.add_argument(
         "results", type=results_location, help="results directory or URI (evaluate/geobuild/probe)"
     )
@@ -43,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Build the HTML report and its tables and figures; the exit code."""
     check_out(args.results, args.out)
     audit = read_audit(args.audit) if args.audit is not None else None
     index = build_report(args.results, args.out, audit, args.min_accuracy)

@@ -34,6 +34,7 @@ def model_order(df: pl.DataFrame) -> list[str]:
 
 
 def setup_order(df: pl.DataFrame) -> list[str]:
+    """The setups present in `df`, in SETUPS order."""
     present = set(df["setup"].unique().to_list())
     return [s for s in SETUPS if s in present]
 

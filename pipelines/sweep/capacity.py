@@ -67,6 +67,7 @@ def from_launcher_config(config: dict[str, Any], source: str) -> GPUCapacity:
 
 
 def from_yaml(path: Path) -> GPUCapacity:
+    """GPU capacity of the node types a cluster description (cluster.yaml) lists."""
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:

@@ -50,6 +50,7 @@ class Job:
 
     @property
     def runnable(self) -> bool:
+        """Whether the job has setups left to evaluate and nothing stops it."""
         return self.reason is None and bool(self.setups)
 
 

@@ -45,6 +45,7 @@ from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigEr
 from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.stages import EngineOptions
 from pipelines.noregeo.generate import MANIFEST, MIN_IMAGE_SIZE, parse_list, read_manifest
+from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.sweep.capacity import GPUCapacity, discover
 from pipelines.sweep.plan import (
     ASSUMPTIONS,
@@ -76,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--image-size", type=int_at_least(MIN_IMAGE_SIZE), default=448)
-    parser.add_argument("--max-tokens", type=positive_int, default=2048)
+    parser.add_argument("--max-tokens", type=positive_int, default=SamplingConfig().max_tokens)
     parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
     parser.add_argument("--replicas", type=positive_int, default=1, help="engine replicas/model")
     parser.add_argument("--shard-rows", type=positive_int, default=256)
@@ -231,40 +232,32 @@ def _run_model(
         time.sleep(5)
     written = {"noregeo": 0, "geobuild": 0}
     if setups:
-        written["noregeo"] = evaluate(
-            [location(f) for f in files],
-            model,
-            tasks,
-            setups,
-            limit,
-            SamplingConfig(**sampling),
-            EngineOptions(**opts),
-            location(out),
-            shard_rows,
+        run = EvaluateSettings(
+            tasks=tasks,
+            setups=setups,
+            limit=limit,
+            sampling=SamplingConfig(**sampling),
+            engine_options=EngineOptions(**opts),
+            shard_rows=shard_rows,
         )
-        _check_health(model, location(out), setups, tasks, limit, SamplingConfig(**sampling))
+        written["noregeo"] = evaluate([location(f) for f in files], model, run, location(out))
+        _check_health(model, location(out), run)
     if geobuild and model.engine not in BASELINES:  # answer baselines write no programs
         entry, _ = _geobuild_entry()
         written["geobuild"] = int(entry(model, location(out), limit))
     return written
 
 
-def _check_health(
-    model: ModelConfig,
-    out: Location,
-    setups: list[str],
-    tasks: list[str],
-    limit: int | None,
-    sampling: SamplingConfig,
-) -> None:
+def _check_health(model: ModelConfig, out: Location, run: EvaluateSettings) -> None:
     """A model whose rows are mostly engine errors failed, as `evaluate` says on its own:
     its results are no measurement, and the sweep must not list it as done."""
-    from pipelines.noregeo.run_health import DEFAULT_MAX_ERROR_RATE, run_health
+    from pipelines.noregeo.run_health import run_health
     from pipelines.noregeo.summarize import load_results
 
-    health = run_health(load_results(out, model=model.name), model, tasks, setups, limit, sampling)
-    if health.error_rate > DEFAULT_MAX_ERROR_RATE:
-        raise RuntimeError(health.failure(DEFAULT_MAX_ERROR_RATE))
+    rows = load_results(out, model=model.name)
+    health = run_health(rows, model, run.tasks, run.setups, run.limit, run.sampling)
+    if health.error_rate > run.max_error_rate:
+        raise RuntimeError(health.failure(run.max_error_rate))
 
 
 def _nodes_by_tag() -> dict[str, set[str]]:
@@ -414,7 +407,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--items {items} is a file; give a directory")
     manifest, files = _items_state(items, args.per_task)
     limit = args.per_task if manifest and args.per_task < manifest["per_task"] else None
-    sampling = SamplingConfig(0.0, args.max_tokens, args.seed)
+    sampling = SamplingConfig(max_tokens=args.max_tokens, seed=args.seed)
     if not args.dry_run:
         from pipelines.engines.ray_session import ensure_ray
 

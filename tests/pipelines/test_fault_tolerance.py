@@ -19,6 +19,7 @@ from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.stages import EngineOptions, oracle_actor_stage
 from pipelines.noregeo.evaluate import evaluate
 from pipelines.noregeo.generate import generate
+from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.noregeo.summarize import load_results
 from store.records import model_dir
 from tests.pipelines.processes import descendants
@@ -60,16 +61,18 @@ def items(ray_local, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _evaluate(items: Path, out: Path, delay_s: float) -> int:
+    run = EvaluateSettings(
+        tasks=TASKS,
+        setups=list(SETUPS),
+        sampling=SamplingConfig(max_tokens=64),
+        engine_options=EngineOptions(pool_size=1, batch_size=BATCH, baseline_delay_s=delay_s),
+        shard_rows=BATCH,  # a shard per engine call: progress shows on disk early
+    )
     return evaluate(
         sorted(items.glob("part-*.parquet")),
         resolve_model("oracle", "oracle"),
-        TASKS,
-        list(SETUPS),
-        None,
-        SamplingConfig(0.0, 64, 0),
-        EngineOptions(pool_size=1, batch_size=BATCH, baseline_delay_s=delay_s),
+        run,
         out,
-        shard_rows=BATCH,  # a shard per engine call: progress shows on disk early
         engine_stage=oracle_actor_stage,  # actors, as model engines run (baselines are tasks)
     )
 

@@ -12,9 +12,9 @@ import pytest
 
 import pipelines.cli
 from geometry.dsl.dataset import load_problems
-from pipelines.engines.stages import EngineOptions
 from pipelines.geobuild.engines import resolve_engine
 from pipelines.geobuild.loop import Loop
+from pipelines.geobuild.settings import GeoBuildSettings
 from tests.conftest import SHARED
 
 DATA = SHARED / "geobuildbench"
@@ -133,17 +133,18 @@ def test_image_only_for_image_text_models_with_full_feedback(script: Path, tmp_p
     engine = resolve_engine("programs", str(script), None)
     text_engine = type(engine)(engine.cfg.model_copy(update={"modality": "text"}), engine.stage)
 
-    def loop(e, with_image: bool, feedback: str) -> Loop:
-        return Loop(
-            dataset=str(DATA), lang="en", engine=e, feedback=feedback, with_image=with_image,
-            max_rounds=2, sampling={}, opts=EngineOptions(), executors=1, image_size=64,
-            shard_rows=4, out=tmp_path,
+    def loop(e, attach_image: bool, feedback: str) -> Loop:
+        settings = GeoBuildSettings(
+            dataset=str(DATA), feedback=feedback, attach_image=attach_image, max_rounds=2,
+            image_size=64, shard_rows=4,
         )  # fmt: skip
+        return Loop(settings, e, tmp_path)
 
     assert loop(engine, True, "full").with_image
+    assert not loop(engine, False, "full").with_image  # --no-image
     assert not loop(engine, True, "conditions").with_image
-    # `run` passes with_image = (modality is image-text) and not --no-image.
     assert text_engine.cfg.modality == "text"
+    assert not loop(text_engine, True, "full").with_image
 
 
 def test_no_image_flag_keeps_figures_out(ray_local, script: Path, tmp_path: Path) -> None:
@@ -151,6 +152,11 @@ def test_no_image_flag_keeps_figures_out(ray_local, script: Path, tmp_path: Path
     rows = _rows(tmp_path)
     assert rows["feedback_image"].null_count() == rows.height
     assert "image_url" not in _row(rows, "380", 2)["messages_json"]
+    # The run record holds the whole settings model the command line built.
+    (record,) = (tmp_path / "geobuild").glob("model=*/runs/*.json")
+    recorded = GeoBuildSettings.model_validate(json.loads(record.read_text())["run_settings"])
+    assert not recorded.attach_image
+    assert (recorded.ids, recorded.max_rounds, recorded.dataset) == ("380", 2, str(DATA.resolve()))
 
 
 def test_resume_after_a_partial_round_equals_the_uninterrupted_run(
@@ -158,11 +164,8 @@ def test_resume_after_a_partial_round_equals_the_uninterrupted_run(
 ) -> None:
     engine = resolve_engine("programs", str(script), None)
     problems = [p for p in load_problems(DATA) if p.id in IDS.split(",")]
-    loop = Loop(
-        dataset=str(DATA), lang="en", engine=engine, feedback="full", with_image=True,
-        max_rounds=3, sampling={"temperature": 0.0, "max_tokens": 2048, "seed": 0},
-        opts=EngineOptions(), executors=1, image_size=512, shard_rows=1, out=tmp_path,
-    )  # fmt: skip
+    settings = GeoBuildSettings(dataset=str(DATA.resolve()), max_rounds=3, shard_rows=1)
+    loop = Loop(settings, engine, tmp_path)
     # A run killed during round 1: one problem written, and a writer's temporary left over.
     requests = loop.requests(1, {p.id: p for p in problems})
     loop.run_round(1, requests[:1])

@@ -178,3 +178,13 @@ def test_vllm_takes_a_local_checkpoint_with_its_context(tmp_path: Path) -> None:
     assert cfg.max_model_len == 8192 and cfg.setups == ["text"]
     with pytest.raises(ModelConfigError, match="not a local checkpoint directory"):
         resolve_model("vllm", str(tmp_path / "missing"))
+
+
+def test_every_engine_list_is_the_engine_tables() -> None:
+    from typing import get_args
+
+    from pipelines.engines.model_config import ENGINE_KINDS, ENGINES, Engine
+    from pipelines.engines.stages import STAGES
+
+    assert get_args(Engine) == ENGINES == tuple(ENGINE_KINDS)
+    assert set(STAGES) == set(ENGINES)  # every engine has its Ray stage, and no other

@@ -85,7 +85,7 @@ def _expected(out: Location) -> dict[str, set[str]]:
     items = out / "items"
     assert (items / MANIFEST).is_file()
     files = children(items, "part-*.parquet")
-    sampling = SamplingConfig(0.0, MAX_TOKENS, 0)
+    sampling = SamplingConfig(max_tokens=MAX_TOKENS)
     configs = {c.name: c for c in load_configs(REPO / "configs" / "models")}
     want: dict[str, set[str]] = {}
     for name in MODELS:

@@ -13,6 +13,9 @@ from pipelines.noregeo.run_health import run_health
 CFG = ModelConfig(name="m", repo="m", revision="r1", engine="hf")
 
 
+SAMPLING = SamplingConfig(max_tokens=64)
+
+
 def _row(
     item: str, max_tokens: int, error: str | None, valid: bool, revision: str = "r1"
 ) -> dict[str, object]:
@@ -37,9 +40,9 @@ def test_only_the_runs_tasks_limit_revision_and_sampling_count() -> None:
         _row("T-1", 64, "other revision", False, revision="r0"),
         _row("U-0", 64, "other task", False),
     ]
-    health = run_health(pl.DataFrame(rows), CFG, ["T"], ["text"], 2, SamplingConfig(0.0, 64, 0))
+    health = run_health(pl.DataFrame(rows), CFG, ["T"], ["text"], 2, SAMPLING)
     assert (health.rows, health.engine_errors, health.invalid) == (2, 1, 0)
     assert health.error_rate == 0.5 and health.first_error == "RuntimeError: boom"
     assert "engine errors 1 (50.0%); invalid outputs 0 of 1 answered (0.0%)" in health.line()
-    no_limit = run_health(pl.DataFrame(rows), CFG, ["T"], ["text"], None, SamplingConfig(0.0, 64))
+    no_limit = run_health(pl.DataFrame(rows), CFG, ["T"], ["text"], None, SAMPLING)
     assert (no_limit.rows, no_limit.invalid) == (3, 1)

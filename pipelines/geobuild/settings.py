@@ -1,0 +1,71 @@
+"""One GeoBuild run's settings: a single pydantic model, built alike by the `geobuild` command
+and by the sweep, carried by the loop, and written whole to the run record.
+
+The CLI takes its defaults from here, so `python -m pipelines geobuild` and `sweep
+--benchmarks geobuild` cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from geometry.dsl.dataset import LANGUAGES
+from geometry.dsl.prompts import FEEDBACK_MODES
+from pipelines.engines.requests import SamplingConfig
+from pipelines.engines.stages import EngineOptions
+
+
+class GeoBuildSettings(BaseModel):
+    """Everything a GeoBuild run is asked for, except the model and the results root."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    dataset: str = Field(description="resolved path of the data file or its directory")
+    lang: str = Field(default="en", description=f"problem language: {', '.join(LANGUAGES)}")
+    feedback: str = Field(default="full", description=f"one of {', '.join(FEEDBACK_MODES)}")
+    attach_image: bool = Field(
+        default=True, description="send the figure to image-text models (not --no-image)"
+    )
+    max_rounds: int = Field(default=5, ge=1, description="replies per problem at most")
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    pool_size: int = Field(default=1, ge=1, description="engine replicas")
+    batch_size: int = Field(default=16, ge=1, description="rows per engine call")
+    executors: int = Field(default=1, ge=1, description="DSL-executor actors")
+    image_size: int = Field(default=512, ge=64, description="figure pixels")
+    shard_rows: int = Field(default=64, ge=1, description="rows per shard")
+    limit: int | None = Field(default=None, ge=1, description="the first N problems only")
+    ids: str | None = Field(default=None, description="comma-separated problem ids")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, dataset: str) -> GeoBuildSettings:
+        """The settings the `geobuild` command line asks for (`dataset` already resolved)."""
+        return cls(
+            dataset=dataset,
+            lang=args.lang,
+            feedback=args.feedback,
+            attach_image=not args.no_image,
+            max_rounds=args.max_rounds,
+            sampling=SamplingConfig(
+                temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed
+            ),
+            pool_size=args.pool_size,
+            batch_size=args.batch_size,
+            executors=args.executors,
+            image_size=args.image_size,
+            shard_rows=args.shard_rows,
+            limit=args.limit,
+            ids=args.ids,
+        )
+
+    def engine_options(self) -> EngineOptions:
+        """The engine stage's options."""
+        return EngineOptions(pool_size=self.pool_size, batch_size=self.batch_size)
+
+
+def default(name: str) -> Any:
+    """A GeoBuildSettings field's default, for the CLI's help and argparse defaults."""
+    if name in SamplingConfig.model_fields:
+        return SamplingConfig.model_fields[name].default
+    return GeoBuildSettings.model_fields[name].default
