@@ -49,7 +49,8 @@ $(VLLM_STAMP): pyproject.toml constraints-vllm.txt
 check-gpu-profile: setup
 	$(PIP) install --dry-run --ignore-installed --quiet --report /dev/null '.[gpu]'
 
-test: test-main test-vllm check-gpu-profile
+# lint first: a docstring or type hint missing fails in seconds, before 20 minutes of tests.
+test: lint test-main test-vllm check-gpu-profile
 
 # tests/vllm runs only in .venv-vllm: tests/conftest.py keeps it out of the main collection.
 # The main suite needs .venv-vllm too: its http test talks to vLLM's real OpenAI server.
@@ -65,7 +66,7 @@ stress: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy geometry store actors pipelines probes
+	$(VENV)/bin/mypy geometry store actors pipelines probes bench
 
 demo: setup
 	DEMO_DIR=$(DEMO_DIR) PY=$(PY) bash scripts/demo.sh

@@ -25,7 +25,8 @@ import pyarrow as pa
 
 from store.records import null_if_nan
 
-# What every engine adds to a row (ray.data.llm's vLLM stage names these columns; ours match).
+# What every engine adds to a row: ray.data.llm's vLLM stage adds the first four under these
+# names, and our `engine_error` carries a failed row's message.
 ENGINE_OUTPUT = pa.schema(
     [
         ("generated_text", pa.string()),

@@ -20,10 +20,12 @@ import pytest
 from pipelines.cli import main
 from pipelines.engines.model_config import ModelConfig
 from pipelines.engines.preflight import ContextReport
+from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.stages import LIGHT_CPUS, baseline_stage
 from pipelines.engines.tiny_model import build_tiny_model
 from pipelines.noregeo import evaluate as evaluate_module
 from pipelines.noregeo.generate import generate
+from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.noregeo.summarize import load_results
 
 TASKS = ["C-BCT-CT", "N-BCT-MT"]
@@ -172,3 +174,14 @@ def test_error_rate_threshold_covers_the_runs_rows(
     assert "spoiled by the test" in _one_line(captured.err)
     df = load_results(out)
     assert df.height == 4 and df.filter(pl.col("engine_error").is_null())["valid"].all()
+    # Each run record holds the whole settings model its command line built.
+    records = sorted((out / "noregeo" / "model=oracle" / "runs").glob("*.json"))
+    settings = [EvaluateSettings.model_validate(_settings_fields(r)) for r in records]
+    assert sorted(s.max_error_rate for s in settings) == [0.4, 0.5]
+    assert all(s.sampling == SamplingConfig() and s.tasks == TASKS for s in settings)
+
+
+def _settings_fields(record: Path) -> dict[str, Any]:
+    """The EvaluateSettings fields of a run record (which holds more beside them)."""
+    fields = json.loads(record.read_text())
+    return {name: fields[name] for name in EvaluateSettings.model_fields}
