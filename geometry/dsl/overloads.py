@@ -51,14 +51,6 @@ KINDS: dict[str, tuple[type, ...]] = {
     "scalar": (Number, Angle, Segment),
     "any": (Point, Segment, Ray, Line, Circle, Arc, Polygon, Angle, Vector, Number),
 }
-KIND_HELP = {
-    "linear": "line, segment or ray",
-    "round": "circle or arc (semicircle)",
-    "object": "point, segment, ray, line, circle, arc, polygon or vector",
-    "number": "number, expression, measure or angle",
-    "scalar": "number, measure, angle or segment (its length)",
-    "any": "any object or number",
-}
 
 
 def arg_kind(arg: Arg) -> str:
