@@ -7,7 +7,7 @@ result per output. Geometric impossibilities raise DSLFailure("geometric", ...).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from geometry.dsl import constructions as geo
 from geometry.dsl.errors import DSLFailure
@@ -129,7 +129,11 @@ def point_on(call: Call) -> list[Result]:
     return [Point(base.x + t * dx, base.y + t * dy)]
 
 
-def two_points(kind: type[Segment] | type[Ray] | type[Line] | type[Vector]):  # noqa: ANN201
+def two_points(
+    kind: type[Segment] | type[Ray] | type[Line] | type[Vector],
+) -> Callable[[Call], list[Result]]:
+    """A realiser that builds a `kind` (segment, ray, line or vector) from its two points."""
+
     def realise(call: Call) -> list[Result]:
         return [kind(call.point(0), call.point(1))]
 
