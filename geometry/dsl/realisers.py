@@ -241,7 +241,7 @@ def _two(obj: Line | Segment | Ray) -> tuple[Point, Point]:
 
 # -- intersections -----------------------------------------------------------------
 def intersect_linear(call: Call) -> list[Result]:
-    """`intersect` of two lines/rays/segments: their crossing; parallel or missing is a failure."""
+    """`intersect` of two linear objects: their crossing; parallel or off a ray/segment fails."""
     a, b = call.args
     assert isinstance(a, Line | Segment | Ray) and isinstance(b, Line | Segment | Ray)
     return [geo.intersect_linear(a, b, call.labels)]
