@@ -112,6 +112,7 @@ class Parsed:
 
     @property
     def valid(self) -> bool:
+        """Whether the output parsed under its schema (no error)."""
         return self.error is None
 
 

@@ -34,6 +34,7 @@ class Item:
     generator_version: str
 
     def to_row(self) -> dict[str, Any]:
+        """This item as a dict keyed like ITEM_SCHEMA's columns, one Parquet row."""
         return asdict(self)
 
 

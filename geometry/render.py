@@ -17,9 +17,11 @@ from functools import lru_cache
 from PIL import Image, ImageDraw, ImageFont
 
 from geometry.figure import Draw
+from geometry.item import IMAGE_SETUPS
+from geometry.thresholds import GRID_MAX, GRID_MIN
 
-SETUPS = ("dotted", "full")
-GRID_MIN, GRID_MAX = -20, 20
+# The setups that have an image; bench/render.py imports this name.
+SETUPS = IMAGE_SETUPS
 GRID_UNITS = GRID_MAX - GRID_MIN
 MIN_SIZE = 64  # below this a unit is under 2 px and labels no longer fit
 REFERENCE_LINES = {
@@ -320,8 +322,8 @@ def _place_labels(pixels: dict[str, tuple[float, float]], layout: _Layout) -> li
 
 def render_image(draw: Draw, setup: str, size: int = 448) -> Image.Image:
     """The diagram of `draw` as a palette image: points only (`dotted`) or the whole figure."""
-    if setup not in SETUPS:
-        raise ValueError(f"setup={setup!r} has no image; use one of {SETUPS}")
+    if setup not in IMAGE_SETUPS:
+        raise ValueError(f"setup={setup!r} has no image; use one of {IMAGE_SETUPS}")
     layout = _layout(size)
     pixels = _point_pixels(draw, size)
     image = _background(size).copy()

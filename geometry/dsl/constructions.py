@@ -24,6 +24,7 @@ def scale_of(*points: Point) -> float:
 
 
 def coincide(a: Point, b: Point) -> bool:
+    """Whether a and b are within DEGENERATE_REL of their scale: the executor's "same point"."""
     return a.distance(b) <= DEGENERATE_REL * scale_of(a, b)
 
 
@@ -40,6 +41,7 @@ def require_distinct(points: Sequence[Point], names: Sequence[str], command: str
 
 
 def cross(ux: float, uy: float, vx: float, vy: float) -> float:
+    """The cross product u x v of two plane vectors (positive when v turns left of u)."""
     return ux * vy - uy * vx
 
 
@@ -53,6 +55,7 @@ def carrier(obj: Linear) -> tuple[Point, float, float, float, float]:
 
 
 def direction(obj: Linear) -> tuple[float, float]:
+    """The direction vector (dx, dy) of a line, ray or segment, from its defining points."""
     _, dx, dy, _, _ = carrier(obj)
     return dx, dy
 
@@ -63,6 +66,7 @@ def _within(t: float, lo: float, hi: float) -> bool:
 
 
 def kind_name(obj: GeoObject) -> str:
+    """The object's kind as written in messages: "point", "segment", "circle", ..."""
     return type(obj).__name__.lower()
 
 
@@ -243,6 +247,7 @@ def transform(obj: GeoObject, f: Callable[[Point], Point], reverses: bool) -> Ge
 
 
 def arc_point(arc: Arc, angle: float) -> Point:
+    """The point at `angle` radians on the circle carrying `arc`."""
     return Point(
         arc.center.x + arc.radius * math.cos(angle), arc.center.y + arc.radius * math.sin(angle)
     )
@@ -293,5 +298,6 @@ def shoelace(vertices: Sequence[Point]) -> float:
 
 
 def distance_to_line(p: Point, lin: Linear) -> float:
+    """Distance from p to the full line carrying a line, ray or segment."""
     base, dx, dy, _, _ = carrier(lin)
     return abs(cross(dx, dy, p.x - base.x, p.y - base.y)) / math.hypot(dx, dy)

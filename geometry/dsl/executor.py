@@ -45,6 +45,7 @@ class Execution:
 
     @property
     def ok(self) -> bool:
+        """Whether the whole program ran without error."""
         return self.error is None
 
 

@@ -87,7 +87,6 @@ _FUNCTIONS: dict[str, Callable[[Number], Number]] = {
     "sqrt": _sqrt,
     "abs": lambda x: Number(abs(x.value), x.is_angle),
 }
-FUNCTION_NAMES: tuple[str, ...] = tuple(_FUNCTIONS)
 CONSTANT_NAMES: tuple[str, ...] = tuple(_CONSTANTS)
 
 

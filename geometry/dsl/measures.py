@@ -17,26 +17,31 @@ from geometry.dsl.tolerances import lengths_close, ratio_close
 
 # -- measures and arithmetic -------------------------------------------------------
 def distance(call: Call) -> list[Result]:
+    """`distance : A B`: the length |AB|."""
     return [Number(call.point(0).distance(call.point(1)))]
 
 
 def distance_to_line(call: Call) -> list[Result]:
+    """`distance : P l`: the distance from P to the line, ray or segment l."""
     lin = call.args[1]
     assert isinstance(lin, Line | Segment | Ray)
     return [Number(geo.distance_to_line(call.point(0), lin))]
 
 
 def length(call: Call) -> list[Result]:
+    """`length : s`: the length of segment s."""
     return [as_number(call.args[0])]
 
 
 def radius(call: Call) -> list[Result]:
+    """`radius`: the radius of a circle or arc."""
     obj = call.args[0]
     assert isinstance(obj, Circle | Arc)
     return [Number(obj.radius)]
 
 
 def center(call: Call) -> list[Result]:
+    """`center`: the centre point of a circle or arc."""
     obj = call.args[0]
     assert isinstance(obj, Circle | Arc)
     return [obj.center]
@@ -50,6 +55,7 @@ def _vertices(call: Call) -> list[Point]:
 
 
 def area(call: Call) -> list[Result]:
+    """`area`: the area of a circle, of a polygon, or of the polygon with the given vertices."""
     obj = call.args[0]
     if isinstance(obj, Circle):
         return [Number(math.pi * obj.radius**2)]
@@ -57,6 +63,7 @@ def area(call: Call) -> list[Result]:
 
 
 def perimeter(call: Call) -> list[Result]:
+    """`perimeter`: the circumference of a circle, or the perimeter of a polygon or vertex list."""
     obj = call.args[0]
     if isinstance(obj, Circle):
         return [Number(geo.TAU * obj.radius)]
@@ -69,26 +76,31 @@ def _pair(call: Call) -> tuple[Number, Number]:
 
 
 def arith_sum(call: Call) -> list[Result]:
+    """`sum : a b`: a + b, an angle only when both are angles."""
     a, b = _pair(call)
     return [Number(a.value + b.value, a.is_angle and b.is_angle)]
 
 
 def arith_minus(call: Call) -> list[Result]:
+    """`minus : a b`: a - b, an angle only when both are angles."""
     a, b = _pair(call)
     return [Number(a.value - b.value, a.is_angle and b.is_angle)]
 
 
 def arith_negate(call: Call) -> list[Result]:
+    """`minus : a`: -a, keeping whether it is an angle."""
     a = call.number(0)
     return [Number(-a.value, a.is_angle)]
 
 
 def arith_product(call: Call) -> list[Result]:
+    """`product : a b`: a * b, an angle when exactly one factor is."""
     a, b = _pair(call)
     return [Number(a.value * b.value, a.is_angle != b.is_angle)]
 
 
 def arith_ratio(call: Call) -> list[Result]:
+    """`ratio : a b`: a / b, an angle for angle / plain number; b = 0 is a geometric failure."""
     a, b = _pair(call)
     if b.value == 0:
         raise DSLFailure("geometric", f"ratio: division by zero ({call.labels[1]} is 0)")
@@ -96,6 +108,7 @@ def arith_ratio(call: Call) -> list[Result]:
 
 
 def const(call: Call) -> list[Result]:
+    """`const`: the number as given; radians for `AngleSize`, and `int` rejects a fraction."""
     value = call.number(0)
     if call.const_type == "AngleSize":  # the public executor's radian constants
         return [Number(value.value, is_angle=True)]
@@ -105,18 +118,22 @@ def const(call: Call) -> list[Result]:
 
 
 def equality_numbers(call: Call) -> list[Result]:
+    """`equality : a b`: 1 if the two numbers are equal within tolerance, else 0."""
     a, b = _pair(call)
     return [Number(1.0 if ratio_close(a.value, b.value) else 0.0)]
 
 
 def equality_points(call: Call) -> list[Result]:
+    """`equality : A B`: 1 if the two points coincide within tolerance, else 0."""
     a, b = call.point(0), call.point(1)
     return [Number(1.0 if lengths_close(a.distance(b), 0.0, geo.scale_of(a, b)) else 0.0)]
 
 
 def prove(call: Call) -> list[Result]:
+    """`prove`: accepted for compatibility with the public DSL; computes and stores nothing."""
     return [None]
 
 
 def zero_or_one(call: Call) -> tuple[int, ...]:
+    """Output counts for `prove`: no output or one (never stored)."""
     return (0, 1)

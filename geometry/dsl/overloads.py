@@ -51,14 +51,6 @@ KINDS: dict[str, tuple[type, ...]] = {
     "scalar": (Number, Angle, Segment),
     "any": (Point, Segment, Ray, Line, Circle, Arc, Polygon, Angle, Vector, Number),
 }
-KIND_HELP = {
-    "linear": "line, segment or ray",
-    "round": "circle or arc (semicircle)",
-    "object": "point, segment, ray, line, circle, arc, polygon or vector",
-    "number": "number, expression, measure or angle",
-    "scalar": "number, measure, angle or segment (its length)",
-    "any": "any object or number",
-}
 
 
 def arg_kind(arg: Arg) -> str:
@@ -90,11 +82,13 @@ class Call:
     n_outputs: int = 1  # how many outputs the statement names (some forms have a short one)
 
     def point(self, i: int) -> Point:
+        """Input `i` as a point (the overload's kinds guarantee it is one)."""
         value = self.args[i]
         assert isinstance(value, Point)  # guaranteed by the overload's kinds
         return value
 
     def number(self, i: int) -> Number:
+        """Input `i` as a Number (angles in radians, segments by length)."""
         return as_number(self.args[i])
 
 
@@ -121,10 +115,12 @@ class Overload:
     stores: bool = True  # False: outputs are accepted but never stored (`prove`)
 
     def signature(self, name: str) -> str:
+        """This form as documented: `name : input kinds -> output kinds`."""
         ins = " ".join(self.inputs) + (" ..." if self.variadic else "")
         return f"{name} : {ins} -> {' '.join(self.outputs)}".replace(":  ->", ": ->")
 
     def matches(self, args: Sequence[Arg]) -> bool:
+        """Whether `args` fit this form's input kinds (the last repeating when variadic)."""
         if self.variadic:
             if len(args) < len(self.inputs):
                 return False
@@ -136,6 +132,7 @@ class Overload:
         return all(isinstance(a, KINDS[k]) for a, k in zip(args, kinds, strict=True))
 
     def allowed_counts(self, call: Call) -> tuple[int, ...]:
+        """How many outputs a statement may name for this call."""
         return self.counts(call) if self.counts is not None else (len(self.outputs),)
 
 

@@ -7,7 +7,7 @@ result per output. Geometric impossibilities raise DSLFailure("geometric", ...).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from geometry.dsl import constructions as geo
 from geometry.dsl.errors import DSLFailure
@@ -54,6 +54,8 @@ def distinct(*indices: int) -> Precondition:
 
 
 def positive(index: int) -> Precondition:
+    """The number input at `index` is strictly positive (a radius, for instance)."""
+
     def check(call: Call) -> str | None:
         value = call.number(index).value
         if value > 0:
@@ -64,6 +66,8 @@ def positive(index: int) -> Precondition:
 
 
 def side_count(index: int) -> Precondition:
+    """The number input at `index` is a whole side count from 3 to the polygon limit."""
+
     def check(call: Call) -> str | None:
         n = call.number(index).value
         top = call.limits.max_polygon_sides
@@ -77,6 +81,8 @@ def side_count(index: int) -> Precondition:
 
 
 def non_degenerate_polygon() -> Precondition:
+    """At most the polygon limit of vertices (else a limit failure), enclosing non-zero area."""
+
     def check(call: Call) -> str | None:
         pts = [call.point(i) for i in range(len(call.args))]
         top = call.limits.max_polygon_sides
@@ -106,14 +112,17 @@ def _uniform(call: Call, span: tuple[float, float]) -> float:
 
 # -- points, lines, circles --------------------------------------------------------
 def point_free(call: Call) -> list[Result]:
+    """`point : -> A`: a seeded point in the [0, FREE_POINT_BOX]^2 square."""
     return [Point(call.rng.uniform(0, FREE_POINT_BOX), call.rng.uniform(0, FREE_POINT_BOX))]
 
 
 def point_xy(call: Call) -> list[Result]:
+    """`point : x y -> A`: the point with the given coordinates."""
     return [Point(call.number(0).value, call.number(1).value)]
 
 
 def point_on(call: Call) -> list[Result]:
+    """`point : obj -> A`: a seeded point on a circle, arc, line, segment or ray."""
     obj = call.args[0]
     if isinstance(obj, Circle | Arc):
         if isinstance(obj, Circle):
@@ -129,7 +138,11 @@ def point_on(call: Call) -> list[Result]:
     return [Point(base.x + t * dx, base.y + t * dy)]
 
 
-def two_points(kind: type[Segment] | type[Ray] | type[Line] | type[Vector]):  # noqa: ANN201
+def two_points(
+    kind: type[Segment] | type[Ray] | type[Line] | type[Vector],
+) -> Callable[[Call], list[Result]]:
+    """A realiser that builds a `kind` (segment, ray, line or vector) from its two points."""
+
     def realise(call: Call) -> list[Result]:
         return [kind(call.point(0), call.point(1))]
 
@@ -137,25 +150,30 @@ def two_points(kind: type[Segment] | type[Ray] | type[Line] | type[Vector]):  # 
 
 
 def line_parallel_through(call: Call) -> list[Result]:
+    """`parallel_line` and `line : P l`: the line through P parallel to the linear input."""
     assert isinstance(call.args[1], Line | Segment | Ray)
     return [_line_through(call.point(0), *geo.direction(call.args[1]))]
 
 
 def line_orthogonal_through(call: Call) -> list[Result]:
+    """`orthogonal_line`: the line through point P perpendicular to the linear input."""
     assert isinstance(call.args[1], Line | Segment | Ray)
     dx, dy = geo.direction(call.args[1])
     return [_line_through(call.point(0), -dy, dx)]
 
 
 def circle_through(call: Call) -> list[Result]:
+    """`circle : O A`: the circle with centre O through A."""
     return [Circle(call.point(0), call.point(0).distance(call.point(1)))]
 
 
 def circle_radius(call: Call) -> list[Result]:
+    """`circle : O r`: the circle with centre O and radius r (a number or a segment's length)."""
     return [Circle(call.point(0), as_number(call.args[1]).value)]
 
 
 def circle_three(call: Call) -> list[Result]:
+    """`circle : A B C`: the circumcircle; collinear points are a geometric failure."""
     return [geo.circumcircle(call.point(0), call.point(1), call.point(2), call.labels)]
 
 
@@ -167,11 +185,13 @@ def _ends(call: Call) -> tuple[Point, Point]:
 
 
 def midpoint(call: Call) -> list[Result]:
+    """`midpoint`: the midpoint of A and B, or of a segment."""
     a, b = _ends(call)
     return [Point((a.x + b.x) / 2, (a.y + b.y) / 2)]
 
 
 def line_bisector(call: Call) -> list[Result]:
+    """`line_bisector`: the perpendicular bisector of AB; A = B is a geometric failure."""
     a, b = _ends(call)
     if geo.coincide(a, b):
         raise DSLFailure(
@@ -190,12 +210,14 @@ def _bisector_direction(ux: float, uy: float, vx: float, vy: float) -> tuple[flo
 
 
 def angular_bisector_points(call: Call) -> list[Result]:
+    """`angular_bisector : A B C`: the bisector line of angle ABC, through B."""
     a, b, c = call.point(0), call.point(1), call.point(2)
     d = _bisector_direction(a.x - b.x, a.y - b.y, c.x - b.x, c.y - b.y)
     return [_line_through(b, *d)]
 
 
 def angular_bisector_angle(call: Call) -> list[Result]:
+    """`angular_bisector : angle`: the bisector line of an angle object, through its vertex."""
     angle = call.args[0]
     assert isinstance(angle, Angle)
     a, b, c = angle.a, angle.vertex, angle.b
@@ -203,6 +225,7 @@ def angular_bisector_angle(call: Call) -> list[Result]:
 
 
 def angular_bisector_lines(call: Call) -> list[Result]:
+    """`angular_bisector : l m`: both bisectors of two crossing lines, through their crossing."""
     first, second = call.args[0], call.args[1]
     assert isinstance(first, Line | Segment | Ray) and isinstance(second, Line | Segment | Ray)
     as_lines = [Line(*_two(o)) for o in (first, second)]
@@ -218,12 +241,14 @@ def _two(obj: Line | Segment | Ray) -> tuple[Point, Point]:
 
 # -- intersections -----------------------------------------------------------------
 def intersect_linear(call: Call) -> list[Result]:
+    """`intersect` of two linear objects: their crossing; parallel or off a ray/segment fails."""
     a, b = call.args
     assert isinstance(a, Line | Segment | Ray) and isinstance(b, Line | Segment | Ray)
     return [geo.intersect_linear(a, b, call.labels)]
 
 
 def intersect_linear_round(call: Call) -> list[Result]:
+    """`intersect` of a line/ray/segment and a circle/arc (either order): points along the line."""
     a, b = call.args
     if isinstance(a, Circle | Arc):
         assert isinstance(b, Line | Segment | Ray)
@@ -233,12 +258,14 @@ def intersect_linear_round(call: Call) -> list[Result]:
 
 
 def intersect_rounds(call: Call) -> list[Result]:
+    """`intersect` of two circles/arcs: common points, the first left of centre1 -> centre2."""
     a, b = call.args
     assert isinstance(a, Circle | Arc) and isinstance(b, Circle | Arc)
     return list(geo.intersect_rounds(a, b, call.labels))
 
 
 def one_or_two(call: Call) -> tuple[int, ...]:
+    """Output counts for `intersect` with a circle or arc: one or two points may be named."""
     return (1, 2)
 
 
@@ -250,27 +277,32 @@ def _object(call: Call) -> GeoObject:
 
 
 def rotate_angle_center(call: Call) -> list[Result]:
+    """`rotate : obj angle O`: `obj` turned counter-clockwise by the angle about O."""
     theta, center = _angle_of(call, 1), call.point(2)
     return [geo.transform(_object(call), lambda p: geo.rotate_point(p, center, theta), False)]
 
 
 def rotate_center_angle(call: Call) -> list[Result]:
+    """`rotate : obj O angle`: as `rotate_angle_center`, with centre before angle."""
     center, theta = call.point(1), _angle_of(call, 2)
     return [geo.transform(_object(call), lambda p: geo.rotate_point(p, center, theta), False)]
 
 
 def mirror_point(call: Call) -> list[Result]:
+    """`mirror : obj O`: the image of `obj` under the point reflection in O."""
     c = call.point(1)
     return [geo.transform(_object(call), lambda p: Point(2 * c.x - p.x, 2 * c.y - p.y), False)]
 
 
 def mirror_line(call: Call) -> list[Result]:
+    """`mirror : obj l`: the image of `obj` reflected across the line carrying l."""
     axis = call.args[1]
     assert isinstance(axis, Line | Segment | Ray)
     return [geo.transform(_object(call), lambda p: geo.reflect_point(p, axis), True)]
 
 
 def translate(call: Call) -> list[Result]:
+    """`translate : obj v`: `obj` shifted by the vector v."""
     vec = call.args[1]
     assert isinstance(vec, Vector)
     dx, dy = vec.end.x - vec.start.x, vec.end.y - vec.start.y
@@ -279,6 +311,7 @@ def translate(call: Call) -> list[Result]:
 
 # -- tangents, polar ---------------------------------------------------------------
 def tangent(call: Call) -> list[Result]:
+    """`tangent : P circle`: the two tangents from P outside, or the tangent at P on the circle."""
     p, circle = call.point(0), call.args[1]
     assert isinstance(circle, Circle)
     touches = geo.tangent_points(p, circle, call.labels)
@@ -288,10 +321,12 @@ def tangent(call: Call) -> list[Result]:
 
 
 def tangent_counts(call: Call) -> tuple[int, ...]:
+    """Output counts for `tangent`: one line (P on the circle) or two."""
     return (1, 2)
 
 
 def polar(call: Call) -> list[Result]:
+    """`polar : P circle`: the polar line of P; P at the centre is a geometric failure."""
     p, circle = call.point(0), call.args[1]
     assert isinstance(circle, Circle)
     c = circle.center
@@ -313,15 +348,18 @@ def _polygon_with_sides(vertices: Sequence[Point]) -> list[Result]:
 
 
 def polygon(call: Call) -> list[Result]:
+    """`polygon : A B C ...`: the polygon, then its sides AB, BC, ..., or the polygon alone."""
     full = _polygon_with_sides([call.point(i) for i in range(len(call.args))])
     return full if call.n_outputs == len(full) else full[:1]
 
 
 def polygon_counts(call: Call) -> tuple[int, ...]:
+    """Output counts for `polygon : A B C ...`: the polygon alone, or with all its sides."""
     return (1, len(call.args) + 1)
 
 
 def regular_polygon(call: Call) -> list[Result]:
+    """`polygon : A B n`: the counter-clockwise regular n-gon on AB, its sides, its new vertices."""
     n = int(call.number(2).value)
     vertices = geo.regular_polygon(call.point(0), call.point(1), n)
     with_sides = _polygon_with_sides(vertices)
@@ -331,6 +369,7 @@ def regular_polygon(call: Call) -> list[Result]:
 
 
 def regular_counts(call: Call) -> tuple[int, ...]:
+    """Output counts for `polygon : A B n`: all outputs, or the polygon and new vertices only."""
     n = call.number(2).value
     if n != int(n) or n < 3:
         return (1,)  # the side_count precondition reports the real problem
@@ -338,6 +377,7 @@ def regular_counts(call: Call) -> tuple[int, ...]:
 
 
 def semicircle(call: Call) -> list[Result]:
+    """`semicircle : A B`: the half circle on diameter AB, on the left of A -> B."""
     a, b = call.point(0), call.point(1)
     center = Point((a.x + b.x) / 2, (a.y + b.y) / 2)
     # Counter-clockwise from b to a: the half on the left of the direction a -> b.
@@ -346,5 +386,6 @@ def semicircle(call: Call) -> list[Result]:
 
 
 def angle(call: Call) -> list[Result]:
+    """`angle : A B C`: the angle at B with its value in radians, in [0, pi]."""
     a, b, c = call.point(0), call.point(1), call.point(2)
     return [Angle(a, b, c, geo.angle_value(a, b, c))]

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Point:
+    """A point in the plane (float coordinates)."""
+
     x: float
     y: float
 
@@ -19,29 +21,38 @@ class Point:
         return (self.x - other.x, self.y - other.y)
 
     def distance(self, other: Point) -> float:
+        """The Euclidean distance to `other`."""
         return math.hypot(self.x - other.x, self.y - other.y)
 
 
 @dataclass(frozen=True)
 class Segment:
+    """The segment with ends `a` and `b`."""
+
     a: Point
     b: Point
 
 
 @dataclass(frozen=True)
 class Ray:
+    """The ray from `origin` through `through`."""
+
     origin: Point
     through: Point  # a second point fixing the direction
 
 
 @dataclass(frozen=True)
 class Line:
+    """The infinite line through `p` and `q`."""
+
     p: Point
     q: Point  # two distinct points on the line
 
 
 @dataclass(frozen=True)
 class Circle:
+    """The circle with centre `center` and radius `radius`."""
+
     center: Point
     radius: float
 
@@ -58,6 +69,8 @@ class Arc:
 
 @dataclass(frozen=True)
 class Polygon:
+    """A polygon given by its vertices in order (closed: the last joins the first)."""
+
     vertices: tuple[Point, ...]
 
 
@@ -73,6 +86,8 @@ class Angle:
 
 @dataclass(frozen=True)
 class Vector:
+    """The vector from `start` to `end` (its displacement, for `translate`)."""
+
     start: Point
     end: Point
 
@@ -94,7 +109,9 @@ class Scene:
     objects: dict[str, GeoObject] = field(default_factory=dict)
 
     def points(self) -> dict[str, Point]:
+        """The scene's points by label, in creation order."""
         return {k: v for k, v in self.objects.items() if isinstance(v, Point)}
 
     def of_type(self, kind: type) -> list[GeoObject]:
+        """The scene's objects that are instances of `kind`, in creation order."""
         return [v for v in self.objects.values() if isinstance(v, kind)]

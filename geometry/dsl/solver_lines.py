@@ -34,11 +34,13 @@ from geometry.dsl.solver_space import (
 
 
 def angle_value(c: Condition, sp: Space) -> ResidualFn:
+    """angle_value: the angle minus its target value, in radians."""
     labels, target = sp.labels(c.labels("angle")), math.radians(c.number("value"))
     return lambda s: [angle(*(s.pt(x) for x in labels)) - target]
 
 
 def angle_equality(c: Condition, sp: Space) -> ResidualFn:
+    """angle_equality: each listed angle minus the first."""
     groups = [sp.labels(g) for g in c.groups("angles")]
 
     def residual(s: State) -> list[float]:
@@ -49,12 +51,14 @@ def angle_equality(c: Condition, sp: Space) -> ResidualFn:
 
 
 def angle_sum(c: Condition, sp: Space) -> ResidualFn:
+    """angle_sum: the sum of the listed angles minus the target value, in radians."""
     groups = [sp.labels(g) for g in c.groups("angles")]
     target = math.radians(c.number("value"))
     return lambda s: [sum(angle(*(s.pt(x) for x in g)) for g in groups) - target]
 
 
 def angle_ratio(c: Condition, sp: Space) -> ResidualFn:
+    """angle_ratio: angle1 * r2 - angle2 * r1, scaled by the larger ratio term."""
     first, second = sp.labels(c.labels("angle1")), sp.labels(c.labels("angle2"))
     ratio = c.args["ratio"]
     assert isinstance(ratio, tuple) and len(ratio) == 2
@@ -70,6 +74,7 @@ def angle_ratio(c: Condition, sp: Space) -> ResidualFn:
 
 
 def angle_bisector(c: Condition, sp: Space) -> ResidualFn:
+    """angle_bisector: the vertex's offset from the line and the line's turn off the bisector."""
     ref = sp.line(c.line("line"))
     p_label, v_label, q_label = sp.labels(c.labels("angle"))
 
@@ -87,16 +92,19 @@ def angle_bisector(c: Condition, sp: Space) -> ResidualFn:
 
 
 def point_on_line(c: Condition, sp: Space) -> ResidualFn:
+    """point_on_line: the point's signed offset from the line."""
     p, ref = sp.point(c.text("point")), sp.line(c.line("line"))
     return lambda s: [on_line(s, s.pt(p), ref)]
 
 
 def point_outside_line(c: Condition, sp: Space) -> ResidualFn:
+    """point_outside_line: a hinge keeping the point at least MARGIN off the line."""
     p, ref = sp.point(c.text("point")), sp.line(c.line("line"))
     return lambda s: [hinge(MARGIN - abs(on_line(s, s.pt(p), ref)))]
 
 
 def point_above_line(c: Condition, sp: Space) -> ResidualFn:
+    """point_above_line: hinges keeping the point MARGIN above a line that is not near vertical."""
     p, ref = sp.point(c.text("point")), sp.line(c.line("line"))
 
     def residual(s: State) -> list[float]:
@@ -111,6 +119,7 @@ def point_above_line(c: Condition, sp: Space) -> ResidualFn:
 
 
 def same_side(c: Condition, sp: Space) -> ResidualFn:
+    """same_side: hinges keeping every point MARGIN off the line, on the first point's side."""
     labels, ref = sp.labels(c.labels("points")), sp.line(c.line("line"))
 
     def residual(s: State) -> list[float]:
@@ -130,6 +139,7 @@ def _position(s: State, p: str, seg: tuple[str, ...]) -> tuple[float, float, flo
 
 
 def point_on_segment(c: Condition, sp: Space) -> ResidualFn:
+    """point_on_segment: the offset from the segment's line, and hinges keeping it between ends."""
     p, seg = sp.point(c.text("point")), sp.labels(c.labels("segment"))
 
     def residual(s: State) -> list[float]:
@@ -140,6 +150,7 @@ def point_on_segment(c: Condition, sp: Space) -> ResidualFn:
 
 
 def point_on_extension(c: Condition, sp: Space) -> ResidualFn:
+    """point_on_segment_extension: on the segment's line, at least MARGIN beyond either end."""
     p, seg = sp.point(c.text("point")), sp.labels(c.labels("segment"))
 
     def residual(s: State) -> list[float]:
@@ -152,6 +163,7 @@ def point_on_extension(c: Condition, sp: Space) -> ResidualFn:
 
 
 def midpoint_of(c: Condition, sp: Space) -> ResidualFn:
+    """midpoint_of: the point's x and y offsets from the segment's midpoint."""
     p, (a, b) = sp.point(c.text("point")), sp.labels(c.labels("segment"))
 
     def residual(s: State) -> list[float]:
@@ -162,6 +174,7 @@ def midpoint_of(c: Condition, sp: Space) -> ResidualFn:
 
 
 def distance_equals(c: Condition, sp: Space) -> ResidualFn:
+    """distance_equals: the segment's length, or the point-line distance, minus the value."""
     value = c.number("value")
     if "segment" in c.args:
         a, b = sp.labels(c.labels("segment"))
@@ -171,6 +184,7 @@ def distance_equals(c: Condition, sp: Space) -> ResidualFn:
 
 
 def segment_equality(c: Condition, sp: Space) -> ResidualFn:
+    """segment_equality: each listed segment's length minus the first's."""
     segments = [sp.labels(seg) for seg in c.groups("segments")]
 
     def residual(s: State) -> list[float]:
@@ -181,6 +195,7 @@ def segment_equality(c: Condition, sp: Space) -> ResidualFn:
 
 
 def perimeter(c: Condition, sp: Space) -> ResidualFn:
+    """perimeter: the polygon's perimeter minus the value."""
     labels, value = sp.labels(c.labels("polygon")), c.number("value")
 
     def residual(s: State) -> list[float]:
@@ -192,16 +207,19 @@ def perimeter(c: Condition, sp: Space) -> ResidualFn:
 
 
 def collinear(c: Condition, sp: Space) -> ResidualFn:
+    """collinear: each point's offset from the given line, or from the line of the first two."""
     labels = sp.labels(c.labels("points"))
     ref = sp.line(c.line("line")) if "line" in c.args else LineRef(through=labels[:2])
     return lambda s: [on_line(s, s.pt(x), ref) for x in labels]
 
 
 def not_collinear_condition(c: Condition, sp: Space) -> ResidualFn:
+    """not_collinear: a hinge keeping the points at least MARGIN off a common line."""
     return not_collinear(sp.labels(c.labels("points")))
 
 
 def isosceles_triangle(c: Condition, sp: Space) -> ResidualFn:
+    """isosceles_triangle: a non-degenerate triangle with the given (or the closest) sides equal."""
     tri = sp.labels(c.labels("points"))
     shape = not_collinear(tri)
     if "equal_sides" in c.args:
@@ -221,6 +239,7 @@ def isosceles_triangle(c: Condition, sp: Space) -> ResidualFn:
 
 
 def order_on_line(c: Condition, sp: Space) -> ResidualFn:
+    """order_on_line: collinear, consecutive points at least MARGIN apart in the listed order."""
     labels = sp.labels(c.labels("points"))
     ref = sp.line(c.line("line")) if "line" in c.args else LineRef(through=labels[:2])
     on_line = collinear(c, sp)
@@ -237,16 +256,19 @@ def order_on_line(c: Condition, sp: Space) -> ResidualFn:
 
 
 def parallel(c: Condition, sp: Space) -> ResidualFn:
+    """parallel: the sine of the angle between the first line and each other one."""
     refs = [sp.line(ref) for ref in c.lines("lines")]
     return lambda s: [sin_between(s, refs[0], ref) for ref in refs[1:]]
 
 
 def perpendicular(c: Condition, sp: Space) -> ResidualFn:
+    """perpendicular: the cosine of the angle between the first line and each other one."""
     refs = [sp.line(ref) for ref in c.lines("lines")]
     return lambda s: [cos_between(s, refs[0], ref) for ref in refs[1:]]
 
 
 def perpendicular_bisector(c: Condition, sp: Space) -> ResidualFn:
+    """perpendicular_bisector: the segment's midpoint on the line, and the two perpendicular."""
     ref = sp.line(c.line("line"))
     segment = LineRef(through=sp.labels(c.labels("segment")))
 
@@ -258,6 +280,7 @@ def perpendicular_bisector(c: Condition, sp: Space) -> ResidualFn:
 
 
 def on_all_lines(c: Condition, sp: Space) -> ResidualFn:
+    """intersection / intersection_point: each point's offset from each listed line."""
     labels = sp.labels(c.labels("points") if "points" in c.args else (c.text("point"),))
     refs = [sp.line(ref) for ref in c.lines("lines")]
     return lambda s: [on_line(s, s.pt(x), ref) for x in labels for ref in refs]

@@ -104,6 +104,7 @@ class Model:
         return x
 
     def state(self, x: np.ndarray) -> State:
+        """The candidate solution `x` decoded into labelled coordinates."""
         return self.space.state(x)
 
 

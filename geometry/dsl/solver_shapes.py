@@ -32,11 +32,13 @@ def _off_circles(s: State, p: str, center: str) -> float:
 
 
 def point_on_circle(c: Condition, sp: Space) -> ResidualFn:
+    """point_on_circle: the point's offset from the nearest circle about the centre."""
     p, center = sp.point(c.text("point")), sp.circle_at(c.text("center"))
     return lambda s: [_off_circles(s, p, center)]
 
 
 def point_inside_circle(c: Condition, sp: Space) -> ResidualFn:
+    """point_inside_circle: a hinge keeping the point MARGIN inside the given or largest radius."""
     p = sp.point(c.text("point"))
     given = c.number("radius") if "radius" in c.args else None
     center = sp.point(c.text("center")) if given is not None else sp.circle_at(c.text("center"))
@@ -49,6 +51,7 @@ def point_inside_circle(c: Condition, sp: Space) -> ResidualFn:
 
 
 def point_intersection(c: Condition, sp: Space) -> ResidualFn:
+    """point_intersection: the point's offset from each circle given as (centre, point on it)."""
     p = sp.point(c.text("point"))
     circles = [sp.labels(pair) for pair in c.groups("circles")]
 
@@ -60,6 +63,7 @@ def point_intersection(c: Condition, sp: Space) -> ResidualFn:
 
 
 def concyclic(c: Condition, sp: Space) -> ResidualFn:
+    """concyclic: points not collinear, all equidistant from an auxiliary centre."""
     labels = sp.labels(c.labels("points"))
     center = sp.anchor(f"~concyclic.{'.'.join(labels)}")
     shape = not_collinear(labels)
@@ -73,6 +77,7 @@ def concyclic(c: Condition, sp: Space) -> ResidualFn:
 
 
 def diameter(c: Condition, sp: Space) -> ResidualFn:
+    """diameter: the segment's midpoint at the centre, and its end on the circle."""
     a, b = sp.labels(c.labels("segment"))
     center = sp.circle_at(c.text("center"))
 
@@ -89,11 +94,13 @@ def _tangency(s: State, ref: LineRef, center: str) -> float:
 
 
 def tangent(c: Condition, sp: Space) -> ResidualFn:
+    """tangent: how far the line is from touching the nearest circle about the centre."""
     ref, center = sp.line(c.line("line")), sp.circle_at(c.text("center"))
     return lambda s: [_tangency(s, ref, center)]
 
 
 def tangent_at_point(c: Condition, sp: Space) -> ResidualFn:
+    """tangent_at_point: the point on line and circle, the line perpendicular to the radius."""
     ref, center = sp.line(c.line("line")), sp.circle_at(c.text("center"))
     t = sp.point(c.text("point"))
     radius_line = LineRef(through=(center, t))
@@ -109,6 +116,7 @@ def tangent_at_point(c: Condition, sp: Space) -> ResidualFn:
 
 
 def midpoint_of_arc(c: Condition, sp: Space) -> ResidualFn:
+    """midpoint_of_arc: A, B, M not collinear, and MA - MB."""
     m, (a, b) = sp.point(c.text("point")), sp.labels(c.labels("arc"))
     # The program draws the circle through A, B, M (the check needs one); they must not be
     # collinear for it to exist.
@@ -117,6 +125,7 @@ def midpoint_of_arc(c: Condition, sp: Space) -> ResidualFn:
 
 
 def point_on_arc(c: Condition, sp: Space) -> ResidualFn:
+    """point_on_arc: A, B, P not collinear; a hinge on angle APB picks the major or minor arc."""
     p, (a, b) = sp.point(c.text("point")), sp.labels(c.labels("arc"))
     shape = not_collinear((a, b, p))
     kind = c.args.get("arc_type")
@@ -132,6 +141,7 @@ def point_on_arc(c: Condition, sp: Space) -> ResidualFn:
 
 
 def point_incenter(c: Condition, sp: Space) -> ResidualFn:
+    """point_incenter: a non-degenerate triangle, and the point's offset from its incenter."""
     p, tri = sp.point(c.text("point")), sp.labels(c.labels("triangle"))
     shape = not_collinear(tri)
 
@@ -157,6 +167,7 @@ def _convexity(s: State, labels: tuple[str, ...]) -> list[float]:
 
 
 def polygon_property(c: Condition, sp: Space) -> ResidualFn:
+    """polygon_property: the diagonal, side and parallel-side equations `kind` requires."""
     labels, kind = sp.labels(c.labels("polygon")), c.text("kind")
     shape = not_collinear(labels)
     side_a, side_b = LineRef(through=labels[0:2]), LineRef(through=labels[2:4])
@@ -182,6 +193,7 @@ def polygon_property(c: Condition, sp: Space) -> ResidualFn:
 
 
 def regular_polygon(c: Condition, sp: Space) -> ResidualFn:
+    """regular_polygon: convex, equal non-vanishing sides, every interior angle (n - 2) pi / n."""
     labels = sp.labels(c.labels("polygon"))
     n = len(labels)
     interior = math.pi * (n - 2) / n
@@ -208,6 +220,7 @@ def _mapping(c: Condition, sp: Space) -> tuple[str, list[tuple[str, str]]]:
 
 
 def rotation(c: Condition, sp: Space) -> ResidualFn:
+    """rotation: each image point's offset from its preimage rotated by `angle` about the centre."""
     center, pairs = _mapping(c, sp)
     sign = 1.0 if c.text("direction") == "counterclockwise" else -1.0
     turn = sign * math.radians(c.number("angle"))
@@ -223,6 +236,7 @@ def rotation(c: Condition, sp: Space) -> ResidualFn:
 
 
 def transformation(c: Condition, sp: Space) -> ResidualFn:
+    """geometric_transformation: one unknown non-zero turn about the centre maps each preimage."""
     center, pairs = _mapping(c, sp)
     theta = sp.scalar(f"~turn.{len(sp.scalars)}")
 

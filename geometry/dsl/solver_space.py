@@ -36,10 +36,12 @@ ResidualFn = Callable[["State"], list[float]]
 
 
 def sub(a: Vec, b: Vec) -> Vec:
+    """The vector a - b."""
     return (a[0] - b[0], a[1] - b[1])
 
 
 def dot(a: Vec, b: Vec) -> float:
+    """The dot product of a and b."""
     return a[0] * b[0] + a[1] * b[1]
 
 
@@ -49,6 +51,7 @@ def cross(o: Vec, a: Vec, b: Vec) -> float:
 
 
 def dist(a: Vec, b: Vec) -> float:
+    """The distance between points a and b."""
     return math.hypot(a[0] - b[0], a[1] - b[1])
 
 
@@ -59,6 +62,7 @@ def unit(v: Vec) -> Vec:
 
 
 def mid(a: Vec, b: Vec) -> Vec:
+    """The midpoint of a and b."""
     return ((a[0] + b[0]) / 2, (a[1] + b[1]) / 2)
 
 
@@ -92,19 +96,23 @@ class Space:
     long_lines: list[tuple[str, ...]] = field(default_factory=list)  # through 3+ points
 
     def point(self, label: str) -> str:
+        """Register the labelled point `label` as an unknown (once) and return the label."""
         if label not in self.points:
             self.points.append(label)
         return label
 
     def labels(self, labels: Iterable[str]) -> tuple[str, ...]:
+        """Register each labelled point, as `point` does, and return the labels as a tuple."""
         return tuple(self.point(label) for label in labels)
 
     def anchor(self, name: str) -> str:
+        """Register the auxiliary point `name` (e.g. an end of a named line) and return it."""
         if name not in self.anchors:
             self.anchors.append(name)
         return name
 
     def scalar(self, name: str) -> str:
+        """Register the scalar unknown `name` (a radius or an angle) and return it."""
         if name not in self.scalars:
             self.scalars.append(name)
         return name
@@ -127,6 +135,7 @@ class Space:
         return ref
 
     def add_circle(self, center: str, radius: Radius) -> None:
+        """Register a circle about `center` with the given radius spec, and the points it needs."""
         self.point(center)
         if radius[0] == "point":
             assert isinstance(radius[1], str)
@@ -143,9 +152,11 @@ class Space:
         return center
 
     def size(self) -> int:
+        """The number of unknowns: x and y per point and anchor, plus one per scalar."""
         return 2 * (len(self.points) + len(self.anchors)) + len(self.scalars)
 
     def state(self, x: np.ndarray) -> State:
+        """Decode the unknown vector `x` into a State (coordinates by label, scalars by name)."""
         values = x.tolist()
         xy: dict[str, Vec] = {}
         for i, label in enumerate(self.points + self.anchors):
@@ -165,9 +176,11 @@ class State:
 
     @property
     def scale(self) -> float:
+        """The figure's scale, against which lengths are normalised."""
         return self.space.scale
 
     def pt(self, label: str) -> Vec:
+        """The coordinates of point or anchor `label`."""
         return self.xy[label]
 
     def line(self, ref: LineRef) -> tuple[Vec, Vec]:
@@ -183,6 +196,7 @@ class State:
         return m, (m[0] - (b[1] - a[1]), m[1] + (b[0] - a[0]))
 
     def radius(self, center: str, spec: Radius) -> float:
+        """The radius `spec` gives about `center`: distance to a point, a value, or a scalar."""
         kind, value = spec
         if kind == "point":
             assert isinstance(value, str)
@@ -194,6 +208,7 @@ class State:
         return self.scalars[value]
 
     def radii(self, center: str) -> list[float]:
+        """The radii of every circle registered about `center`."""
         return [self.radius(center, spec) for spec in self.space.circles[center]]
 
 
@@ -202,12 +217,14 @@ ANGLE_MARGIN = math.radians(1.0)
 
 
 def sin_between(s: State, l1: LineRef, l2: LineRef) -> float:
+    """Sine of the signed angle from line l1 to line l2 (zero when parallel)."""
     a, b = s.line(l1)
     p, q = s.line(l2)
     return cross((0.0, 0.0), unit(sub(b, a)), unit(sub(q, p)))
 
 
 def cos_between(s: State, l1: LineRef, l2: LineRef) -> float:
+    """Cosine of the angle between the directions of l1 and l2 (zero when perpendicular)."""
     a, b = s.line(l1)
     p, q = s.line(l2)
     return dot(unit(sub(b, a)), unit(sub(q, p)))
@@ -226,6 +243,7 @@ def not_collinear(labels: tuple[str, ...]) -> ResidualFn:
 
 
 def on_line(s: State, p: Vec, ref: LineRef) -> float:
+    """Signed offset of p from the line `ref`, divided by the figure's scale."""
     return line_offset(p, *s.line(ref)) / s.scale
 
 

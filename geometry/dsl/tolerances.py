@@ -36,14 +36,17 @@ def figure_scale(points: Iterable[Point]) -> float:
 
 
 def lengths_close(a: float, b: float, scale: float) -> bool:
+    """Whether lengths `a` and `b` agree within LENGTH_REL of the figure's `scale`."""
     return abs(a - b) <= LENGTH_REL * scale
 
 
 def angles_close(a_deg: float, b_deg: float) -> bool:
+    """Whether two angles in degrees agree within ANGLE_DEG."""
     return abs(a_deg - b_deg) <= ANGLE_DEG
 
 
 def ratio_close(a: float, b: float) -> bool:
+    """Whether `a` and `b` agree within RATIO_REL relative error (of the larger magnitude)."""
     return abs(a - b) <= RATIO_REL * max(abs(a), abs(b), 1e-12)
 
 

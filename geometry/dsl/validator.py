@@ -29,6 +29,7 @@ class FailedCondition:
     reason: str
 
     def to_json(self) -> dict[str, str]:
+        """This failure as JSON fields: type, condition description and reason."""
         return {"type": self.type, "condition": self.description, "reason": self.reason}
 
 

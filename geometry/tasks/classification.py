@@ -30,13 +30,20 @@ from geometry.tasks.sampling import (
     random_vector,
     shift,
 )
-from geometry.thresholds import MIN_AREA_RATIO, MIN_SIDE_LENGTH, MIN_TRIANGLE_AREA, require
+from geometry.thresholds import (
+    GRID_MAX,
+    GRID_MIN,
+    MIN_AREA_RATIO,
+    MIN_SIDE_LENGTH,
+    MIN_TRIANGLE_AREA,
+    require,
+)
 
 # Two figures are compared side by side: each gets one half of the grid, split at random
 # along x or y, with a one-unit gap so they never touch.
 _HALVES: tuple[tuple[Box, Box], ...] = (
-    ((-20, -1, -20, 20), (1, 20, -20, 20)),
-    ((-20, 20, -20, -1), (-20, 20, 1, 20)),
+    ((GRID_MIN, -1, GRID_MIN, GRID_MAX), (1, GRID_MAX, GRID_MIN, GRID_MAX)),
+    ((GRID_MIN, GRID_MAX, GRID_MIN, -1), (GRID_MIN, GRID_MAX, 1, GRID_MAX)),
 )
 # Shears of the lattice (determinant 1): they keep area and change the shape, so an
 # "equal" pair is not two copies of one figure.

@@ -34,10 +34,12 @@ class TaskSpec:
 
     @property
     def kind(self) -> Kind:
+        """The task family, from the first letter of the ID: classification, numeric or unstable."""
         return _KIND_BY_PREFIX[self.task_id[0]]
 
     @property
     def paired(self) -> bool:
+        """Whether items come in matched yes/no pairs (U-tasks, built by `generate_pair`)."""
         return self.generate_pair is not None
 
 
@@ -45,6 +47,7 @@ _REGISTRY: dict[str, TaskSpec] = {}
 
 
 def register(spec: TaskSpec) -> TaskSpec:
+    """Add `spec` to the registry and return it; a duplicate ID or not one generator is an error."""
     if spec.task_id in _REGISTRY:
         raise ValueError(f"task {spec.task_id} registered twice")
     if (spec.generate is None) == (spec.generate_pair is None):
@@ -61,6 +64,7 @@ def all_tasks() -> dict[str, TaskSpec]:
 
 
 def get_task(task_id: str) -> TaskSpec:
+    """The registered task with ID `task_id`; KeyError listing the valid IDs otherwise."""
     tasks = all_tasks()
     if task_id not in tasks:
         raise KeyError(f"unknown task {task_id!r}; valid: {', '.join(tasks)}")

@@ -14,7 +14,6 @@ import random
 from collections.abc import Callable, Sequence
 
 from geometry.exact import (
-    angle_deg,
     dist2,
     is_collinear,
     min_angle_deg,
@@ -157,12 +156,6 @@ def right_angle_vectors(rng: random.Random, reach: int = 12) -> tuple[IntPoint, 
     for w in (u, v):
         require(dist2((0, 0), w) >= MIN_SIDE_LENGTH**2, "leg too short")
     return u, v
-
-
-def check_angle_not_sliver(a: IntPoint, b: IntPoint, c: IntPoint) -> None:
-    """Angle abc is between MIN_ANGLE_DEG and 180 - MIN_ANGLE_DEG."""
-    angle = angle_deg(a, b, c)
-    require(MIN_ANGLE_DEG <= angle <= 180 - MIN_ANGLE_DEG, f"angle {angle:.1f} is a sliver")
 
 
 def nudge_one_point(

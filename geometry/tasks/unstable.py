@@ -35,7 +35,7 @@ from geometry.tasks.sampling import (
     right_angle_vectors,
     shift,
 )
-from geometry.thresholds import GRID_MAX, MIN_SIDE_LENGTH, require
+from geometry.thresholds import GRID_MAX, GRID_MIN, MIN_SIDE_LENGTH, require
 
 Points = dict[str, IntPoint]
 
@@ -90,7 +90,7 @@ def circle_diameter(rng: random.Random, labels: tuple[str, str]) -> tuple[Draw, 
     """Circle with centre O and radius params["radius"] (an integer): is AB a diameter,
     i.e. O is the midpoint of AB and |AB| = 2r."""
     (a, b), r = rng.choice(_integer_radius_vectors())
-    o = random_point(rng, (-GRID_MAX + r, GRID_MAX - r, -GRID_MAX + r, GRID_MAX - r))
+    o = random_point(rng, (GRID_MIN + r, GRID_MAX - r, GRID_MIN + r, GRID_MAX - r))
     points = {"O": o, "A": shift(o, (a, b)), "B": shift(o, (a, b), -1)}
 
     def answer_of(p: Points) -> str:

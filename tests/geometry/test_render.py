@@ -11,6 +11,7 @@ from PIL import Image
 
 from geometry import render
 from geometry.figure import Draw, Figure
+from geometry.item import IMAGE_SETUPS
 from geometry.render import (
     OBJECT_COLOUR,
     POINT_COLOUR,
@@ -19,9 +20,9 @@ from geometry.render import (
     render_png,
     to_pixel,
 )
+from geometry.thresholds import GRID_MAX, GRID_MIN
 
 SIZES = (224, 448)
-SETUPS = ("dotted", "full")
 
 # Points chosen so that midpoints and test pixels fall between grid lines.
 POINTS = {"A": (-9, 2), "B": (4, 9), "C": (-3, -2), "D": (1, 0), "O": (2, -13), "E": (-15, 14)}
@@ -56,7 +57,7 @@ def pixels_per_unit(size: int) -> float:
 
 
 @pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("setup", SETUPS)
+@pytest.mark.parametrize("setup", IMAGE_SETUPS)
 def test_png_decodes_at_requested_size(setup: str, size: int) -> None:
     image = Image.open(io.BytesIO(render_png(DRAW, setup, size)))
     assert image.format == "PNG"
@@ -65,7 +66,7 @@ def test_png_decodes_at_requested_size(setup: str, size: int) -> None:
 
 
 @pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("setup", SETUPS)
+@pytest.mark.parametrize("setup", IMAGE_SETUPS)
 def test_every_point_centre_has_point_colour(setup: str, size: int) -> None:
     image = pixels(DRAW, setup, size)
     for label, (x, y) in POINTS.items():
@@ -76,7 +77,7 @@ def test_every_point_centre_has_point_colour(setup: str, size: int) -> None:
 
 
 @pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("setup", SETUPS)
+@pytest.mark.parametrize("setup", IMAGE_SETUPS)
 def test_point_colour_is_used_by_dots_only(setup: str, size: int) -> None:
     rows, columns = np.nonzero(mask(pixels(DRAW, setup, size), POINT_COLOUR))
     centres = np.array([to_pixel(x, y, size) for x, y in POINTS.values()])
@@ -152,7 +153,10 @@ def test_objects_stay_inside_the_grid_box(size: int) -> None:
     points = {"O": (15, 15), "A": (-20, 19), "B": (20, -19)}
     figure = Figure(lines=(("A", "B"),), circles=(("O", 12.0),), axes=("y=-x", "x"))
     image = pixels(Draw(points=points, answer="yes", figure=figure), "full", size)
-    (left, top), (right, bottom) = to_pixel(-20, 20, size), to_pixel(20, -20, size)
+    (left, top), (right, bottom) = (
+        to_pixel(GRID_MIN, GRID_MAX, size),
+        to_pixel(GRID_MAX, GRID_MIN, size),
+    )
     drawn = mask(image, OBJECT_COLOUR) | mask(image, REFERENCE_COLOUR)
     rows, columns = np.nonzero(drawn)
     assert len(rows) > 0
@@ -209,8 +213,8 @@ def test_point_off_the_grid_raises() -> None:
 
 @pytest.mark.parametrize("size", [*SIZES, 100, 512])
 def test_to_pixel_maps_the_grid_inside_the_image_with_margins(size: int) -> None:
-    left, top = to_pixel(-20, 20, size)
-    right, bottom = to_pixel(20, -20, size)
+    left, top = to_pixel(GRID_MIN, GRID_MAX, size)
+    right, bottom = to_pixel(GRID_MAX, GRID_MIN, size)
     assert 0 < left < right < size and 0 < top < bottom < size
     assert min(left, top, size - 1 - right, size - 1 - bottom) >= 0.04 * size
     assert right - left == pytest.approx(bottom - top)  # square units

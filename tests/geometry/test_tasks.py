@@ -20,6 +20,7 @@ import pytest
 from geometry.item import Item
 from geometry.items import build_items
 from geometry.tasks.registry import all_tasks, get_task
+from geometry.thresholds import GRID_MAX, GRID_MIN
 
 PER_TASK = 100
 SEED = 20240
@@ -292,7 +293,7 @@ def test_figures_are_on_the_grid_and_not_degenerate(task_id: str) -> None:
         pts = list(geo["points"].values())
         for x, y in pts:
             assert isinstance(x, int) and isinstance(y, int)
-            assert -20 <= x <= 20 and -20 <= y <= 20
+            assert GRID_MIN <= x <= GRID_MAX and GRID_MIN <= y <= GRID_MAX
         for p, q in itertools.combinations(pts, 2):
             assert math.dist(p, q) >= 1, item.geometry  # distinct labelled points
         for shape in SHAPES.get(task_id, ()):

@@ -45,6 +45,7 @@ def _length(fig: Figure, seg: tuple[str, ...]) -> float:
 
 
 def check_angle_value(c: Condition, fig: Figure) -> Outcome:
+    """angle_value: the angle measures `value` degrees, within ANGLE_DEG."""
     measured, expected = _angle(fig, c.labels("angle")), c.number("value")
     return angles_close(measured, expected), (
         f"angle {_name(c.labels('angle'))} is {measured:.1f}°, expected {expected:g}°"
@@ -52,6 +53,7 @@ def check_angle_value(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_angle_equality(c: Condition, fig: Figure) -> Outcome:
+    """angle_equality: all listed angles are equal, within ANGLE_DEG."""
     angles = c.groups("angles")
     values = [_angle(fig, a) for a in angles]
     shown = ", ".join(f"{_name(a)}={v:.1f}°" for a, v in zip(angles, values, strict=True))
@@ -60,6 +62,7 @@ def check_angle_equality(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_angle_sum(c: Condition, fig: Figure) -> Outcome:
+    """angle_sum: the listed angles add up to `value` degrees, ANGLE_DEG slack per summand."""
     angles = c.groups("angles")
     total, expected = sum(_angle(fig, a) for a in angles), c.number("value")
     # Each summand may carry its own rounding error.
@@ -69,6 +72,7 @@ def check_angle_sum(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_angle_ratio(c: Condition, fig: Figure) -> Outcome:
+    """angle_ratio: angle1 : angle2 is the given ratio r1 : r2."""
     first, second = _angle(fig, c.labels("angle1")), _angle(fig, c.labels("angle2"))
     ratio = c.args["ratio"]
     assert isinstance(ratio, tuple) and len(ratio) == 2
@@ -84,6 +88,7 @@ def check_angle_ratio(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_angle_bisector(c: Condition, fig: Figure) -> Outcome:
+    """angle_bisector: the line passes through the vertex along the internal bisector."""
     p_label, v_label, q_label = c.labels("angle")
     p, v, q = fig.point(p_label), fig.point(v_label), fig.point(q_label)
     line = fig.line(c.line("line"))
@@ -108,17 +113,20 @@ def _unit(origin: Point, to: Point) -> tuple[float, float]:
 
 
 def check_point_on_line(c: Condition, fig: Figure) -> Outcome:
+    """point_on_line: the point lies on the line, within the figure's tolerance."""
     p, line = fig.point(c.text("point")), fig.line(c.line("line"))
     d = distance_to_line(p, *line)
     return d <= fig.tol, f"{c.text('point')} is {fmt(d)} from line {c.line('line')}"
 
 
 def check_point_outside_line(c: Condition, fig: Figure) -> Outcome:
+    """point_outside_line: the point is farther than the tolerance from the line."""
     holds, _ = check_point_on_line(c, fig)
     return not holds, f"{c.text('point')} lies on line {c.line('line')}"
 
 
 def check_point_above_line(c: Condition, fig: Figure) -> Outcome:
+    """point_above_line: the point is strictly above a non-vertical line (greater y)."""
     p, (a, b) = fig.point(c.text("point")), fig.line(c.line("line"))
     if abs(b.x - a.x) <= fig.tol:
         return False, f"line {c.line('line')} is vertical: 'above' is undefined"
@@ -128,6 +136,7 @@ def check_point_above_line(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_same_side(c: Condition, fig: Figure) -> Outcome:
+    """same_side: all listed points lie strictly on one side of the line."""
     a, b = fig.line(c.line("line"))
     sides = [signed_side(fig.point(label), a, b) for label in c.labels("points")]
     holds = all(s > fig.tol for s in sides) or all(s < -fig.tol for s in sides)
@@ -146,6 +155,7 @@ def _segment_position(c: Condition, fig: Figure) -> tuple[float, float, float]:
 
 
 def check_point_on_segment(c: Condition, fig: Figure) -> Outcome:
+    """point_on_segment: the point is on the segment's line, between its ends."""
     d, t, slack = _segment_position(c, fig)
     seg = _name(c.labels("segment"))
     if d > fig.tol:
@@ -154,6 +164,7 @@ def check_point_on_segment(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_point_on_extension(c: Condition, fig: Figure) -> Outcome:
+    """point_on_segment_extension / point_on_line_extension: on the line, beyond either end."""
     d, t, slack = _segment_position(c, fig)
     seg = _name(c.labels("segment"))
     if d > fig.tol:
@@ -163,6 +174,7 @@ def check_point_on_extension(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_midpoint_of(c: Condition, fig: Figure) -> Outcome:
+    """midpoint_of: the point is the midpoint of the segment."""
     a_label, b_label = c.labels("segment")
     p, a, b = fig.point(c.text("point")), fig.point(a_label), fig.point(b_label)
     mid = Point((a.x + b.x) / 2, (a.y + b.y) / 2)
@@ -171,6 +183,7 @@ def check_midpoint_of(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_distance_equals(c: Condition, fig: Figure) -> Outcome:
+    """distance_equals: the segment's length, or the point's distance to the line, is `value`."""
     expected = c.number("value")
     if "line" in c.args:
         line = c.line("line")
@@ -182,6 +195,7 @@ def check_distance_equals(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_segment_equality(c: Condition, fig: Figure) -> Outcome:
+    """segment_equality: all listed segments have the same length."""
     segments = c.groups("segments")
     lengths = [_length(fig, s) for s in segments]
     holds = all(fig.same(v, lengths[0]) for v in lengths)
@@ -190,6 +204,7 @@ def check_segment_equality(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_perimeter(c: Condition, fig: Figure) -> Outcome:
+    """perimeter: the polygon's perimeter is `value`."""
     pts = [fig.point(label) for label in c.labels("polygon")]
     total = sum(pts[i].distance(pts[(i + 1) % len(pts)]) for i in range(len(pts)))
     expected = c.number("value")
@@ -198,6 +213,7 @@ def check_perimeter(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_collinear(c: Condition, fig: Figure) -> Outcome:
+    """collinear: the points lie on one line (the given line, if any)."""
     pts = [fig.point(label) for label in c.labels("points")]
     names = ", ".join(c.labels("points"))
     if "line" in c.args:
@@ -209,16 +225,19 @@ def check_collinear(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_not_collinear(c: Condition, fig: Figure) -> Outcome:
+    """not_collinear: the points do not all lie on one line."""
     pts = [fig.point(label) for label in c.labels("points")]
     return max_offset_from_line(pts) > fig.tol, f"{', '.join(c.labels('points'))} are collinear"
 
 
 def check_triangle_valid(c: Condition, fig: Figure) -> Outcome:
+    """triangle_valid: the three vertices are not collinear."""
     holds, _ = check_not_collinear(c, fig)
     return holds, f"triangle {_name(c.labels('points'))} is degenerate (collinear vertices)"
 
 
 def check_isosceles_triangle(c: Condition, fig: Figure) -> Outcome:
+    """isosceles_triangle: the given sides are equal, or else some two sides are."""
     tri = c.labels("points")
     if not check_not_collinear(c, fig)[0]:
         return False, f"triangle {_name(tri)} is degenerate"
@@ -237,6 +256,7 @@ def check_isosceles_triangle(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_order_on_line(c: Condition, fig: Figure) -> Outcome:
+    """order_on_line: the points are collinear and lie along the line in the listed order."""
     labels = c.labels("points")
     pts = [fig.point(label) for label in labels]
     holds, reason = check_collinear(c, fig)
@@ -261,17 +281,20 @@ def _line_pairs(c: Condition, fig: Figure) -> list[tuple[str, float]]:
 
 
 def check_parallel(c: Condition, fig: Figure) -> Outcome:
+    """parallel: every listed line is parallel to the first, within ANGLE_DEG."""
     worst = max(_line_pairs(c, fig), key=lambda pair: pair[1])
     return worst[1] <= ANGLE_DEG, f"lines {worst[0]} meet at {worst[1]:.1f}°, expected parallel"
 
 
 def check_perpendicular(c: Condition, fig: Figure) -> Outcome:
+    """perpendicular: every listed line is perpendicular to the first, within ANGLE_DEG."""
     worst = max(_line_pairs(c, fig), key=lambda pair: abs(pair[1] - 90.0))
     pair, angle = worst
     return abs(angle - 90.0) <= ANGLE_DEG, f"lines {pair} meet at {angle:.1f}°, expected 90°"
 
 
 def check_perpendicular_bisector(c: Condition, fig: Figure) -> Outcome:
+    """perpendicular_bisector: the line is the perpendicular bisector of the segment."""
     a_label, b_label = c.labels("segment")
     line = fig.line(c.line("line"))
     holds = fig.is_perpendicular_bisector(line, fig.point(a_label), fig.point(b_label))

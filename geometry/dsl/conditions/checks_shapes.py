@@ -31,6 +31,7 @@ def _off_circle(fig: Figure, p: Point, circles: list[Circle]) -> tuple[float, Ci
 
 
 def check_point_on_circle(c: Condition, fig: Figure) -> Outcome:
+    """point_on_circle: the point lies on a circle of the figure centred at `center`."""
     p, center = fig.point(c.text("point")), c.text("center")
     off, circle = _off_circle(fig, p, fig.circles_at(center))
     return off <= fig.tol, (
@@ -39,6 +40,8 @@ def check_point_on_circle(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_point_inside_circle(c: Condition, fig: Figure) -> Outcome:
+    """point_inside_circle: the point is strictly inside radius `radius` (or the largest circle)
+    about `center`."""
     p, center = fig.point(c.text("point")), c.text("center")
     d = p.distance(fig.point(center))
     if "radius" in c.args:
@@ -67,6 +70,7 @@ def check_point_intersection(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_concyclic(c: Condition, fig: Figure) -> Outcome:
+    """concyclic: the points are not collinear and all lie on one circle."""
     labels = c.labels("points")
     pts = [fig.point(label) for label in labels]
     names = ", ".join(labels)
@@ -84,6 +88,7 @@ def check_concyclic(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_diameter(c: Condition, fig: Figure) -> Outcome:
+    """diameter: the centre is the segment's midpoint and its ends lie on that circle."""
     a_label, b_label = c.labels("segment")
     a, b, center = fig.point(a_label), fig.point(b_label), c.text("center")
     mid = Point((a.x + b.x) / 2, (a.y + b.y) / 2)
@@ -102,6 +107,7 @@ def _tangent_circle(c: Condition, fig: Figure) -> tuple[float, Circle]:
 
 
 def check_tangent(c: Condition, fig: Figure) -> Outcome:
+    """tangent: the line touches a circle centred at `center`."""
     off, _ = _tangent_circle(c, fig)
     return (
         off <= fig.tol,
@@ -110,6 +116,7 @@ def check_tangent(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_tangent_at_point(c: Condition, fig: Figure) -> Outcome:
+    """tangent_at_point: the line touches the circle at the point, perpendicular to the radius."""
     t_label, center = c.text("point"), c.text("center")
     t, line = fig.point(t_label), fig.line(c.line("line"))
     if distance_to_line(t, *line) > fig.tol:
@@ -134,6 +141,7 @@ def _circle_through(fig: Figure, labels: tuple[str, ...]) -> Circle:
 
 
 def check_midpoint_of_arc(c: Condition, fig: Figure) -> Outcome:
+    """midpoint_of_arc: the point, on a circle through the arc's ends, is equidistant from them."""
     m_label, (a_label, b_label) = c.text("point"), c.labels("arc")
     _circle_through(fig, (a_label, b_label, m_label))
     m = fig.point(m_label)
@@ -144,6 +152,8 @@ def check_midpoint_of_arc(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_point_on_arc(c: Condition, fig: Figure) -> Outcome:
+    """point_on_arc: the point is on a circle through the arc's ends, on the major/minor arc if
+    given."""
     p_label, (a_label, b_label) = c.text("point"), c.labels("arc")
     _circle_through(fig, (a_label, b_label, p_label))
     p, a, b = fig.point(p_label), fig.point(a_label), fig.point(b_label)
@@ -159,6 +169,7 @@ def check_point_on_arc(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_point_incenter(c: Condition, fig: Figure) -> Outcome:
+    """point_incenter: the point is the incenter of the (non-degenerate) triangle."""
     a, b, k = (fig.point(label) for label in c.labels("triangle"))
     if max_offset_from_line([a, b, k]) <= fig.tol:
         return False, f"triangle {''.join(c.labels('triangle'))} is degenerate"
@@ -171,6 +182,7 @@ def _mid(p: Point, q: Point) -> Point:
 
 
 def check_polygon_property(c: Condition, fig: Figure) -> Outcome:
+    """polygon_property: the quadrilateral is a `kind`: parallelogram, square, trapezoid, ..."""
     labels, kind = c.labels("polygon"), c.text("kind")
     p = [fig.point(label) for label in labels]
     name = "".join(labels)
@@ -203,6 +215,7 @@ def _convex(p: list[Point]) -> bool:
 
 
 def check_regular_polygon(c: Condition, fig: Figure) -> Outcome:
+    """regular_polygon: the polygon is convex with equal sides and equal angles."""
     labels = c.labels("polygon")
     p = [fig.point(label) for label in labels]
     n, name = len(p), "".join(labels)
@@ -220,6 +233,7 @@ def check_regular_polygon(c: Condition, fig: Figure) -> Outcome:
 
 
 def check_rotation(c: Condition, fig: Figure) -> Outcome:
+    """rotation: each image point is its preimage rotated by `angle` degrees about the centre."""
     center_label = c.text("center")
     center = fig.point(center_label)
     sign = 1.0 if c.text("direction") == "counterclockwise" else -1.0

@@ -52,6 +52,7 @@ class Figure:
         return LENGTH_REL * self.scale
 
     def point(self, label: str) -> Point:
+        """The point labelled `label`; Unevaluable if the scene has no such point."""
         obj = self.scene.objects.get(label)
         if not isinstance(obj, Point):
             raise Unevaluable(f"point {label} is not in the figure")
@@ -108,6 +109,7 @@ class Figure:
         return abs(a - b) <= self.tol
 
     def coincide(self, p: Point, q: Point) -> bool:
+        """Whether two points are within the figure's tolerance of each other."""
         return p.distance(q) <= self.tol
 
 
@@ -132,6 +134,7 @@ def cross(o: Point, a: Point, b: Point) -> float:
 
 
 def distance_to_line(p: Point, a: Point, b: Point) -> float:
+    """Unsigned distance of p from the line through a and b."""
     return abs(cross(a, b, p)) / a.distance(b)
 
 

@@ -99,12 +99,14 @@ def read_line(value: object) -> LineRef:
 
 
 def read_number(value: object) -> float:
+    """A JSON number (not a bool) as a float; DataError otherwise."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DataError(f"expected a number, got {value!r}")
     return float(value)
 
 
 def read_word(value: object) -> str:
+    """A non-empty string as a lower-case snake_case word ("Major arc" -> "major_arc")."""
     if not isinstance(value, str) or not value.strip():
         raise DataError(f"expected a word, got {value!r}")
     return value.strip().lower().replace(" ", "_").replace("-", "_")
