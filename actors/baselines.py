@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from actors.contract import ENGINE_OUTPUT, arrow_columns, check_columns, no_token_outputs
+from geometry.thresholds import GRID_MAX, GRID_MIN
 
 NEEDS = ("request_key", "answer_type", "options")
 
@@ -66,8 +67,8 @@ def random_answer(answer_type: str, options: list[str], rng: random.Random) -> d
     if answer_type == "choice":
         return {"answer": rng.choice(options)}
     if answer_type == "number":
-        return {"answer": rng.randint(0, 40)}
-    return {"x": rng.randint(-20, 20), "y": rng.randint(-20, 20)}
+        return {"answer": rng.randint(0, GRID_MAX - GRID_MIN)}  # a length on the grid
+    return {"x": rng.randint(GRID_MIN, GRID_MAX), "y": rng.randint(GRID_MIN, GRID_MAX)}
 
 
 def constant_answer(answer_type: str, options: list[str]) -> dict[str, Any]:
