@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from torch.utils.data import DataLoader
 
-from probes.data import IMAGE_SETUPS, PROBE_TASKS, Example, ProbeImages, task_splits
+from probes.data import PROBE_TASKS, SETUP_OF_SUBSCRIPT, Example, ProbeImages, task_splits
 from probes.encoder import ProbeModel, load_encoder
 from probes.train import TrainConfig, predict, train_probe
 from store.atomic import TMP_PREFIX, write_parquet_atomic
@@ -214,7 +214,7 @@ def run_trial(trial: Trial, out: Path) -> Path:
     )
     rows = []
     for task in trial.eval_tasks:
-        for eval_setup in IMAGE_SETUPS:
+        for eval_setup in SETUP_OF_SUBSCRIPT:
             loader = _loader(splits[task]["test"], eval_setup, trial, mean, std, shuffle=False)
             metrics = predict(model, loader, device, cfg.amp)
             rows.append(
