@@ -21,7 +21,7 @@ from typing import Literal
 import pyarrow as pa
 import torch
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch.utils.data import DataLoader
 
 from probes.data import PROBE_TASKS, SETUP_OF_SUBSCRIPT, Example, ProbeImages, task_splits
@@ -52,18 +52,6 @@ class DataSpec(BaseModel):
     image_size: int = Field(default=224, description="rendered image side in pixels")
 
 
-class TrainSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    lr: float = Field(default=2e-6, description="AdamW learning rate")
-    weight_decay: float = Field(default=0.01, description="AdamW weight decay")
-    epochs: int = Field(default=2, description="passes over the training set")
-    batch_size: int = Field(default=32, description="images per step")
-    eval_every: int = Field(default=100, description="steps between validation passes")
-    patience: int = Field(default=5, description="validation passes without better F1 to stop")
-    amp: bool = Field(default=True, description="bf16 autocast on CUDA")
-    num_workers: int = Field(default=0, description="DataLoader render workers per trial")
-
-
 class GridSpec(BaseModel):
     """One probe grid, as written in configs/probes/*.yaml."""
 
@@ -77,7 +65,9 @@ class GridSpec(BaseModel):
     configs: list[ProbeConfig] = Field(description="UF/FF/UD/FD")
     regimes: list[Regime] = Field(description="separate (per task) and/or joint")
     data: DataSpec = Field(description="split sizes and seed")
-    train: TrainSpec = Field(default_factory=TrainSpec, description="optimiser settings")
+    train: TrainConfig = Field(
+        default_factory=TrainConfig, description="optimiser settings; train.seed is data.seed"
+    )
     cpus_per_trial: float = Field(default=1.0, description="Ray CPUs per trial without GPUs")
     gpus_per_trial: float = Field(default=1.0, description="Ray GPUs per trial on GPU clusters")
 
@@ -88,6 +78,18 @@ class GridSpec(BaseModel):
         if unknown:
             raise ValueError(f"unknown probe tasks {unknown}; valid: {', '.join(PROBE_TASKS)}")
         return tasks
+
+    @model_validator(mode="after")
+    def _one_seed(self) -> GridSpec:
+        # data.seed seeds the draws, the head's init and training; train.seed is set from it.
+        # A train.seed that differs is refused: the trials would ignore it.
+        if "seed" in self.train.model_fields_set and self.train.seed != self.data.seed:
+            raise ValueError(
+                f"train.seed {self.train.seed} differs from data.seed {self.data.seed}; "
+                "a grid has one seed: set data.seed"
+            )
+        self.train.seed = self.data.seed
+        return self
 
 
 def load_grid(path: Path) -> GridSpec:
@@ -140,7 +142,9 @@ def expand(spec: GridSpec) -> list[Trial]:
             eval_tasks=eval_tasks,
             all_tasks=drawn,
             data=tuple(spec.data.model_dump().items()),
-            train=tuple(spec.train.model_dump().items()),
+            # Without seed (it is in data): the trial IDs of grids written before TrainConfig
+            # became the grid's train section stay the same.
+            train=tuple(spec.train.model_dump(exclude={"seed"}).items()),
         )
         for regime in spec.regimes
         for tasks in sets[regime]
@@ -201,8 +205,7 @@ def run_trial(trial: Trial, out: Path) -> Path:
     setup = trial.config[1]
     train_set = [e for t in trial.train_tasks for e in splits[t]["train"]]
     val_set = [e for t in trial.train_tasks for e in splits[t]["val"]]
-    cfg = TrainConfig(**{k: v for k, v in trial.train})  # type: ignore[arg-type]
-    cfg.seed = int(data["seed"])
+    cfg = TrainConfig.model_validate({**dict(trial.train), "seed": int(data["seed"])})
     log_dir = encoder_dir(out, trial.arch, trial.pretrained) / "tensorboard" / trial.trial_id
     result = train_probe(
         model,
