@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +64,20 @@ def test_run_trial_trains_with_the_grid_settings(tmp_path: Path, monkeypatch) ->
     with pytest.raises(Stop):
         grid.run_trial(grid.expand(spec)[0], tmp_path)
     assert seen == [spec.train] and seen[0].seed == 5
+
+
+def test_probe_run_records_the_resolved_grid(tmp_path: Path, monkeypatch) -> None:
+    import pipelines.cli as cli
+    import pipelines.probes.grid as command
+
+    ran: list[grid.Trial] = []
+    monkeypatch.setattr(command, "run_trial", lambda trial, out: ran.append(trial))
+    smoke = CONFIGS / "smoke.yaml"
+    argv = ["probe", "--grid", str(smoke), "--out", str(tmp_path), "--executor", "local"]
+    assert cli.main(argv) == 0
+    spec = grid.load_grid(smoke)
+    assert ran == grid.expand(spec)
+    (path,) = (grid.encoder_dir(tmp_path, spec.encoder.arch, None) / "runs").glob("*.json")
+    record = json.loads(path.read_text())
+    assert grid.GridSpec.model_validate(record["grid"]) == spec
+    assert record["trials"] == record["trials_to_run"] == len(ran)
