@@ -40,6 +40,7 @@ from pipelines.noregeo.generate import generate  # noqa: E402
 
 
 def request_rows(files: list[Path], model: str, sampling: SamplingConfig) -> list[dict[str, Any]]:
+    """The chat requests `evaluate` would send for the items in `files`, as plain rows."""
     rows: list[dict[str, Any]] = []
     for path in files:
         table = pq.read_table(path)  # text setup only: generated that way
@@ -81,6 +82,7 @@ def bare(model: str, rows: list[dict[str, Any]], max_model_len: int) -> tuple[fl
 
 
 def main() -> None:
+    """Answer the same rows with bare vLLM, then the pipeline; print both rates and their ratio."""
     import torch
 
     torch.set_num_threads(1)

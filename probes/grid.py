@@ -36,6 +36,8 @@ JOINT = "All"  # train_tasks label of a joint probe, as in the paper's tables
 
 
 class EncoderSpec(BaseModel):
+    """The grid's `encoder:` section: which open_clip vision tower, with which weights."""
+
     model_config = ConfigDict(extra="forbid")
     arch: str = Field(description="open_clip model name, e.g. ViT-B-32 or ProbeTiny-ViT-32")
     pretrained: str | None = Field(
@@ -44,6 +46,8 @@ class EncoderSpec(BaseModel):
 
 
 class DataSpec(BaseModel):
+    """The grid's `data:` section: per-task split sizes, image size and the grid's one seed."""
+
     model_config = ConfigDict(extra="forbid")
     train: int = Field(description="training images per task (even: yes/no balanced)")
     val: int = Field(description="validation images per task, for early stopping")
@@ -114,10 +118,13 @@ class Trial:
 
     @property
     def label(self) -> str:
+        """The probe's name in the tables: its one training task, or "All" for a joint probe."""
         return JOINT if self.regime == "joint" else self.train_tasks[0]
 
     @property
     def trial_id(self) -> str:
+        """`<label>-<config>-<hash>`: the hash covers every field but the grid name, so a
+        trial repeated in another grid reuses the result file."""
         payload = json.dumps({k: v for k, v in asdict(self).items() if k != "grid"}, sort_keys=True)
         digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
         return f"{self.label}-{self.config}-{digest}"
@@ -153,16 +160,19 @@ def expand(spec: GridSpec) -> list[Trial]:
 
 
 def encoder_dir(out: Path, arch: str, pretrained: str | None) -> Path:
+    """One encoder's results folder, `<out>/probes/model=<slug>`; a weights file counts by name."""
     weights = Path(pretrained).name if pretrained and Path(pretrained).exists() else pretrained
     slug = model_slug(f"{arch}-{weights or 'random'}")
     return out / "probes" / f"model={slug}"
 
 
 def trial_path(out: Path, trial: Trial) -> Path:
+    """Where a trial's result rows go, in its encoder's results folder."""
     return encoder_dir(out, trial.arch, trial.pretrained) / f"trial-{trial.trial_id}.parquet"
 
 
 def result_files(out: Path) -> list[Path]:
+    """Every finished trial file under `out`/probes, sorted (temporaries skipped)."""
     root = out / "probes"
     if not root.exists():
         return []

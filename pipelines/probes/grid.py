@@ -29,6 +29,7 @@ from store.storage import Location
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `probe` command's flags."""
     parser.add_argument(
         "--grid", type=existing_file, required=True, help="grid YAML (configs/probes/)"
     )
@@ -98,6 +99,7 @@ def run_with_ray(spec: GridSpec, trials: list[Trial], out: Path) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Check the grid and its weights, record the run, run the pending trials; exit code 0."""
     try:
         spec = load_grid(args.grid)
     except (OSError, ValidationError, yaml.YAMLError) as err:
