@@ -49,6 +49,7 @@ def plain_loop(files: list[Path], out: Path) -> int:
 
 
 def main() -> None:
+    """Run both measurements and print them against their targets."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -29,6 +29,8 @@ from store.atomic import write_parquet_atomic
 
 
 def plain_loop(out: Path, per_task: int, size: int) -> tuple[int, int]:
+    """The items the pipeline generates, built and written in one process without Ray:
+    (rows, images)."""
     rows = images = 0
     for task in all_tasks():
         items = build_items(task, per_task, 0, list(SETUPS), size, render_png)
@@ -51,6 +53,7 @@ def render_only(per_task: int, size: int) -> tuple[float, int]:
 
 
 def main() -> None:
+    """Time `generate` on Ray against the plain loop, and render + encode alone; print all three."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -40,6 +40,7 @@ def random_draw(rng: random.Random) -> Draw:
 
 
 def main() -> None:
+    """Print ms and bytes per PNG for each image size and setup over the same random draws."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=300, help="random draws per size and setup")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random draws")

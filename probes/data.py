@@ -32,7 +32,7 @@ PROBE_TASKS = (
     "U-SYM-ST",  # symmetry
 )
 SPLITS = ("train", "val", "test")
-IMAGE_SETUPS = {"F": "full", "D": "dotted"}  # the paper's subscripts -> renderer setups
+SETUP_OF_SUBSCRIPT = {"F": "full", "D": "dotted"}  # the paper's subscripts -> renderer setups
 LABELS = {"yes": 1, "no": 0}
 # Draw this many times the requested count before giving up on finding enough new figures.
 OVERDRAW = 3
@@ -118,10 +118,11 @@ class ProbeImages(Dataset[tuple[torch.Tensor, int]]):
         std: Sequence[float],
         cache: bool = True,
     ):
-        if setup not in IMAGE_SETUPS:
-            raise ValueError(f"image setup {setup!r}; valid: {', '.join(IMAGE_SETUPS)}")
+        if setup not in SETUP_OF_SUBSCRIPT:
+            valid = ", ".join(SETUP_OF_SUBSCRIPT)
+            raise ValueError(f"image setup {setup!r}; valid: {valid}")
         self.examples = list(examples)
-        self.setup = IMAGE_SETUPS[setup]
+        self.setup = SETUP_OF_SUBSCRIPT[setup]
         self.size = size
         self.mean = torch.tensor(mean).view(3, 1, 1)
         self.std = torch.tensor(std).view(3, 1, 1)

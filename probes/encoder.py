@@ -190,12 +190,14 @@ class ProbeModel(nn.Module):
             self.visual.requires_grad_(False)
 
     def train(self, mode: bool = True) -> ProbeModel:
+        """Set training mode, keeping a frozen encoder in eval mode (dropout off)."""
         super().train(mode)
         if self.frozen:
             self.visual.eval()  # a frozen encoder keeps inference behaviour (dropout off)
         return self
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """Class logits [batch, num_classes]; no gradients reach a frozen encoder."""
         if self.frozen:
             with torch.no_grad():
                 tokens = all_tokens(self.visual, images)

@@ -21,10 +21,10 @@ from typing import Literal
 import pyarrow as pa
 import torch
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch.utils.data import DataLoader
 
-from probes.data import IMAGE_SETUPS, PROBE_TASKS, Example, ProbeImages, task_splits
+from probes.data import PROBE_TASKS, SETUP_OF_SUBSCRIPT, Example, ProbeImages, task_splits
 from probes.encoder import ProbeModel, load_encoder
 from probes.train import TrainConfig, predict, train_probe
 from store.atomic import TMP_PREFIX, write_parquet_atomic
@@ -36,6 +36,8 @@ JOINT = "All"  # train_tasks label of a joint probe, as in the paper's tables
 
 
 class EncoderSpec(BaseModel):
+    """The grid's `encoder:` section: which open_clip vision tower, with which weights."""
+
     model_config = ConfigDict(extra="forbid")
     arch: str = Field(description="open_clip model name, e.g. ViT-B-32 or ProbeTiny-ViT-32")
     pretrained: str | None = Field(
@@ -44,24 +46,14 @@ class EncoderSpec(BaseModel):
 
 
 class DataSpec(BaseModel):
+    """The grid's `data:` section: per-task split sizes, image size and the grid's one seed."""
+
     model_config = ConfigDict(extra="forbid")
     train: int = Field(description="training images per task (even: yes/no balanced)")
     val: int = Field(description="validation images per task, for early stopping")
     test: int = Field(description="test images per task and image setup")
     seed: int = Field(default=0, description="seed of all draws; splits use disjoint streams")
     image_size: int = Field(default=224, description="rendered image side in pixels")
-
-
-class TrainSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    lr: float = Field(default=2e-6, description="AdamW learning rate")
-    weight_decay: float = Field(default=0.01, description="AdamW weight decay")
-    epochs: int = Field(default=2, description="passes over the training set")
-    batch_size: int = Field(default=32, description="images per step")
-    eval_every: int = Field(default=100, description="steps between validation passes")
-    patience: int = Field(default=5, description="validation passes without better F1 to stop")
-    amp: bool = Field(default=True, description="bf16 autocast on CUDA")
-    num_workers: int = Field(default=0, description="DataLoader render workers per trial")
 
 
 class GridSpec(BaseModel):
@@ -77,7 +69,9 @@ class GridSpec(BaseModel):
     configs: list[ProbeConfig] = Field(description="UF/FF/UD/FD")
     regimes: list[Regime] = Field(description="separate (per task) and/or joint")
     data: DataSpec = Field(description="split sizes and seed")
-    train: TrainSpec = Field(default_factory=TrainSpec, description="optimiser settings")
+    train: TrainConfig = Field(
+        default_factory=TrainConfig, description="optimiser settings; train.seed is data.seed"
+    )
     cpus_per_trial: float = Field(default=1.0, description="Ray CPUs per trial without GPUs")
     gpus_per_trial: float = Field(default=1.0, description="Ray GPUs per trial on GPU clusters")
 
@@ -88,6 +82,18 @@ class GridSpec(BaseModel):
         if unknown:
             raise ValueError(f"unknown probe tasks {unknown}; valid: {', '.join(PROBE_TASKS)}")
         return tasks
+
+    @model_validator(mode="after")
+    def _one_seed(self) -> GridSpec:
+        # data.seed seeds the draws, the head's init and training; train.seed is set from it.
+        # A train.seed that differs is refused: the trials would ignore it.
+        if "seed" in self.train.model_fields_set and self.train.seed != self.data.seed:
+            raise ValueError(
+                f"train.seed {self.train.seed} differs from data.seed {self.data.seed}; "
+                "a grid has one seed: set data.seed"
+            )
+        self.train.seed = self.data.seed
+        return self
 
 
 def load_grid(path: Path) -> GridSpec:
@@ -112,10 +118,13 @@ class Trial:
 
     @property
     def label(self) -> str:
+        """The probe's name in the tables: its one training task, or "All" for a joint probe."""
         return JOINT if self.regime == "joint" else self.train_tasks[0]
 
     @property
     def trial_id(self) -> str:
+        """`<label>-<config>-<hash>`: the hash covers every field but the grid name, so a
+        trial repeated in another grid reuses the result file."""
         payload = json.dumps({k: v for k, v in asdict(self).items() if k != "grid"}, sort_keys=True)
         digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
         return f"{self.label}-{self.config}-{digest}"
@@ -140,7 +149,9 @@ def expand(spec: GridSpec) -> list[Trial]:
             eval_tasks=eval_tasks,
             all_tasks=drawn,
             data=tuple(spec.data.model_dump().items()),
-            train=tuple(spec.train.model_dump().items()),
+            # Without seed (it is in data): the trial IDs of grids written before TrainConfig
+            # became the grid's train section stay the same.
+            train=tuple(spec.train.model_dump(exclude={"seed"}).items()),
         )
         for regime in spec.regimes
         for tasks in sets[regime]
@@ -149,16 +160,19 @@ def expand(spec: GridSpec) -> list[Trial]:
 
 
 def encoder_dir(out: Path, arch: str, pretrained: str | None) -> Path:
+    """One encoder's results folder, `<out>/probes/model=<slug>`; a weights file counts by name."""
     weights = Path(pretrained).name if pretrained and Path(pretrained).exists() else pretrained
     slug = model_slug(f"{arch}-{weights or 'random'}")
     return out / "probes" / f"model={slug}"
 
 
 def trial_path(out: Path, trial: Trial) -> Path:
+    """Where a trial's result rows go, in its encoder's results folder."""
     return encoder_dir(out, trial.arch, trial.pretrained) / f"trial-{trial.trial_id}.parquet"
 
 
 def result_files(out: Path) -> list[Path]:
+    """Every finished trial file under `out`/probes, sorted (temporaries skipped)."""
     root = out / "probes"
     if not root.exists():
         return []
@@ -201,8 +215,7 @@ def run_trial(trial: Trial, out: Path) -> Path:
     setup = trial.config[1]
     train_set = [e for t in trial.train_tasks for e in splits[t]["train"]]
     val_set = [e for t in trial.train_tasks for e in splits[t]["val"]]
-    cfg = TrainConfig(**{k: v for k, v in trial.train})  # type: ignore[arg-type]
-    cfg.seed = int(data["seed"])
+    cfg = TrainConfig.model_validate({**dict(trial.train), "seed": int(data["seed"])})
     log_dir = encoder_dir(out, trial.arch, trial.pretrained) / "tensorboard" / trial.trial_id
     result = train_probe(
         model,
@@ -214,7 +227,7 @@ def run_trial(trial: Trial, out: Path) -> Path:
     )
     rows = []
     for task in trial.eval_tasks:
-        for eval_setup in IMAGE_SETUPS:
+        for eval_setup in SETUP_OF_SUBSCRIPT:
             loader = _loader(splits[task]["test"], eval_setup, trial, mean, std, shuffle=False)
             metrics = predict(model, loader, device, cfg.amp)
             rows.append(

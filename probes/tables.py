@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from probes.data import IMAGE_SETUPS, PROBE_TASKS
+from probes.data import PROBE_TASKS, SETUP_OF_SUBSCRIPT
 from probes.grid import JOINT, result_files
 
 CONFIG_ORDER = ("UF", "FF", "UD", "FD")
@@ -58,7 +58,8 @@ def table4(df: pl.DataFrame) -> pl.DataFrame:
         "Train DS", "Config", "column", "acc"
     )
     wide = long.pivot(on="column", index=["Train DS", "Config"], values="acc")
-    columns = [f"All{s}" for s in IMAGE_SETUPS] + [f"{t}{s}" for t in tasks for s in IMAGE_SETUPS]
+    subscripts = list(SETUP_OF_SUBSCRIPT)  # F, D
+    columns = [f"All{s}" for s in subscripts] + [f"{t}{s}" for t in tasks for s in subscripts]
     wide = wide.select("Train DS", "Config", *[c for c in columns if c in wide.columns])
     order = {
         (r, c): i

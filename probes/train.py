@@ -9,29 +9,36 @@ epochs done).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 
-@dataclass
-class TrainConfig:
-    """Optimisation settings; the defaults are the paper's (Table 7)."""
+class TrainConfig(BaseModel):
+    """Optimisation settings of one probe; the defaults are the paper's (Table 7).
 
-    lr: float = 2e-6
-    weight_decay: float = 0.01
-    epochs: int = 2
-    batch_size: int = 32
-    eval_every: int = 100  # steps between validation passes (plus one per epoch end)
-    patience: int = 5  # validation passes without a better F1 before stopping
-    amp: bool = True  # bf16 autocast, CUDA only
-    seed: int = 0
-    num_workers: int = 0  # DataLoader render workers
+    Also a grid's `train:` section (probes.grid.GridSpec), where `seed` is the grid's
+    `data.seed`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    lr: float = Field(default=2e-6, description="AdamW learning rate")
+    weight_decay: float = Field(default=0.01, description="AdamW weight decay")
+    epochs: int = Field(default=2, description="passes over the training set")
+    batch_size: int = Field(default=32, description="images per step")
+    eval_every: int = Field(
+        default=100, description="steps between validation passes (plus one per epoch end)"
+    )
+    patience: int = Field(default=5, description="validation passes without better F1 to stop")
+    amp: bool = Field(default=True, description="bf16 autocast, CUDA only")
+    seed: int = Field(default=0, description="torch seed at the start of training")
+    num_workers: int = Field(default=0, description="DataLoader render workers")
 
 
 @dataclass
@@ -163,7 +170,7 @@ def train_probe(
         writer.add_scalar("val/best_f1", best_f1, best_step)
         writer.close()
     return TrainResult(
-        config=asdict(cfg),
+        config=cfg.model_dump(),
         best_val_f1=best_f1,
         best_step=best_step,
         steps=step,

@@ -65,6 +65,7 @@ def _put_object(path: RemotePath, data: bytes, guard: Guard | None) -> bool:
 
 
 def write_parquet_atomic(path: Location, table: pa.Table, guard: Guard | None = None) -> bool:
+    """Write `table` as one zstd Parquet file, whole or not at all (as `write_bytes_atomic`)."""
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     return write_bytes_atomic(path, sink.getvalue().to_pybytes(), guard)

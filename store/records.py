@@ -46,6 +46,7 @@ def model_slug(model: str) -> str:
 
 
 def model_dir(out: Location, benchmark: str, model: str) -> Location:
+    """A model's results folder: `<out>/<benchmark>/model=<slug>`."""
     return out / benchmark / f"model={model_slug(model)}"
 
 
@@ -126,6 +127,7 @@ def _git_commit() -> str | None:
 
 
 def package_versions() -> dict[str, str | None]:
+    """Installed versions of PACKAGES for a run record (None: not installed)."""
     versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:

@@ -50,6 +50,7 @@ STALE_AFTER_S = 300.0
 
 
 def lock_path(folder: Location) -> Location:
+    """Where `folder`'s lock lives: the `.lock` file in it."""
     return folder / LOCK_FILE
 
 
@@ -176,6 +177,7 @@ class RunLock:
         }
 
     def acquire(self) -> None:
+        """Take the lock (UsageError if a live run holds it) and start the heartbeat."""
         if isinstance(self.path, RemotePath):
             self._take_object(self.path)
         else:
@@ -220,6 +222,8 @@ class RunLock:
             raise
 
     def release(self) -> None:
+        """Stop the heartbeat; remove the lock if it is still ours (another run may have taken
+        it over as stale) and, locally, the folders `acquire` created."""
         self._stop.set()
         if self._beat is not None:
             self._beat.join()

@@ -34,4 +34,5 @@ def check_settings(
 
 
 def write_settings(root: Location, ours: dict[str, Any]) -> None:
+    """Record `ours` as `root`'s settings.json, atomically; call it once the run's checks pass."""
     write_bytes_atomic(root / SETTINGS_FILE, json.dumps(ours, sort_keys=True).encode())

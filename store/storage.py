@@ -59,6 +59,8 @@ class RemotePath:
 
     @classmethod
     def parse(cls, uri: str) -> RemotePath:
+        """The RemotePath of `uri`; StorageURIError if it is not scheme://netloc/..., holds
+        credentials, or has '.' or '..' segments."""
         parts = urlsplit(uri)
         if not parts.scheme or not parts.netloc:
             raise StorageURIError(f"{uri!r} is not a URI of the form scheme://bucket/path")
@@ -107,35 +109,42 @@ class RemotePath:
 
     @property
     def name(self) -> str:
+        """The last segment; '' for the root, as `Path.name`."""
         return self.segments[-1] if self.segments else ""
 
     @property
     def stem(self) -> str:
+        """The name less its last suffix, as `Path.stem`."""
         return PurePosixPath(self.name).stem if self.name else ""
 
     @property
     def parent(self) -> RemotePath:
+        """The folder one segment up; the root is its own parent, as with `Path`."""
         return RemotePath(self.scheme, self.netloc, self.query, self.segments[:-1])
 
     @property
     def parents(self) -> list[RemotePath]:
+        """Every folder above, nearest first, ending at the root (as `Path.parents`)."""
         return [
             RemotePath(self.scheme, self.netloc, self.query, self.segments[:n])
             for n in range(len(self.segments) - 1, -1, -1)
         ]
 
     def relative_to(self, other: RemotePath) -> PurePosixPath:
+        """The segments below `other`; ValueError if this path is not under it."""
         n = len(other.segments)
         if other._key()[:3] != self._key()[:3] or self.segments[:n] != other.segments:
             raise ValueError(f"{self} is not under {other}")
         return PurePosixPath(*self.segments[n:])
 
     def resolve(self) -> RemotePath:
+        """This path itself: a URI is already absolute (the `Path` API, for shared code)."""
         return self  # already absolute
 
     # --- file system ----------------------------------------------------------------------
     @property
     def filesystem(self) -> pafs.FileSystem:
+        """The pyarrow FileSystem of this URI's root, one client shared by every path under it."""
         return _filesystem(self.scheme, self.netloc, self.query)[0]
 
     @property
@@ -148,12 +157,15 @@ class RemotePath:
         return self.filesystem.get_file_info(self.fs_path)
 
     def exists(self) -> bool:
+        """Whether a file or folder is at this path (one metadata request)."""
         return self._info().type != pafs.FileType.NotFound
 
     def is_dir(self) -> bool:
+        """Whether this path is a folder (one metadata request)."""
         return self._info().type == pafs.FileType.Directory
 
     def is_file(self) -> bool:
+        """Whether this path is a file (one metadata request)."""
         return self._info().type == pafs.FileType.File
 
     def mtime(self) -> float | None:
@@ -169,6 +181,7 @@ class RemotePath:
         """Nothing to do, for the same reason."""
 
     def iterdir(self) -> Iterator[RemotePath]:
+        """The files and folders directly in this folder; none when it is missing."""
         selector = pafs.FileSelector(self.fs_path, allow_not_found=True, recursive=False)
         for info in self.filesystem.get_file_info(selector):
             yield self / info.base_name
@@ -186,11 +199,13 @@ class RemotePath:
                 yield self / info.path[len(base) :]
 
     def read_bytes(self) -> bytes:
+        """The whole object, in one read."""
         with self.filesystem.open_input_stream(self.fs_path) as f:
             data: bytes = f.read()
         return data
 
     def read_text(self, encoding: str = "utf-8") -> str:
+        """The whole object, decoded."""
         return self.read_bytes().decode(encoding)
 
     def write_bytes(self, data: bytes) -> int:
@@ -200,6 +215,7 @@ class RemotePath:
         return len(data)
 
     def unlink(self, missing_ok: bool = False) -> None:
+        """Delete the object; FileNotFoundError when it is missing, unless `missing_ok`."""
         try:
             self.filesystem.delete_file(self.fs_path)
         except FileNotFoundError:
@@ -254,6 +270,7 @@ def parquet_file(path: Location) -> pq.ParquetFile:
 
 
 def read_table(path: Location, columns: list[str] | None = None) -> pa.Table:
+    """The Parquet file's rows (only `columns`, when given), local or remote."""
     with parquet_file(path) as f:
         return f.read(columns=columns)
 

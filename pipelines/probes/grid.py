@@ -2,13 +2,16 @@
 
 Each trial runs in a Ray actor (one GPU per trial when the cluster has GPUs, else a share
 of the CPUs) and writes RESULTS/probes/model=<encoder>/trial-<id>.parquet atomically. A
-trial whose file exists is skipped, so a killed grid resumes where it stopped.
+trial whose file exists is skipped, so a killed grid resumes where it stopped. Each run
+first writes its record, with the resolved grid (YAML plus --arch/--pretrained), to
+RESULTS/probes/model=<encoder>/runs/<UTC stamp>-<pid>.json.
 `--executor local` runs the trials one after another in this process (debugging, no Ray).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -18,12 +21,15 @@ from tqdm import tqdm
 
 from pipelines.cli_args import existing_file, output_dir, positive_int
 from probes.encoder import EncoderError, resolve_weights
-from probes.grid import GridSpec, Trial, expand, load_grid, run_trial, trial_path
+from probes.grid import GridSpec, Trial, encoder_dir, expand, load_grid, run_trial, trial_path
 from store.atomic import sweep_temporaries
 from store.errors import UsageError
+from store.records import write_run_record
+from store.storage import Location
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `probe` command's flags."""
     parser.add_argument(
         "--grid", type=existing_file, required=True, help="grid YAML (configs/probes/)"
     )
@@ -53,6 +59,23 @@ def _cluster_slots(spec: GridSpec) -> tuple[int, dict[str, float]]:
     return max(1, int(cpus // spec.cpus_per_trial)), {"num_cpus": spec.cpus_per_trial}
 
 
+def _record_run(spec: GridSpec, args: argparse.Namespace, trials: int, todo: int) -> Location:
+    """Write this run's record (the resolved grid as `grid`) in the encoder's results folder."""
+    return write_run_record(
+        encoder_dir(args.out, spec.encoder.arch, spec.encoder.pretrained),
+        {
+            "benchmark": "probes",
+            "grid": spec.model_dump(mode="json"),
+            "grid_file": str(args.grid),
+            "executor": args.executor,
+            "limit": args.limit,
+            "trials": trials,
+            "trials_to_run": todo,
+            "argv": sys.argv,
+        },
+    )
+
+
 def run_with_ray(spec: GridSpec, trials: list[Trial], out: Path) -> list[str]:
     """Run `trials` on an actor pool; results are written by the actors as they finish."""
     import ray
@@ -76,6 +99,7 @@ def run_with_ray(spec: GridSpec, trials: list[Trial], out: Path) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Check the grid and its weights, record the run, run the pending trials; exit code 0."""
     try:
         spec = load_grid(args.grid)
     except (OSError, ValidationError, yaml.YAMLError) as err:
@@ -95,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
     todo = pending_trials(trials, args.out)
     if args.limit is not None:
         todo = todo[: args.limit]
+    _record_run(spec, args, len(trials), len(todo))
     print(
         f"probe grid {spec.name}: {len(trials)} trials, {len(trials) - len(todo)} done, "
         f"{len(todo)} to run"

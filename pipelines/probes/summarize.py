@@ -17,12 +17,14 @@ from store.errors import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `probe-summarize` command's flags."""
     parser.add_argument("results", type=existing_dir, help="results root given to `probe --out`")
     parser.add_argument("--min-accuracy", type=percent, default=70.0, help="Table 5 threshold (%%)")
     parser.add_argument("--matrix", action="store_true", help="also print the transfer matrix")
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the tables of every probed encoder under the results root; exit code 0."""
     try:
         tables = summarize(args.results, args.min_accuracy)
     except FileNotFoundError as err:

@@ -1,0 +1,83 @@
+"""Grid YAMLs: the train section is probes.train.TrainConfig, seeded by the grid's data.seed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import yaml
+from pydantic import ValidationError
+
+import probes.grid as grid
+from probes.train import TrainConfig
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "probes"
+
+
+def _smoke(**data: int) -> dict[str, Any]:
+    spec = yaml.safe_load((CONFIGS / "smoke.yaml").read_text())
+    spec["data"].update(data)
+    return spec
+
+
+@pytest.mark.parametrize("name", ["smoke", "paper"])
+def test_grid_yamls_load_with_train_seed_from_data(name: str) -> None:
+    spec = grid.load_grid(CONFIGS / f"{name}.yaml")
+    assert spec.train.seed == spec.data.seed
+    for trial in grid.expand(spec):
+        assert "seed" not in dict(trial.train)  # the seed is hashed once, in data
+
+
+def test_train_seed_follows_data_seed_and_a_second_seed_is_refused() -> None:
+    assert grid.GridSpec.model_validate(_smoke(seed=7)).train.seed == 7
+    same = _smoke(seed=7)
+    same["train"]["seed"] = 7
+    assert grid.GridSpec.model_validate(same).train.seed == 7
+    other = _smoke(seed=7)
+    other["train"]["seed"] = 3
+    with pytest.raises(ValidationError, match="differs from data.seed"):
+        grid.GridSpec.model_validate(other)
+
+
+def test_unset_train_fields_are_the_paper_defaults() -> None:
+    spec = _smoke()
+    del spec["train"]
+    assert grid.GridSpec.model_validate(spec).train == TrainConfig()
+
+
+def test_run_trial_trains_with_the_grid_settings(tmp_path: Path, monkeypatch) -> None:
+    spec = grid.GridSpec.model_validate(_smoke(train=2, val=2, test=2, seed=5))
+    seen: list[TrainConfig] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_train(model: Any, train: Any, val: Any, cfg: TrainConfig, *rest: Any) -> None:
+        seen.append(cfg)
+        raise Stop
+
+    monkeypatch.setattr(grid, "train_probe", fake_train)
+    torch.set_num_threads(1)
+    with pytest.raises(Stop):
+        grid.run_trial(grid.expand(spec)[0], tmp_path)
+    assert seen == [spec.train] and seen[0].seed == 5
+
+
+def test_probe_run_records_the_resolved_grid(tmp_path: Path, monkeypatch) -> None:
+    import pipelines.cli as cli
+    import pipelines.probes.grid as command
+
+    ran: list[grid.Trial] = []
+    monkeypatch.setattr(command, "run_trial", lambda trial, out: ran.append(trial))
+    smoke = CONFIGS / "smoke.yaml"
+    argv = ["probe", "--grid", str(smoke), "--out", str(tmp_path), "--executor", "local"]
+    assert cli.main(argv) == 0
+    spec = grid.load_grid(smoke)
+    assert ran == grid.expand(spec)
+    (path,) = (grid.encoder_dir(tmp_path, spec.encoder.arch, None) / "runs").glob("*.json")
+    record = json.loads(path.read_text())
+    assert grid.GridSpec.model_validate(record["grid"]) == spec
+    assert record["trials"] == record["trials_to_run"] == len(ran)
