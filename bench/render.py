@@ -13,13 +13,18 @@ import string
 import time
 
 from geometry.figure import Draw, Figure
-from geometry.render import REFERENCE_LINES, SETUPS, render_png
+from geometry.item import IMAGE_SETUPS
+from geometry.render import REFERENCE_LINES, render_png
+from geometry.thresholds import GRID_MAX, GRID_MIN
 
 
 def random_draw(rng: random.Random) -> Draw:
     """A busy figure: 3-8 distinct integer points, a few segments, lines, polygons, circles."""
     count = rng.randint(3, 8)
-    coordinates = rng.sample([(x, y) for x in range(-20, 21) for y in range(-20, 21)], count)
+    coordinates = rng.sample(
+        [(x, y) for x in range(GRID_MIN, GRID_MAX + 1) for y in range(GRID_MIN, GRID_MAX + 1)],
+        count,
+    )
     labels = list(string.ascii_uppercase[:count])
     points = dict(zip(labels, coordinates, strict=True))
 
@@ -48,7 +53,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     draws = [random_draw(rng) for _ in range(args.draws)]
     for size in (448, 224):
-        for setup in SETUPS:
+        for setup in IMAGE_SETUPS:
             render_png(draws[0], setup, size)  # warm the per-size background and font caches
             start = time.perf_counter()
             total_bytes = sum(len(render_png(draw, setup, size)) for draw in draws)

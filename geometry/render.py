@@ -20,8 +20,6 @@ from geometry.figure import Draw
 from geometry.item import IMAGE_SETUPS
 from geometry.thresholds import GRID_MAX, GRID_MIN
 
-# The setups that have an image; bench/render.py imports this name.
-SETUPS = IMAGE_SETUPS
 GRID_UNITS = GRID_MAX - GRID_MIN
 MIN_SIZE = 64  # below this a unit is under 2 px and labels no longer fit
 REFERENCE_LINES = {
@@ -362,7 +360,6 @@ __all__ = [
     "POINT_COLOUR",
     "OBJECT_COLOUR",
     "REFERENCE_COLOUR",
-    "SETUPS",
     "render_image",
     "render_png",
     "to_pixel",
