@@ -1,4 +1,4 @@
-"""`python -m pipelines <command>`: one module per command, chosen by name.
+"""`geosee <command>` (or `python -m pipelines <command>`): one module per command, by name.
 
 Each command module defines `add_arguments(parser)` and `run(args) -> int`. Bad input raises
 `UsageError`; the CLI prints it as one line and exits 2 before anything is written.
@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from importlib import metadata
+from pathlib import Path
 from typing import Any, NoReturn
 
 from store.errors import UsageError
@@ -58,6 +60,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "probe": ("pipelines.probes.grid", "train vision-encoder linear probes (Ray grid)"),
     "probe-summarize": ("pipelines.probes.summarize", "probe accuracy tables (paper Tables 4-5)"),
+    "list-tasks": (
+        "pipelines.discovery.list_tasks",
+        "the NoReGeo tasks: id, name, category, answer type, an example prompt",
+    ),
+    "list-models": (
+        "pipelines.discovery.list_models",
+        "the model configs: engine, modality, setups, GPUs, verified or blocked",
+    ),
+    "show-item": (
+        "pipelines.discovery.show_item",
+        "one item: its prompts, answer and geometry, and its images written to files",
+    ),
 }
 
 
@@ -90,15 +104,34 @@ def _parse(argv: list[str]) -> tuple[Any, argparse.Namespace]:
     flag = _undecodable(argv)
     if flag is not None:
         raise UsageError(f"argument {flag}: is not valid UTF-8 text")
-    parser = OneLineParser(prog="python -m pipelines", description=__doc__)
+    parser = OneLineParser(prog=_program(), description=__doc__)
+    parser.add_argument("--version", action="version", version=f"geosee {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_module, help_text) in COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
     args, rest = parser.parse_known_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])
-    command_parser = OneLineParser(prog=f"python -m pipelines {args.command}")
+    command_parser = OneLineParser(prog=f"{_program()} {args.command}")
     module.add_arguments(command_parser)
     return module, command_parser.parse_args(rest)
+
+
+def _program() -> str:
+    """How the user called us, for usage lines: `geosee` or `python -m pipelines`."""
+    return "geosee" if Path(sys.argv[0]).name == "geosee" else "python -m pipelines"
+
+
+def _version() -> str:
+    """The installed package's version (pyproject.toml's, once `make setup` has run)."""
+    try:
+        return metadata.version("geosee")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed: run `make setup`)"
+
+
+def entry() -> None:
+    """The `geosee` console script."""
+    sys.exit(main())
 
 
 def main(argv: list[str] | None = None) -> int:
