@@ -1,7 +1,5 @@
 """`python -m pipelines <command>`: the command-line entry (pipelines.cli)."""
 
-import sys
+from pipelines.cli import entry
 
-from pipelines.cli import main
-
-sys.exit(main())
+entry()

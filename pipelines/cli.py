@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -130,8 +131,16 @@ def _version() -> str:
 
 
 def entry() -> None:
-    """The `geosee` console script."""
-    sys.exit(main())
+    """The `geosee` console script (also `python -m pipelines`)."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader stopped early (`geosee list-tasks | head`): no traceback. Python's
+        # recipe: point stdout at devnull so the flush at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

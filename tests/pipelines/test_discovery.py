@@ -128,3 +128,16 @@ def test_show_item_from_an_item_table_is_what_generate_wrote(
                   "--out", str(tmp_path / "again"))  # fmt: skip
     assert isinstance(again, dict)
     assert (again["answer"], again["prompts"]) == (shown["answer"], shown["prompts"])
+
+
+def test_a_reader_that_stops_early_gets_no_traceback() -> None:
+    import subprocess
+    import sys
+
+    # `geosee list-tasks | head -1`: here the reader is gone before anything is written.
+    command = [sys.executable, "-m", "pipelines", "list-tasks", "--format", "json"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+    assert proc.returncode == 1 and "Traceback" not in err, err
