@@ -209,6 +209,11 @@ def run_trial(trial: Trial, out: Path) -> Path:
     data = dict(trial.data)
     sizes = {s: int(data[s]) for s in ("train", "val", "test")}
     splits = task_splits(trial.all_tasks, sizes, int(data["seed"]))
+    # Seeded before loading too: a randomly initialised encoder (`pretrained: null`) drew its
+    # weights from whatever state the worker process's RNG was left in by earlier trials, so
+    # the same trial gave other numbers depending on which Ray worker ran it. Seeded again
+    # after, so the head's init is what it was (and the same for every encoder).
+    torch.manual_seed(int(data["seed"]))
     visual, mean, std = load_encoder(trial.arch, trial.pretrained)
     torch.manual_seed(int(data["seed"]))
     model = ProbeModel(visual, frozen=trial.config[0] == "F").to(device)

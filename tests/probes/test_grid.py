@@ -81,3 +81,30 @@ def test_probe_run_records_the_resolved_grid(tmp_path: Path, monkeypatch) -> Non
     record = json.loads(path.read_text())
     assert grid.GridSpec.model_validate(record["grid"]) == spec
     assert record["trials"] == record["trials_to_run"] == len(ran)
+
+
+def test_a_trial_starts_from_the_same_weights_whatever_ran_before(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # A Ray worker runs trials one after another: what an earlier trial drew from torch's
+    # RNG must not change the next one's randomly initialised encoder or head.
+    spec = grid.GridSpec.model_validate(_smoke(train=2, val=2, test=2, seed=5))
+    starts: list[list[torch.Tensor]] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_train(model: Any, *rest: Any) -> None:
+        starts.append([p.detach().clone() for p in model.parameters()])
+        raise Stop
+
+    monkeypatch.setattr(grid, "train_probe", fake_train)
+    torch.set_num_threads(1)
+    trial = grid.expand(spec)[0]
+    for _ in range(2):
+        with pytest.raises(Stop):
+            grid.run_trial(trial, tmp_path)
+        torch.rand(1000)  # what another trial in the same process would draw
+    first, second = starts
+    assert len(first) == len(second) > 2  # the encoder's tensors and the head's
+    assert all(torch.equal(a, b) for a, b in zip(first, second, strict=True))
