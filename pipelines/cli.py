@@ -76,6 +76,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+DESCRIPTION = """\
+Does a model see elementary geometry? NoReGeo (one-shot questions on generated figures, as
+text, dotted image or full image) and GeoBuild (textbook problems answered with a
+construction program, checked and fed back for a few rounds), from one laptop to a GPU
+cluster."""
+EPILOG = "`geosee COMMAND --help` shows a command's options; README.md walks through a run."
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's help, with each option's default shown unless its help already says what
+    the default is, or there is none to show (flags, no value)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        # `is`, not `in`: 0 == False, and a default of 0 is worth showing.
+        shown = not any(action.default is v for v in (None, False, argparse.SUPPRESS))
+        if "default" in text or not shown or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a bad argument raises UsageError instead of printing usage + error
     (two lines) and exiting: main prints one line naming the flag and returns 2."""
@@ -105,16 +126,26 @@ def _parse(argv: list[str]) -> tuple[Any, argparse.Namespace]:
     flag = _undecodable(argv)
     if flag is not None:
         raise UsageError(f"argument {flag}: is not valid UTF-8 text")
-    parser = OneLineParser(prog=_program(), description=__doc__)
+    parser = OneLineParser(
+        prog=_program(), description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"geosee {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (_module, help_text) in COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
     args, rest = parser.parse_known_args(argv)
-    module = importlib.import_module(COMMANDS[args.command][0])
-    command_parser = OneLineParser(prog=f"{_program()} {args.command}")
-    module.add_arguments(command_parser)
-    return module, command_parser.parse_args(rest)
+    module, command = command_parser(args.command)
+    return module, command.parse_args(rest)
+
+
+def command_parser(name: str) -> tuple[Any, OneLineParser]:
+    """A command's module and its parser, with the command's one-line description."""
+    module = importlib.import_module(COMMANDS[name][0])
+    parser = OneLineParser(
+        prog=f"{_program()} {name}", description=COMMANDS[name][1], formatter_class=HelpFormatter
+    )
+    module.add_arguments(parser)
+    return module, parser
 
 
 def _program() -> str:

@@ -8,6 +8,7 @@ each must keep its own result row.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 from typing import Any
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from actors.contract import chat_message, check_columns, image_part, text_part
 from geometry.answers import grammar_for
+from pipelines.cli_args import non_negative_float, non_negative_int, positive_int
 
 ITEM_COLUMNS_NEEDED = (
     "item_id",
@@ -37,6 +39,35 @@ class SamplingConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, description="sampling temperature")
     max_tokens: int = Field(default=2048, ge=1, description="tokens generated at most")
     seed: int = Field(default=0, ge=0, description="sampling seed")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SamplingConfig:
+        """The sampling `add_sampling_arguments` read from the command line."""
+        return cls(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
+
+
+def add_sampling_arguments(parser: argparse.ArgumentParser, seed_help: str = "") -> None:
+    """`--temperature`, `--max-tokens`, `--seed`: one definition for every command that asks
+    a model (evaluate, geobuild, sweep), defaults from SamplingConfig."""
+    fields = SamplingConfig.model_fields
+    parser.add_argument(
+        "--temperature",
+        type=non_negative_float,
+        default=fields["temperature"].default,
+        help="sampling temperature; 0 is greedy (the paper states both 0 and 0.6)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=fields["max_tokens"].default,
+        help="tokens a reply may have at most (clamped to what the context leaves)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=fields["seed"].default,
+        help=seed_help or "sampling seed (part of every request key)",
+    )
 
 
 def build_messages(

@@ -27,12 +27,11 @@ from geometry.dsl.dataset import Problem, load_problems
 from geometry.dsl.prompts import FEEDBACK_MODES, problem_prompt, system_prompt
 from pipelines.cli_args import (
     int_at_least,
-    non_negative_float,
-    non_negative_int,
     output_location,
     positive_int,
 )
 from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.requests import add_sampling_arguments
 from pipelines.engines.stages import LIGHT_CPUS, NoGPUError, check_gpus
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
 from pipelines.geobuild.engines import (
@@ -59,20 +58,27 @@ FIXED_SETTINGS = ("engine", "revision", "lang", "feedback", "with_image", "sampl
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `geobuild` command's options (defaults: GeoBuildSettings)."""
     add_dataset_arguments(parser)
-    parser.add_argument("--engine", required=True, help=f"one of {', '.join(valid_engines())}")
+    # Not argparse choices: an answer baseline gets resolve_engine's reason, not "invalid".
+    engines = valid_engines()
+    parser.add_argument(
+        "--engine", required=True, metavar="{" + ",".join(engines) + "}", help="what answers"
+    )
     parser.add_argument("--model", required=True, help="model config/checkpoint, or JSONL file")
-    parser.add_argument("--revision", default=None)
+    parser.add_argument(
+        "--revision", default=None, help="hub revision (commit or tag); default: the config's"
+    )
     parser.add_argument(
         "--max-rounds", type=positive_int, default=default("max_rounds"),
         help="replies per problem at most",
     )  # fmt: skip
-    parser.add_argument("--feedback", default=default("feedback"), choices=FEEDBACK_MODES)
+    parser.add_argument(
+        "--feedback", default=default("feedback"), choices=FEEDBACK_MODES,
+        help="what the next round is told: the error, plus the conditions, plus the figure",
+    )  # fmt: skip
     parser.add_argument("--no-image", action="store_true", help="never attach the figure")
     parser.add_argument("--limit", type=positive_int, help="the first N problems only")
     parser.add_argument("--ids", default=None, help="comma-separated problem ids")
-    parser.add_argument("--max-tokens", type=positive_int, default=default("max_tokens"))
-    parser.add_argument("--temperature", type=non_negative_float, default=default("temperature"))
-    parser.add_argument("--seed", type=non_negative_int, default=default("seed"))
+    add_sampling_arguments(parser)
     parser.add_argument(
         "--pool-size", type=positive_int, default=default("pool_size"), help="engine replicas"
     )

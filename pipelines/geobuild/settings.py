@@ -47,9 +47,7 @@ class GeoBuildSettings(BaseModel):
             feedback=args.feedback,
             attach_image=not args.no_image,
             max_rounds=args.max_rounds,
-            sampling=SamplingConfig(
-                temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed
-            ),
+            sampling=SamplingConfig.from_args(args),
             pool_size=args.pool_size,
             batch_size=args.batch_size,
             executors=args.executors,
@@ -65,7 +63,5 @@ class GeoBuildSettings(BaseModel):
 
 
 def default(name: str) -> Any:
-    """A GeoBuildSettings field's default, for the CLI's help and argparse defaults."""
-    if name in SamplingConfig.model_fields:
-        return SamplingConfig.model_fields[name].default
+    """A GeoBuildSettings field's default, for the CLI's argparse defaults."""
     return GeoBuildSettings.model_fields[name].default

@@ -22,7 +22,6 @@ from geometry.item import IMAGE_SETUPS, SETUPS
 from pipelines.cli_args import (
     any_location,
     non_negative_float,
-    non_negative_int,
     output_location,
     positive_int,
     share,
@@ -36,7 +35,12 @@ from pipelines.engines.model_config import (
     resolve_model,
 )
 from pipelines.engines.preflight import PreflightError, check_model
-from pipelines.engines.requests import SamplingConfig, add_requests, build_messages
+from pipelines.engines.requests import (
+    SamplingConfig,
+    add_requests,
+    add_sampling_arguments,
+    build_messages,
+)
 from pipelines.engines.stages import (
     BASELINE_STAGES,
     LIGHT_CPUS,
@@ -75,16 +79,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--items", required=True, type=any_location, help="item dir (or URI) from `generate`"
     )
-    parser.add_argument("--engine", required=True, help=f"one of {', '.join(ENGINES)}")
+    parser.add_argument("--engine", required=True, choices=ENGINES, help="what answers")
     parser.add_argument("--model", required=True, help="config name/path, checkpoint dir, or name")
-    parser.add_argument("--revision", default=None)
+    parser.add_argument(
+        "--revision", default=None, help="hub revision (commit or tag); default: the config's"
+    )
     parser.add_argument("--setups", default=None, help="comma-separated; default: the model's")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument("--limit", type=positive_int, help="at most N items per task")
-    sampling = SamplingConfig()  # the defaults, one place for evaluate, geobuild and sweep
-    parser.add_argument("--temperature", type=non_negative_float, default=sampling.temperature)
-    parser.add_argument("--max-tokens", type=positive_int, default=sampling.max_tokens)
-    parser.add_argument("--seed", type=non_negative_int, default=sampling.seed)
+    add_sampling_arguments(parser)
     parser.add_argument("--pool-size", type=positive_int, default=1, help="engine replicas")
     parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
     parser.add_argument(
@@ -221,9 +224,7 @@ def run(args: argparse.Namespace) -> int:
         tasks=tasks,
         setups=setups,
         limit=args.limit,
-        sampling=SamplingConfig(
-            temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed
-        ),
+        sampling=SamplingConfig.from_args(args),
         engine_options=EngineOptions(
             pool_size=args.pool_size,
             batch_size=args.batch_size,

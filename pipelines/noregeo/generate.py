@@ -42,10 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", required=True, type=output_location, help="item directory (or URI) to write"
     )
+    parser.add_argument("--per-task", type=positive_int, default=100, help="items per task")
     parser.add_argument(
-        "--per-task", type=positive_int, default=100, help="items per task (default 100)"
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        help="seed of every draw",
     )
-    parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--setups", default=",".join(SETUPS), help="comma-separated setups")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument(

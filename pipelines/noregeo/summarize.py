@@ -35,7 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "results", type=results_location, help="results directory (or URI) given to evaluate --out"
     )
     # A folder name under RESULTS: no separators or `..`, so it cannot read outside it.
-    parser.add_argument("--benchmark", type=path_component, default="noregeo")
+    parser.add_argument(
+        "--benchmark", type=path_component, default="noregeo",
+        help="results subfolder to read (noregeo; other names for custom benchmarks)",
+    )  # fmt: skip
 
 
 def load_results(

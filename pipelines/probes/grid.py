@@ -36,7 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=output_dir, required=True, help="results root")
     parser.add_argument("--arch", help="override the grid's encoder arch (open_clip name)")
     parser.add_argument("--pretrained", help="override the grid's weights: tag, file or none")
-    parser.add_argument("--executor", choices=("ray", "local"), default="ray")
+    parser.add_argument(
+        "--executor", choices=("ray", "local"), default="ray",
+        help="ray: trials as Ray actors (GPUs on a cluster); local: one after another here",
+    )  # fmt: skip
     parser.add_argument("--limit", type=positive_int, help="run at most this many pending trials")
 
 

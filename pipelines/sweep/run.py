@@ -36,13 +36,12 @@ from pipelines.cli_args import (
     existing_file,
     int_at_least,
     non_negative_float,
-    non_negative_int,
     output_location,
     positive_float,
     positive_int,
 )
 from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, load_configs
-from pipelines.engines.requests import SamplingConfig
+from pipelines.engines.requests import SamplingConfig, add_sampling_arguments
 from pipelines.engines.stages import EngineOptions
 from pipelines.noregeo.generate import MANIFEST, MIN_IMAGE_SIZE, parse_list, read_manifest
 from pipelines.noregeo.run_settings import EvaluateSettings
@@ -66,7 +65,10 @@ TAG_ENV = "GEOSEE_SWEEP_JOB"  # rides on each model's runtime env, so its actors
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `python -m pipelines sweep`."""
-    parser.add_argument("--models", type=existing_dir, default=Path("configs/models"))
+    parser.add_argument(
+        "--models", type=existing_dir, default=Path("configs/models"),
+        help="folder of model config YAML files",
+    )  # fmt: skip
     parser.add_argument("--only", default=None, help="comma-separated config names")
     parser.add_argument("--benchmarks", default="noregeo", help="noregeo,geobuild")
     parser.add_argument(
@@ -75,12 +77,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--items", type=output_location, help="item dir (default OUT/items)")
     parser.add_argument("--per-task", type=positive_int, default=100, help="items per task")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
-    parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument("--image-size", type=int_at_least(MIN_IMAGE_SIZE), default=448)
-    parser.add_argument("--max-tokens", type=positive_int, default=SamplingConfig().max_tokens)
+    parser.add_argument(
+        "--image-size", type=int_at_least(MIN_IMAGE_SIZE), default=448,
+        help="image side in pixels of generated items",
+    )  # fmt: skip
+    add_sampling_arguments(parser, seed_help="seed of the item draws and of sampling")
     parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
     parser.add_argument("--replicas", type=positive_int, default=1, help="engine replicas/model")
-    parser.add_argument("--shard-rows", type=positive_int, default=256)
+    parser.add_argument(
+        "--shard-rows", type=positive_int, default=256,
+        help="rows per result shard: what a killed run can lose at most, per writer",
+    )  # fmt: skip
     parser.add_argument(
         "--baseline-delay",
         type=non_negative_float,
@@ -337,7 +344,7 @@ def execute(
     states = {j.cfg.name: (j.reason or ("done" if not j.setups else "pending")) for j in jobs}
     queue = [j for j in jobs if j.runnable or (geobuild and j.reason is None)]
     here = ray.get_runtime_context().get_node_id()
-    sampling = {"temperature": 0.0, "max_tokens": args.max_tokens, "seed": args.seed}
+    sampling = SamplingConfig.from_args(args).model_dump()
     opts = {
         "pool_size": args.replicas,
         "batch_size": args.batch_size,
@@ -407,7 +414,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--items {items} is a file; give a directory")
     manifest, files = _items_state(items, args.per_task)
     limit = args.per_task if manifest and args.per_task < manifest["per_task"] else None
-    sampling = SamplingConfig(max_tokens=args.max_tokens, seed=args.seed)
+    sampling = SamplingConfig.from_args(args)
     if not args.dry_run:
         from pipelines.engines.ray_session import ensure_ray
 

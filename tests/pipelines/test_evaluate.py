@@ -129,7 +129,7 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     ("args", "message"),
     [
         (["--items", "{missing}", "--engine", "oracle", "--model", "o"], "not a directory"),
-        (["--items", "{items}", "--engine", "nope", "--model", "o"], "unknown engine"),
+        (["--items", "{items}", "--engine", "nope", "--model", "o"], "invalid choice: 'nope'"),
         (
             ["--items", "{items}", "--engine", "hf", "--model", "no-such-model"],
             "unknown model config",
