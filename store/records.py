@@ -14,6 +14,7 @@ import math
 import os
 import platform
 import re
+import secrets
 import subprocess
 import sys
 import time
@@ -138,9 +139,13 @@ def package_versions() -> dict[str, str | None]:
 
 
 def write_run_record(root: Location, record: dict[str, Any]) -> Location:
-    """One JSON file per invocation, so a resumed run keeps the record of the first."""
+    """One JSON file per invocation, so a resumed run keeps the record of the first.
+
+    Named by start time (sortable), process and a random tag: two runs of one process in one
+    second (a test, a sweep worker) wrote the same name, and the second replaced the first.
+    """
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = root / "runs" / f"{stamp}-{os.getpid()}.json"
+    path = root / "runs" / f"{stamp}-{os.getpid()}-{secrets.token_hex(4)}.json"
     full = {
         **record,
         "git_commit": _git_commit(),

@@ -4,7 +4,7 @@ Each trial runs in a Ray actor (one GPU per trial when the cluster has GPUs, els
 of the CPUs) and writes RESULTS/probes/model=<encoder>/trial-<id>.parquet atomically. A
 trial whose file exists is skipped, so a killed grid resumes where it stopped. Each run
 first writes its record, with the resolved grid (YAML plus --arch/--pretrained), to
-RESULTS/probes/model=<encoder>/runs/<UTC stamp>-<pid>.json.
+RESULTS/probes/model=<encoder>/runs/<UTC stamp>-<pid>-<tag>.json.
 `--executor local` runs the trials one after another in this process (debugging, no Ray).
 """
 

@@ -81,6 +81,14 @@ report-min-accuracy-101              --min-accuracy     report {dir} --out {out}
 probe-summarize-min-accuracy         --min-accuracy     probe-summarize {dir} --min-accuracy -1
 probe-limit-0                        --limit            probe --grid {file} --out {out} --limit 0
 human-export-seed                    --seed             human-export {dir} --out {out} --seed -1
+show-item-image-size-0               --image-size       show-item C-BCT-CT-0001 --image-size 0 --out {out}
+show-item-per-task-0                 --per-task         show-item C-BCT-CT-0001 --per-task 0 --out {out}
+show-item-seed--1                    --seed             show-item C-BCT-CT-0001 --seed -1 --out {out}
+show-item-id-beyond-per-task         --per-task         show-item C-BCT-CT-0007 --per-task 5 --out {out}
+show-item-id-malformed               C-BCT-CT-7         show-item C-BCT-CT-7 --out {out}
+show-item-id-unknown-task            X-NOPE-0001        show-item X-NOPE-0001 --out {out}
+list-tasks-format                    --format           list-tasks --format xml
+list-models-format                   --format           list-models --format yaml
 # files where folders are wanted and back, missing paths, names that leave RESULTS
 generate-out-file                    --out              generate --out {file}
 evaluate-out-file                    --out              evaluate --items {dir} --engine oracle --model o --out {file}
@@ -100,6 +108,9 @@ probe-summarize-results-file         results            probe-summarize {file}
 probe-out-file                       --out              probe --grid {file} --out {file}
 human-export-out-file                --out              human-export {dir} --out {file}
 human-export-items-file              items              human-export {file} --out {out}
+show-item-out-file                   --out              show-item C-BCT-CT-0001 --out {file}
+list-models-configs-file             --configs          list-models --configs {file}
+list-models-configs-no-yaml          *.yaml             list-models --configs {dir}
 human-import-out-file                --out              human-import {file} --items {dir} --out {file}
 human-import-items-file              --items            human-import {file} --items {file} --out {out}
 report-audit-dir                     --audit            report {dir} --out {out} --audit {dir}
@@ -107,6 +118,7 @@ probe-grid-dir                       --grid             probe --grid {dir} --out
 human-import-annotations-dir         annotations        human-import {dir} --items {dir} --out {out}
 geobuild-check-programs-dir          --programs         geobuild-check --dataset {dir} --programs {dir}
 evaluate-items-missing               --items            evaluate --items {tmp}/none --engine oracle --model o --out {out}
+show-item-items-missing              --items            show-item C-BCT-CT-0001 --items {tmp}/none --out {out}
 summarize-results-empty              results            summarize {empty}
 summarize-results-missing            results            summarize {tmp}/none
 report-results-missing               results            report {tmp}/none --out {out}
