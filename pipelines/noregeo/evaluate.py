@@ -49,6 +49,7 @@ from pipelines.engines.stages import (
     EngineStage,
     MissingKeyError,
     NoGPUError,
+    api_key,
 )
 from pipelines.noregeo.baseline_step import AnswerScoreWrite, baseline_engine, score_block
 from pipelines.noregeo.generate import (
@@ -234,6 +235,11 @@ def run(args: argparse.Namespace) -> int:
         retry_errors=args.retry_errors,
         max_error_rate=max_error_rate,
     )
+    if cfg.api_key_env:
+        try:
+            api_key(cfg)  # refused here, before Ray starts; the http stage reads it again
+        except MissingKeyError as err:
+            raise UsageError(str(err)) from err
     context = None
     if cfg.engine in CHECKPOINT_ENGINES:
         wanted = [f for f in files if f.stem.removeprefix("part-") in tasks]

@@ -185,3 +185,18 @@ def _settings_fields(record: Path) -> dict[str, Any]:
     """The EvaluateSettings fields of a run record (which holds more beside them)."""
     fields = json.loads(record.read_text())
     return {name: fields[name] for name in EvaluateSettings.model_fields}
+
+
+def test_a_missing_api_key_is_refused_before_ray_starts(
+    items: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    started: list[object] = []
+    monkeypatch.setattr("pipelines.engines.ray_session.ensure_ray", lambda *a: started.append(a))
+    out = tmp_path / "results"
+    assert _evaluate(items, "http", "gpt-4.1", out) == 2
+    assert "$OPENAI_API_KEY, which is not set" in _one_line(capsys.readouterr().err)
+    assert started == [] and not out.exists()
