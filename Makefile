@@ -21,13 +21,17 @@ export RAY_DEDUP_LOGS ?= 0
 
 setup: $(STAMP)
 
+# torch first, from the machine's local files; constraints.txt keeps it in place after.
+# pip's own progress stays visible: a first setup takes minutes.
 $(STAMP): pyproject.toml constraints.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
-	# torch first, from the machine's local files; constraints.txt keeps it in place after.
-	$(PIP) install --quiet -c constraints.txt torch==2.14.1 torchvision==0.29.1
-	$(PIP) install --quiet -c constraints.txt -e '.[dev]'
-	touch $(STAMP)
+	@set -e; start=$$(date +%s); \
+	echo "== setup: $(VENV) with PyTorch and the project (estimate: 6 min the first time)"; \
+	test -x $(PY) || $(PYTHON) -m venv $(VENV); \
+	$(PIP) install --quiet --upgrade pip; \
+	$(PIP) install --progress-bar on -c constraints.txt torch==2.14.1 torchvision==0.29.1; \
+	$(PIP) install --progress-bar on -c constraints.txt -e '.[dev]'; \
+	touch $(STAMP); \
+	echo "== setup done in $$(( $$(date +%s) - start )) s"
 
 setup-vllm: $(VLLM_STAMP)
 

@@ -1,50 +1,69 @@
 #!/usr/bin/env bash
 # The README's `make demo`, in local mode on a CPU machine: items, baselines through
-# `evaluate`, the GeoBuild solver audit, the smoke probe grid, human-evaluation pages, and
-# the report. Results go under out/demo/ (DEMO_DIR); every step is resumable or idempotent,
-# so running it again redoes only what is missing. Prints the report's index.html at the end.
+# `evaluate`, the GeoBuild solver audit and the solver through the GeoBuild loop, the smoke
+# probe grid, human-evaluation pages, and the report. Results go under out/demo/results
+# (DEMO_DIR); every step is resumable or idempotent, so running it again redoes only what is
+# missing. Each step prints its name and time estimate as it starts and its measured time as
+# it ends; a table of all of them closes the run, with the report's index.html.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PY:-.venv/bin/python}
 DEMO_DIR=${DEMO_DIR:-out/demo}
 GEOBUILD_DATA=${GEOBUILD_DATA:-../shared/geobuildbench}
+RESULTS="$DEMO_DIR/results"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 export TOKENIZERS_PARALLELISM=false RAY_DEDUP_LOGS=0
 
-step_start=$SECONDS
-step() {  # step NAME: print the time the previous step took, then this step's name
-  echo "== $1 (previous step: $((SECONDS - step_start)) s)"
-  step_start=$SECONDS
+steps=()    # "name|estimate|measured" per finished step, for the closing table
+step_count=0
+# run_step NAME ESTIMATE COMMAND...: estimates are first runs on an idle 2-core machine.
+run_step() {
+  local name=$1 estimate=$2 start=$SECONDS
+  shift 2
+  step_count=$((step_count + 1))
+  echo
+  echo "== step $step_count: $name (estimate: $estimate)"
+  "$@"
+  local took=$((SECONDS - start))
+  echo "== step $step_count done in ${took} s: $name"
+  steps+=("$name|$estimate|${took} s")
 }
 
-step "generate: 20 items per task, 3 setups"
-$PY -m pipelines generate --out "$DEMO_DIR/items" --per-task 20 --seed 0
+run_step "generate: 20 items per task x 25 tasks x 3 setups" "1 min" \
+  "$PY" -m pipelines generate --out "$DEMO_DIR/items" --per-task 20 --item-seed 0
 
 for engine in oracle random constant; do
-  step "evaluate: baseline $engine"
-  $PY -m pipelines evaluate --items "$DEMO_DIR/items" --engine "$engine" --model "$engine" \
-    --out "$DEMO_DIR/results"
+  run_step "evaluate: baseline $engine on 1,500 rows" "40 s" \
+    "$PY" -m pipelines evaluate --items "$DEMO_DIR/items" --engine "$engine" --model "$engine" \
+    --out "$RESULTS"
 done
 
-audit=()
 if [ -d "$GEOBUILD_DATA" ]; then
-  step "geobuild-solve: constructibility audit of $GEOBUILD_DATA"
-  $PY -m pipelines geobuild-solve --dataset "$GEOBUILD_DATA" --out "$DEMO_DIR/solver"
-  audit=(--audit "$DEMO_DIR/solver/audit.csv")
+  run_step "geobuild-solve: constructibility audit of the 489 GeoBuild problems" "4 min" \
+    "$PY" -m pipelines geobuild-solve --dataset "$GEOBUILD_DATA" --out "$RESULTS"
+  run_step "geobuild: the solver's programs through the agent loop (an upper bound)" "1 min" \
+    "$PY" -m pipelines geobuild --dataset "$GEOBUILD_DATA" --engine solver \
+    --model "$GEOBUILD_DATA" --out "$RESULTS"
 else
-  step "geobuild-solve: skipped, no GeoBuild data at $GEOBUILD_DATA (set GEOBUILD_DATA)"
+  echo "== GeoBuild steps skipped: no data set at $GEOBUILD_DATA (set GEOBUILD_DATA)"
 fi
 
-step "probe: smoke grid (tiny random ViT; chance-level accuracies by design)"
-$PY -m pipelines probe --grid configs/probes/smoke.yaml --out "$DEMO_DIR/results"
+run_step "probe: smoke grid (tiny random ViT; chance-level accuracies by design)" "2 min" \
+  "$PY" -m pipelines probe --grid configs/probes/smoke.yaml --out "$RESULTS"
 
-step "human-export: dotted items as annotator pages"
 rm -rf "$DEMO_DIR/human"
-$PY -m pipelines human-export "$DEMO_DIR/items" --out "$DEMO_DIR/human"
+run_step "human-export: dotted items as annotator pages" "20 s" \
+  "$PY" -m pipelines human-export --items "$DEMO_DIR/items" --out "$DEMO_DIR/human"
 
-step "report"
-$PY -m pipelines report "$DEMO_DIR/results" --out "$DEMO_DIR/report" "${audit[@]}"
-step "done"
-echo "demo wall time: ${SECONDS} s"
+run_step "report" "1 min" \
+  "$PY" -m pipelines report "$RESULTS" --out "$DEMO_DIR/report"
+
+echo
+echo "== demo steps (estimate -> measured)"
+for entry in "${steps[@]}"; do
+  IFS='|' read -r name estimate took <<<"$entry"
+  printf '  %-72s %8s -> %s\n' "$name" "$estimate" "$took"
+done
+echo "demo wall time: ${SECONDS} s (setup not included: see make's output above)"
 echo "report: $(realpath "$DEMO_DIR/report/index.html")"
