@@ -31,6 +31,9 @@ MAX_CELL = 60
 # Decimals of a percentage everywhere one is shown; other floats keep PLAIN_DECIMALS.
 PERCENT_DECIMALS = 1
 PLAIN_DECIMALS = 3
+# `print_tables` draws each table at its full width (no cell wrapped or cut): a terminal
+# narrower than that wraps the lines, `less -S` scrolls them.
+FULL_WIDTH = 65_535  # the widest polars takes (u16)
 
 
 def add_format_argument(parser: argparse.ArgumentParser) -> None:
@@ -56,9 +59,7 @@ def add_table_arguments(
         "each a list of row objects; csv: the tables one after another, each after a "
         "'# table: NAME' line (default: table)",
     )
-    parser.add_argument(
-        "--all", action="store_true", help=f"print every table: {', '.join(names)}"
-    )
+    parser.add_argument("--all", action="store_true", help=f"print every table: {', '.join(names)}")
     parser.add_argument(
         "--tables",
         default=None,
@@ -151,11 +152,10 @@ def _text_table(table: pl.DataFrame) -> str:
     """The whole table as polars draws it: no row, column or cell is cut."""
     if table.is_empty():
         return "(none)"
-    width = max(shutil.get_terminal_size((160, 24)).columns, 80)
     with pl.Config(
         tbl_rows=-1,
         tbl_cols=-1,
-        tbl_width_chars=width,
+        tbl_width_chars=FULL_WIDTH,
         fmt_str_lengths=1000,
         fmt_table_cell_list_len=-1,
         tbl_hide_dataframe_shape=True,

@@ -66,10 +66,10 @@ def results_document(
     # Keys in the order summarize prints: tasks as the benchmark lists them, then setups.
     orders = {"task": task_order(), "setup": SETUPS}
     per_cell = ranked(accuracy_table(results, ["task", "setup"]), orders)
-    cells = {
-        f"{row['task']}/{row['setup']}": _metrics(row, expected.get(f"{row['task']}/{row['setup']}"))
-        for row in per_cell.iter_rows(named=True)
-    }
+    cells = {}
+    for row in per_cell.iter_rows(named=True):
+        cell = f"{row['task']}/{row['setup']}"
+        cells[cell] = _metrics(row, expected.get(cell))
     per_setup = ranked(accuracy_table(results, ["setup"]), orders)
     overall = {
         row["setup"]: _metrics(row, _expected_in_setup(expected, row["setup"]))

@@ -133,24 +133,21 @@ def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
 
 def accuracy_by_task_setup(df: pl.DataFrame) -> pl.DataFrame:
-    """Tasks as rows (benchmark order), one accuracy % column per (model, setup), over the
-    answered rows: a cell whose rows all failed is null, not 0."""
+    """Per model and task (rows: models sorted, tasks in the benchmark's order), one
+    accuracy % column per setup (text, dotted, full), over the answered rows: a cell whose
+    rows all failed is null, not 0. One column per setup, not per model x setup, keeps the
+    table narrow however many models there are."""
     cells = (
         _with_errors(df)
-        .group_by(["task", "model", "setup"])
+        .group_by(["model", "task", "setup"])
         .agg(pl.col("correct").filter(~_failed()).mean().alias("accuracy"))
     )
     cells = percent(cells, {"accuracy": "accuracy"})
-    columns = [
-        f"{model}:{setup} %"
-        for model, setup in ranked(
-            cells.select("model", "setup").unique(), {"model": [], "setup": SETUPS}
-        ).iter_rows()
-    ]
-    wide = cells.with_columns((pl.col("model") + ":" + pl.col("setup") + " %").alias("column"))
-    wide = wide.pivot(on="column", index="task", values="accuracy")
+    setups = ranked(cells.select("setup").unique(), {"setup": SETUPS})["setup"].to_list()
+    wide = cells.pivot(on="setup", index=["model", "task"], values="accuracy")
     # group_by's order varies run to run; a fixed order keeps the table the same each time.
-    return ranked(wide, {"task": task_order()}).select("task", *columns)
+    wide = ranked(wide, {"model": [], "task": task_order()})
+    return wide.select("model", "task", *setups).rename({s: f"{s} %" for s in setups})
 
 
 def pair_consistency(df: pl.DataFrame) -> pl.DataFrame:
@@ -234,7 +231,7 @@ PERCENT_COLUMNS = {
 # Table names (the json keys, csv `# table:` names and --tables values) with their titles;
 # HEADLINE is what `summarize` prints without --all or --tables.
 TITLES = {
-    "accuracy_by_task": "accuracy % per task (rows) and model:setup (columns), answered rows",
+    "accuracy_by_task": "accuracy % per model and task (rows) and setup (columns)",
     "overall": "per model x setup: accuracy % with 95% bootstrap interval, invalid-output % "
     "and engine-error %",
     "by_category": "per model x category x setup",
