@@ -11,28 +11,27 @@ after). `evaluate` rewrites it at the end of every run, over all the rows the fo
 from __future__ import annotations
 
 import hashlib
-import json
-import math
-import os
-import time
 from typing import Any
 
 import polars as pl
 
 from geometry.item import SETUPS
 from pipelines.noregeo.generate import MANIFEST, read_manifest
-from pipelines.noregeo.run_settings import EXPECTED, recorded_expectations
+from pipelines.noregeo.run_settings import recorded_expectations
 from pipelines.noregeo.summarize import accuracy_table, task_order
+from pipelines.results_file import (
+    latest_run_record,
+    percent_or_none,
+    provenance,
+    write_results_file,
+)
 from pipelines.terminal_output import ranked
-from store.atomic import write_bytes_atomic
 from store.records import model_dir
-from store.storage import Location, children
+from store.storage import Location
 
-RESULTS_JSON = "results.json"
 BENCHMARK = "noregeo"
-# The run-record fields copied into `config` and into `provenance`.
+# The run-record fields copied into `config`.
 CONFIG_FIELDS = ("model", "sampling", "tasks", "setups", "limit")
-PROVENANCE_FIELDS = ("git_commit", "packages", "python", "platform", "started_utc", "argv")
 # The aggregate columns of summarize.accuracy_table and their results.json names; shares
 # become percentages.
 METRICS = {
@@ -51,11 +50,7 @@ def write_results_json(
     """Write `<out>/noregeo/model=<slug>/results.json` atomically from the model's result
     rows `results` (summarize.load_results) and the item table `items`; returns its path."""
     root = model_dir(out, BENCHMARK, model)
-    document = results_document(root, results, items)
-    path = root / RESULTS_JSON
-    data = json.dumps(document, indent=2, sort_keys=False, allow_nan=False) + "\n"
-    write_bytes_atomic(path, data.encode())
-    return path
+    return write_results_file(root, results_document(root, results, items))
 
 
 def results_document(
@@ -75,17 +70,12 @@ def results_document(
         row["setup"]: _metrics(row, _expected_in_setup(expected, row["setup"]))
         for row in per_setup.iter_rows(named=True)
     }
-    record_name, record = latest_run_record(root)
+    record_name, record = latest_run_record(root, BENCHMARK)
     return {
         "results": cells,
         "overall": overall,
         "config": {k: record.get(k) for k in CONFIG_FIELDS},
-        "provenance": {
-            **{k: record.get(k) for k in PROVENANCE_FIELDS},
-            "run_record": record_name,
-            "items": items_provenance(items),
-            "written_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        },
+        "provenance": {**provenance(record_name, record), "items": items_provenance(items)},
     }
 
 
@@ -95,34 +85,13 @@ def _metrics(row: dict[str, Any], expected: int | None) -> dict[str, Any]:
         metrics["expected"] = expected
         metrics["missing"] = max(expected - int(row["n"]), 0)
     for column, name in METRICS.items():
-        metrics[name] = _percent(row[column])
+        metrics[name] = percent_or_none(row[column], DECIMALS)
     return metrics
 
 
 def _expected_in_setup(expected: dict[str, int], setup: str) -> int | None:
     counts = [n for cell, n in expected.items() if cell.rsplit("/", 1)[1] == setup]
     return sum(counts) if counts else None
-
-
-def _percent(share: float | None) -> float | None:
-    if share is None or math.isnan(share):
-        return None
-    return round(100 * share, DECIMALS)
-
-
-def latest_run_record(root: Location) -> tuple[str | None, dict[str, Any]]:
-    """The name and content of the newest run record under `root`/runs, preferring this
-    process's (its name carries the pid): the record of the run that just ended."""
-    records = sorted(children(root / "runs", "*.json"), key=lambda p: p.name)
-    ours = [p for p in records if p.name.split("-")[1:2] == [str(os.getpid())]]
-    for path in reversed(ours or records):
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(record, dict) and EXPECTED in record:
-            return path.name, record
-    return None, {}
 
 
 def items_provenance(items: Location | None) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import pipelines.cli
+from pipelines.geobuild.results_json import write_results_json
 from pipelines.geobuild.rows import RoundWriter
 from pipelines.geobuild.summarize import summary_tables
 from store.records import write_run_record
@@ -135,3 +136,28 @@ def test_json_and_csv_give_the_printed_percentages(
     assert lines[0] == "# table: by_category"
     rows = list(csv.DictReader(lines[1:]))
     assert {r["category"]: float(r["success %"]) for r in rows} == {"Angles": 0.0, "Circles": 50.0}
+
+
+def test_results_json_holds_the_success_rates_of_every_attempted_problem(results: Path) -> None:
+    root = results / "geobuild" / "model=m"
+    write_run_record(root, {"benchmark": "geobuild", "problems": PROBLEMS, "lang": "en"})
+    path = write_results_json(results, "m")
+    assert path == root / "results.json"
+    document = json.loads(path.read_text())
+    overall = document["results"]["overall"]
+    # Recomputed from the fixture: problem 1 solved at round 2; 2 failed; 3 never ran.
+    assert overall["problems"] == len(PROBLEMS) and overall["solved"] == 1
+    assert overall["success_pct"] == pytest.approx(100 / 3, abs=1e-3)
+    assert overall["mean_rounds_to_success"] == 2.0
+    assert document["results"]["by_category"]["Circles"]["success_pct"] == 50.0
+    assert document["results"]["by_difficulty"]["3"]["solved"] == 0
+    errors = document["results"]["error_categories"]
+    assert {kind: e["count"] for kind, e in errors.items()} == {
+        "none": 1,
+        "not_run": 1,
+        "geometric": 1,
+    }
+    assert errors["geometric"]["problems_pct"] == pytest.approx(100 / 3, abs=1e-3)
+    assert document["config"]["lang"] == "en"
+    assert (root / "runs" / document["provenance"]["run_record"]).is_file()
+    assert document["provenance"]["packages"]["polars"] is not None

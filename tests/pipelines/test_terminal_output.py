@@ -15,7 +15,7 @@ import pytest
 from geometry.item import SETUPS
 from geometry.tasks.registry import all_tasks
 from pipelines import cli
-from pipelines.noregeo.results_json import RESULTS_JSON
+from pipelines.results_file import RESULTS_JSON
 from pipelines.terminal_output import table_text
 
 MODELS = ("b-model", "a-model")  # written out of order: the tables sort them
