@@ -163,7 +163,7 @@ def summary_tables(results: Location, model: str | None = None) -> dict[str, pl.
     errors = (
         outcomes.group_by("model", "error_category")
         .len("count")
-        .sort("model", "count", descending=[False, True])
+        .sort("model", "count", "error_category", descending=[False, True, False])
     )
     return {
         "overall": _rates(outcomes, ["model"]),
@@ -195,6 +195,8 @@ def shown_tables(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     """The tables as printed: success as a percentage, error categories with their share
     of each model's problems."""
     shown = {name: percent(t, {"success_rate": "success %"}) for name, t in tables.items()}
+    problems = shown["problems"]
+    shown["problems"] = problems.select("model", pl.exclude("model"))
     errors = shown["error_categories"]
     if not errors.is_empty():
         total = pl.col("count").sum().over("model")
