@@ -132,6 +132,9 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.geobuild.summarize import print_tables, summary_tables
 
     print_tables(summary_tables(args.out, model=engine.cfg.name))
+    from pipelines.geobuild.results_json import write_results_json
+
+    print(f"wrote {write_results_json(args.out, engine.cfg.name)}")
     return 0
 
 

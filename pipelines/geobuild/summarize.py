@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 
 import polars as pl
 
 from geometry.dsl.validator import CONDITION_WEIGHT, OBJECT_WEIGHT
 from pipelines.cli_args import results_location
+from pipelines.terminal_output import add_table_arguments, chosen_tables, percent
+from pipelines.terminal_output import print_tables as print_output
 from store.errors import UsageError
 from store.shards import read_shards
 from store.storage import Location, children
@@ -38,11 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "results", type=results_location, help="the --out directory (or URI) of `geobuild`"
     )
     parser.add_argument("--model", default=None, help="one model's name only")
+    add_table_arguments(parser, list(TITLES), HEADLINE)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the GeoBuild summary tables; the exit code."""
-    print_tables(summary_tables(args.results, args.model))
+    """Print the chosen GeoBuild summary tables; the exit code."""
+    names = chosen_tables(args, list(TITLES), HEADLINE)
+    print_tables(summary_tables(args.results, args.model), args.format, names)
     return 0
 
 
@@ -158,7 +163,7 @@ def summary_tables(results: Location, model: str | None = None) -> dict[str, pl.
     errors = (
         outcomes.group_by("model", "error_category")
         .len("count")
-        .sort("model", "count", descending=[False, True])
+        .sort("model", "count", "error_category", descending=[False, True, False])
     )
     return {
         "overall": _rates(outcomes, ["model"]),
@@ -171,9 +176,41 @@ def summary_tables(results: Location, model: str | None = None) -> dict[str, pl.
     }
 
 
-def print_tables(tables: dict[str, pl.DataFrame]) -> None:
-    """Print every table but the per-problem one, with a title each."""
-    with pl.Config(tbl_rows=60, tbl_cols=12, fmt_str_lengths=40):
-        for name, table in tables.items():
-            if name != "problems":
-                print(f"\n{name}\n{table}")
+# Table names (json keys, csv `# table:` names, --tables values) with their titles;
+# HEADLINE is what is printed without --all or --tables.
+TITLES = {
+    "overall": "success % over every attempted problem, mean rounds to success, mean partial "
+    "score (0.3 objects + 0.7 conditions, 0..1)",
+    "by_category": "per problem category",
+    "by_difficulty": "per difficulty",
+    "error_categories": "final-round error categories, % of the model's problems",
+    "missing_objects": "missing objects by type (final round)",
+    "failed_conditions": "failed conditions by type (final round)",
+    "problems": "one row per attempted problem",
+}
+HEADLINE = ("overall", "by_category", "by_difficulty", "error_categories")
+
+
+def shown_tables(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """The tables as printed: success as a percentage, error categories with their share
+    of each model's problems."""
+    shown = {name: percent(t, {"success_rate": "success %"}) for name, t in tables.items()}
+    problems = shown["problems"]
+    shown["problems"] = problems.select("model", pl.exclude("model"))
+    errors = shown["error_categories"]
+    if not errors.is_empty():
+        total = pl.col("count").sum().over("model")
+        shown["error_categories"] = errors.with_columns(
+            (pl.col("count") / total * 100).round(1).alias("problems %")
+        )
+    return shown
+
+
+def print_tables(
+    tables: dict[str, pl.DataFrame], fmt: str = "table", names: Sequence[str] = HEADLINE
+) -> None:
+    """Print the tables named `names` in the format `fmt` (terminal_output.print_tables)."""
+    shown = shown_tables(tables)
+    print_output({n: shown[n] for n in names}, fmt, titles=TITLES)
+    if fmt == "table" and len(names) < len(TITLES):
+        print(f"\n(more: --all, or --tables with any of {', '.join(TITLES)})")

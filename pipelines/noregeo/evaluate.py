@@ -254,10 +254,13 @@ def run(args: argparse.Namespace) -> int:
     except (NoGPUError, MissingKeyError) as err:
         raise UsageError(str(err)) from err
     print(f"{written} new rows in {model_dir(args.out, BENCHMARK, cfg.name)}")
-    from pipelines.noregeo.summarize import accuracy_by_task_setup, load_results
+    from pipelines.noregeo.results_json import write_results_json
+    from pipelines.noregeo.summarize import HEADLINE, load_results, summary_tables
+    from pipelines.terminal_output import print_tables
 
     results = load_results(args.out, model=cfg.name)
-    print(accuracy_by_task_setup(results))
+    print_tables({n: t for n, t in summary_tables(results).items() if n in HEADLINE})
+    print(f"wrote {write_results_json(args.out, cfg.name, results, args.items)}")
     health = run_health(results, cfg, tasks, setups, args.limit, run_settings.sampling)
     print(health.line())
     if health.error_rate > max_error_rate:

@@ -18,8 +18,16 @@ import sys
 import numpy as np
 import polars as pl
 
+from geometry.item import SETUPS
 from pipelines.cli_args import path_component, results_location
 from pipelines.noregeo.run_settings import recorded_expectations, recorded_model_name
+from pipelines.terminal_output import (
+    add_table_arguments,
+    chosen_tables,
+    percent,
+    print_tables,
+    ranked,
+)
 from store.errors import UsageError
 from store.records import model_slug
 from store.shards import ERROR_COLUMN, read_shards, shard_files
@@ -39,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--benchmark", type=path_component, default="noregeo",
         help="results subfolder to read (noregeo; other names for custom benchmarks)",
     )  # fmt: skip
+    add_table_arguments(parser, list(TITLES), HEADLINE)
 
 
 def load_results(
@@ -124,18 +133,21 @@ def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
 
 def accuracy_by_task_setup(df: pl.DataFrame) -> pl.DataFrame:
-    """Tasks as rows, one accuracy column per (model, setup), over the answered rows: a
-    cell whose rows all failed is null, not 0."""
-    wide = (
+    """Per model and task (rows: models sorted, tasks in the benchmark's order), one
+    accuracy % column per setup (text, dotted, full), over the answered rows: a cell whose
+    rows all failed is null, not 0. One column per setup, not per model x setup, keeps the
+    table narrow however many models there are."""
+    cells = (
         _with_errors(df)
-        .group_by(["task", "model", "setup"])
-        .agg(pl.col("correct").filter(~_failed()).mean().round(3).alias("accuracy"))
-        .with_columns((pl.col("model") + ":" + pl.col("setup")).alias("column"))
-        .pivot(on="column", index="task", values="accuracy")
-        .sort("task")
+        .group_by(["model", "task", "setup"])
+        .agg(pl.col("correct").filter(~_failed()).mean().alias("accuracy"))
     )
-    # group_by's order varies run to run; sorted columns keep the table the same each time.
-    return wide.select("task", *sorted(c for c in wide.columns if c != "task"))
+    cells = percent(cells, {"accuracy": "accuracy"})
+    setups = ranked(cells.select("setup").unique(), {"setup": SETUPS})["setup"].to_list()
+    wide = cells.pivot(on="setup", index=["model", "task"], values="accuracy")
+    # group_by's order varies run to run; a fixed order keeps the table the same each time.
+    wide = ranked(wide, {"model": [], "task": task_order()})
+    return wide.select("model", "task", *setups).rename({s: f"{s} %" for s in setups})
 
 
 def pair_consistency(df: pl.DataFrame) -> pl.DataFrame:
@@ -207,35 +219,108 @@ def _with_missing(table: pl.DataFrame, missing: pl.DataFrame | None, by: list[st
     )
 
 
+# Share columns of the raw tables and the names they are shown under, as percentages.
+PERCENT_COLUMNS = {
+    "accuracy": "accuracy %",
+    "ci_low": "ci95 low %",
+    "ci_high": "ci95 high %",
+    "invalid_rate": "invalid %",
+    "engine_error_rate": "engine error %",
+    "pair_consistency": "pair consistency %",
+}
+# Table names (the json keys, csv `# table:` names and --tables values) with their titles;
+# HEADLINE is what `summarize` prints without --all or --tables.
+TITLES = {
+    "accuracy_by_task": "accuracy % per model and task (rows) and setup (columns)",
+    "overall": "per model x setup: accuracy % with 95% bootstrap interval, invalid-output % "
+    "and engine-error %",
+    "by_category": "per model x category x setup",
+    "by_task": "per model x task x setup",
+    "mse": "mean squared error on numeric tasks (valid answers only)",
+    "pair_consistency": "U-task pairs with both items right",
+}
+HEADLINE = ("accuracy_by_task", "overall")
+# Columns in the order they are printed: the group, its counts, then the rates.
+COLUMN_ORDER = (
+    "model",
+    "category",
+    "task",
+    "setup",
+    "n",
+    "missing",
+    "pairs",
+    "accuracy %",
+    "ci95 low %",
+    "ci95 high %",
+    "invalid %",
+    "engine error %",
+    "pair consistency %",
+    "mse",
+)
+
+
+def task_order() -> list[str]:
+    """Task IDs in the benchmark's (DESIGN.md's) order."""
+    from geometry.tasks.registry import all_tasks
+
+    return list(all_tasks())
+
+
+def _shown(table: pl.DataFrame) -> pl.DataFrame:
+    """A raw table as printed: shares as percentages, models sorted, setups text, dotted,
+    full, tasks in the benchmark's order, categories in the order their tasks come."""
+    if table.is_empty():
+        return table
+    tasks = task_order()
+    categories = list(dict.fromkeys(_category_of(t) for t in tasks))
+    orders = {"model": [], "category": categories, "task": tasks, "setup": SETUPS}
+    shown = ranked(percent(table, PERCENT_COLUMNS), orders)
+    first = [c for c in COLUMN_ORDER if c in shown.columns]
+    return shown.select(*first, *[c for c in shown.columns if c not in first])
+
+
+def _category_of(task: str) -> str:
+    from geometry.tasks.registry import all_tasks
+
+    return all_tasks()[task].category
+
+
 def summary_tables(
     df: pl.DataFrame, missing: pl.DataFrame | None = None
 ) -> dict[str, pl.DataFrame]:
-    """The summary's tables; with `missing` (from `missing_rows`), the per model x setup
-    and per model x task x setup tables get a `missing` column, so n never shrinks
-    silently."""
+    """The summary's tables by name (TITLES), as printed: percentages, fixed row order.
+    With `missing` (from `missing_rows`), the per model x setup and per model x task x
+    setup tables get a `missing` column, so n never shrinks silently."""
     numeric = df.filter(pl.col("answer_type") != "choice")
     by_setup, by_task = ["model", "setup"], ["model", "task", "setup"]
-    return {
-        "accuracy by task x setup": accuracy_by_task_setup(df),
-        "per model x setup": _with_missing(accuracy_table(df, by_setup), missing, by_setup),
-        "per model x category x setup": accuracy_table(df, ["model", "category", "setup"]),
-        "per model x task x setup": _with_missing(accuracy_table(df, by_task), missing, by_task),
-        "MSE on numeric tasks": accuracy_table(numeric, ["model", "task", "setup"]).select(
-            ["model", "task", "setup", "n", "mse", "invalid_rate", "engine_error_rate"]
+    mse = (
+        accuracy_table(numeric, by_task).select(
+            [*by_task, "n", "mse", "invalid_rate", "engine_error_rate"]
         )
         if not numeric.is_empty()
-        else pl.DataFrame(),
-        "U-task pair consistency": pair_consistency(df),
+        else pl.DataFrame()
+    )
+    # MSE over tasks of different scales means nothing: only the per-task tables show it.
+    raw = {
+        "overall": _with_missing(accuracy_table(df, by_setup), missing, by_setup).drop("mse"),
+        "by_category": accuracy_table(df, ["model", "category", "setup"]).drop("mse"),
+        "by_task": _with_missing(accuracy_table(df, by_task), missing, by_task),
+        "mse": mse,
+        "pair_consistency": pair_consistency(df),
     }
+    shown = {name: _shown(table) for name, table in raw.items()}
+    return {"accuracy_by_task": accuracy_by_task_setup(df), **shown}
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the summary tables and any missing rows; the exit code."""
+    """Print the chosen summary tables and warn of any missing rows; the exit code."""
+    names = chosen_tables(args, list(TITLES), HEADLINE)
     df = load_results(args.results, benchmark=args.benchmark)
     missing = missing_rows(args.results, df, args.benchmark)
     for line in missing_lines(missing):
         print(line, file=sys.stderr)
-    with pl.Config(tbl_rows=200, tbl_cols=40, tbl_width_chars=200, float_precision=3):
-        for title, table in summary_tables(df, missing).items():
-            print(f"\n## {title}\n{table}")
+    tables = summary_tables(df, missing)
+    print_tables({n: tables[n] for n in names}, args.format, titles=TITLES)
+    if args.format == "table" and len(names) < len(TITLES):
+        print(f"\n(more: --all, or --tables with any of {', '.join(TITLES)})")
     return 0

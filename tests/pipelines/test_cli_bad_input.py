@@ -89,6 +89,12 @@ show-item-id-malformed               C-BCT-CT-7         show-item C-BCT-CT-7 --o
 show-item-id-unknown-task            X-NOPE-0001        show-item X-NOPE-0001 --out {out}
 list-tasks-format                    --format           list-tasks --format xml
 list-models-format                   --format           list-models --format yaml
+summarize-format                     --format           summarize {dir} --format xml
+summarize-tables-unknown             --tables           summarize {dir} --tables nope
+summarize-tables-empty               --tables           summarize {dir} --tables ,
+geobuild-summarize-tables-unknown    --tables           geobuild-summarize {dir} --tables nope
+probe-summarize-format               --format           probe-summarize {dir} --format yaml
+probe-summarize-tables-unknown       --tables           probe-summarize {dir} --tables table6
 # files where folders are wanted and back, missing paths, names that leave RESULTS
 generate-out-file                    --out              generate --out {file}
 evaluate-out-file                    --out              evaluate --items {dir} --engine oracle --model o --out {file}

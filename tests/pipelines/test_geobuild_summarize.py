@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 import pipelines.cli
+from pipelines.geobuild.results_json import write_results_json
 from pipelines.geobuild.rows import RoundWriter
 from pipelines.geobuild.summarize import summary_tables
 from store.records import write_run_record
@@ -96,7 +98,66 @@ def test_cli_prints_tables_and_refuses_empty_dirs(
         pipelines.cli.COMMANDS, "geobuild-summarize", ("pipelines.geobuild.summarize", "s")
     )
     assert pipelines.cli.main(["geobuild-summarize", str(results)]) == 0
-    assert "success_rate" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "success %" in text and "## error_categories" in text
+    assert "## problems" not in text  # the per-problem table only with --all / --tables
     (tmp_path / "none").mkdir()  # a folder without GeoBuild results (a missing one: argparse)
     assert pipelines.cli.main(["geobuild-summarize", str(tmp_path / "none")]) == 2
     assert "no GeoBuild results" in capsys.readouterr().err
+
+
+def test_json_and_csv_give_the_printed_percentages(
+    results: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(
+        pipelines.cli.COMMANDS, "geobuild-summarize", ("pipelines.geobuild.summarize", "s")
+    )
+    assert (
+        pipelines.cli.main(["geobuild-summarize", str(results), "--format", "json", "--all"]) == 0
+    )
+    tables = json.loads(capsys.readouterr().out)
+    assert list(tables) == [
+        "overall",
+        "by_category",
+        "by_difficulty",
+        "error_categories",
+        "missing_objects",
+        "failed_conditions",
+        "problems",
+    ]
+    (overall,) = tables["overall"]
+    assert overall["success %"] == pytest.approx(round(100 / 3, 1))
+    assert {r["problem_id"] for r in tables["problems"]} == {"1", "2", "3"}
+    shares = {r["error_category"]: r["problems %"] for r in tables["error_categories"]}
+    assert shares == pytest.approx({"none": 33.3, "not_run": 33.3, "geometric": 33.3})
+    argv = ["geobuild-summarize", str(results), "--format", "csv", "--tables", "by_category"]
+    assert pipelines.cli.main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "# table: by_category"
+    rows = list(csv.DictReader(lines[1:]))
+    assert {r["category"]: float(r["success %"]) for r in rows} == {"Angles": 0.0, "Circles": 50.0}
+
+
+def test_results_json_holds_the_success_rates_of_every_attempted_problem(results: Path) -> None:
+    root = results / "geobuild" / "model=m"
+    write_run_record(root, {"benchmark": "geobuild", "problems": PROBLEMS, "lang": "en"})
+    path = write_results_json(results, "m")
+    assert path == root / "results.json"
+    document = json.loads(path.read_text())
+    overall = document["results"]["overall"]
+    # Recomputed from the fixture: problem 1 solved at round 2; 2 failed; 3 never ran.
+    assert overall["problems"] == len(PROBLEMS) and overall["solved"] == 1
+    assert overall["success_pct"] == pytest.approx(100 / 3, abs=1e-3)
+    assert overall["mean_rounds_to_success"] == 2.0
+    assert document["results"]["by_category"]["Circles"]["success_pct"] == 50.0
+    assert document["results"]["by_difficulty"]["3"]["solved"] == 0
+    errors = document["results"]["error_categories"]
+    assert {kind: e["count"] for kind, e in errors.items()} == {
+        "none": 1,
+        "not_run": 1,
+        "geometric": 1,
+    }
+    assert errors["geometric"]["problems_pct"] == pytest.approx(100 / 3, abs=1e-3)
+    assert document["config"]["lang"] == "en"
+    assert (root / "runs" / document["provenance"]["run_record"]).is_file()
+    assert document["provenance"]["packages"]["polars"] is not None

@@ -1,0 +1,222 @@
+"""What commands print: rows or named tables, as text for people or as JSON or CSV (`--format`).
+
+`print_rows` prints one list of rows (list-tasks, list-models). `print_tables` prints named
+polars tables (the summarize commands): in `table` format every row and column in full,
+each under a `## NAME` title; in `json` one object keyed by table name whose values are
+lists of row objects; in `csv` the tables one after another, each after a `# table: NAME`
+line. All three formats show the same values, so a number read from the text table is the
+number a program gets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+import polars as pl
+
+from store.errors import UsageError
+
+FORMATS = ("table", "json", "csv")
+# A cell of `print_rows`'s text table longer than this is cut with an ellipsis; JSON and CSV
+# keep every character. `print_tables` cuts nothing.
+MAX_CELL = 60
+# Decimals of a percentage everywhere one is shown; other floats keep PLAIN_DECIMALS.
+PERCENT_DECIMALS = 1
+PLAIN_DECIMALS = 3
+# `print_tables` draws each table at its full width (no cell wrapped or cut): a terminal
+# narrower than that wraps the lines, `less -S` scrolls them.
+FULL_WIDTH = 65_535  # the widest polars takes (u16)
+
+
+def add_format_argument(parser: argparse.ArgumentParser) -> None:
+    """`--format table|json|csv` for a command that prints rows."""
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table for reading (long cells cut), json or csv for programs (default: table)",
+    )
+
+
+def add_table_arguments(
+    parser: argparse.ArgumentParser, names: Sequence[str], headline: Sequence[str]
+) -> None:
+    """`--format`, `--all` and `--tables` for a command that prints the named tables
+    `names`, of which `headline` are printed by default."""
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table: aligned text, every row and column; json: one object keyed by table name, "
+        "each a list of row objects; csv: the tables one after another, each after a "
+        "'# table: NAME' line (default: table)",
+    )
+    parser.add_argument("--all", action="store_true", help=f"print every table: {', '.join(names)}")
+    parser.add_argument(
+        "--tables",
+        default=None,
+        metavar="NAME,...",
+        help=f"print these tables only (comma-separated; of {', '.join(names)}); "
+        f"default: {', '.join(headline)}",
+    )
+
+
+def chosen_tables(
+    args: argparse.Namespace, names: Sequence[str], headline: Sequence[str]
+) -> list[str]:
+    """The table names `--all` / `--tables` ask for, in `names` order; the headline when
+    neither is given. An unknown name is a UsageError naming --tables."""
+    if args.tables is None:
+        return list(names) if args.all else list(headline)
+    asked = [n.strip() for n in args.tables.split(",") if n.strip()]
+    unknown = [n for n in asked if n not in names]
+    if unknown or not asked:
+        raise UsageError(
+            f"--tables {args.tables!r}: choose from {', '.join(names)} (comma-separated)"
+        )
+    return [n for n in names if n in asked]
+
+
+def print_rows(
+    rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str, out: TextIO | None = None
+) -> None:
+    """`rows` (their `columns`, in that order) in the format `fmt`."""
+    out = out or sys.stdout
+    picked = [{c: row[c] for c in columns} for row in rows]
+    if fmt == "json":
+        json.dump(picked, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    elif fmt == "csv":
+        writer = csv.DictWriter(out, fieldnames=list(columns), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({c: _text(v) for c, v in row.items()} for row in picked)
+    else:
+        out.write(_table(picked, columns))
+
+
+def print_tables(
+    tables: Mapping[str, pl.DataFrame],
+    fmt: str = "table",
+    out: TextIO | None = None,
+    titles: Mapping[str, str] | None = None,
+) -> None:
+    """Named tables in the format `fmt`; in `table` format each under `## NAME: title`."""
+    out = out or sys.stdout
+    if fmt == "json":
+        data = {name: [_json_row(r) for r in t.to_dicts()] for name, t in tables.items()}
+        json.dump(data, out, indent=2, ensure_ascii=False, allow_nan=False)
+        out.write("\n")
+    elif fmt == "csv":
+        for name, table in tables.items():
+            out.write(f"# table: {name}\n")
+            out.write(_flat(table).write_csv(line_terminator="\n"))
+    else:
+        for name, table in tables.items():
+            title = (titles or {}).get(name)
+            out.write(f"\n## {name}" + (f": {title}" if title else "") + "\n")
+            out.write(_text_table(table) + "\n")
+
+
+def percent(table: pl.DataFrame, columns: Mapping[str, str]) -> pl.DataFrame:
+    """`table` with each share column in `columns` (0..1) shown as a percentage with one
+    decimal, renamed to its value in `columns` (a name that says `%`)."""
+    present = {old: new for old, new in columns.items() if old in table.columns}
+    return table.with_columns(
+        (pl.col(old) * 100).round(PERCENT_DECIMALS).alias(old) for old in present
+    ).rename(present)
+
+
+def ranked(table: pl.DataFrame, orders: Mapping[str, Sequence[Any]]) -> pl.DataFrame:
+    """`table` sorted by the given columns in turn, each by its listed order (values not
+    listed after, in sorted order); columns without a listed order sort as they are."""
+    keys = []
+    for column, order in orders.items():
+        if column not in table.columns:
+            continue
+        known = {value: i for i, value in enumerate(order)}
+        extra = sorted(v for v in table[column].unique().to_list() if v not in known)
+        rank = {**known, **{v: len(known) + i for i, v in enumerate(extra)}}
+        keys.append(pl.col(column).replace_strict(rank, default=len(rank), return_dtype=pl.Int64))
+    return table.sort(keys) if keys else table
+
+
+def _text_table(table: pl.DataFrame) -> str:
+    """The whole table as polars draws it: no row, column or cell is cut."""
+    if table.is_empty():
+        return "(none)"
+    with pl.Config(
+        tbl_rows=-1,
+        tbl_cols=-1,
+        tbl_width_chars=FULL_WIDTH,
+        fmt_str_lengths=1000,
+        fmt_table_cell_list_len=-1,
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        float_precision=None,
+    ):
+        return str(_rounded(table))
+
+
+def _rounded(table: pl.DataFrame) -> pl.DataFrame:
+    """Floats to PLAIN_DECIMALS (percentages are already rounded to fewer)."""
+    return table.with_columns(pl.col(pl.Float32, pl.Float64).round(PLAIN_DECIMALS))
+
+
+def _flat(table: pl.DataFrame) -> pl.DataFrame:
+    """`table` with list columns joined by commas, for CSV, which has no lists."""
+    lists = [c for c, t in table.schema.items() if isinstance(t, pl.List)]
+    return _rounded(table).with_columns(
+        pl.col(c).cast(pl.List(pl.String)).list.join(",") for c in lists
+    )
+
+
+def _json_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A row with NaN as null (JSON has no NaN) and floats rounded as the text table shows."""
+    return {k: _json_value(v) for k, v in row.items()}
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float):
+        return None if math.isnan(value) else round(value, PLAIN_DECIMALS)
+    return value
+
+
+def _table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
+    """Columns padded to their widest cell; the last column cut to the terminal's width."""
+    cells = [[_cut(_text(row[c])) for c in columns] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    room = shutil.get_terminal_size((160, 24)).columns - sum(w + 2 for w in widths[:-1])
+    widths[-1] = max(10, min(widths[-1], room))
+    lines = [columns, ["-" * w for w in widths], *cells]
+    return "".join(
+        "  ".join(_cut(cell, w).ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+        + "\n"
+        for line in lines
+    )
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "" if value is None else " ".join(str(value).split())
+
+
+def _cut(text: str, width: int = MAX_CELL) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def table_text(tables: Mapping[str, pl.DataFrame], fmt: str) -> str:
+    """What `print_tables` would print, as a string (for tests and files)."""
+    buffer = io.StringIO()
+    print_tables(tables, fmt, buffer)
+    return buffer.getvalue()
