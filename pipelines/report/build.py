@@ -1,10 +1,13 @@
 """`python -m pipelines report RESULTS --out DIR`: the tables and figures a paper would show.
 
-Reads RESULTS/noregeo (Tables 2-3, heatmaps, MSE, gaps, pair consistency, intervals, invalid
-rates; the model `human` from `human-import` appears as a row), RESULTS/geobuild, and
-RESULTS/probes (Tables 4-5), plus an optional solver audit (`--audit audit.csv`). Writes
-DIR/index.html (static, no network assets), DIR/figures/*.png and DIR/tables/*.{csv,md}.
-A part with no results becomes a section that says so. docs/report.md explains each part.
+Reads the run records (provenance: items, models, settings, software), RESULTS/noregeo
+(Tables 2-3, task figures with the setups side by side, MSE, gaps, pair consistency,
+intervals, engine-error and invalid-output rates; `human` from `human-import` and the
+baselines appear as marked rows, outside every across-model statistic), RESULTS/geobuild,
+the solver audit (RESULTS/audit/audit.csv, or `--audit FILE`) and RESULTS/probes (Tables
+4-5). Writes DIR/index.html and DIR/samples.html (static, no network assets),
+DIR/figures/*.png, DIR/samples/*.png and DIR/tables/*.{csv,md}. A part with no results
+becomes a section that says so. docs/report.md explains each part.
 """
 
 from __future__ import annotations
@@ -20,15 +23,20 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.cli_args import existing_file, output_dir, percent, read_utf8, results_location
-from pipelines.noregeo.summarize import load_results, missing_rows
+from pipelines.noregeo.summarize import answered, load_results, missing_rows
+from pipelines.report import provenance as prov
 from pipelines.report import tables as rt
-from pipelines.report.figures import gap_distribution, heatmap
-from pipelines.report.html_page import Figure, Section, Table, write_report
+from pipelines.report.figures import gap_distribution, panel_heatmap
+from pipelines.report.html_page import Block, Figure, Heading, Section, Table, write_report
+from pipelines.report.provenance import Record, run_records
+from pipelines.report.samples import samples_page
 from store.errors import UsageError
 from store.storage import Location
 
 # The audit.csv columns (geobuild_solve.AUDIT_COLUMNS) that the audit section reads.
 AUDIT_NEEDS = ("id", "status", "conflicts", "reason", "seconds")
+# Where `geobuild-solve --out RESULTS` leaves its audit; the report reads it from there.
+AUDIT_PATH = "audit/audit.csv"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "results", type=results_location, help="results directory or URI (evaluate/geobuild/probe)"
     )
     parser.add_argument("--out", type=output_dir, required=True, help="report directory")
-    parser.add_argument("--audit", type=existing_file, help="audit.csv of `geobuild-solve`")
+    parser.add_argument(
+        "--audit",
+        type=existing_file,
+        help=f"audit.csv of `geobuild-solve` (default: RESULTS/{AUDIT_PATH} when present)",
+    )
     parser.add_argument(
         "--min-accuracy", type=percent, default=70.0, help="probe Table 5 threshold (%%)"
     )
@@ -117,27 +129,80 @@ def _swap_in(staging: Path, out: Path) -> None:
 def _write_report(
     results: Location, out: Path, audit: pl.DataFrame | None, min_accuracy: float
 ) -> Path:
+    records = run_records(results)
     try:
         df = load_results(results)
     except UsageError as err:
         df, missing = None, str(err)
-    sections = (
-        noregeo_sections(df, out) + missing_section(results, df)
-        if df is not None
-        else [Section("NoReGeo", "Accuracy of models on the NoReGeo items.", empty=missing)]
-    )
+    sections = [provenance_section(records)]
+    links = ""
+    if df is not None:
+        sections += noregeo_sections(df, out) + missing_section(results, df)
+        samples_page(df, records, out)
+        links = (
+            '<p><a href="samples.html">Sample browser</a>: a few items per task and setup '
+            "with their image, prompt, each model's output, the gold answer and the verdict; "
+            "filter by task, setup and model.</p>"
+        )
+    else:
+        sections.append(
+            Section("NoReGeo", "Accuracy of models on the NoReGeo items.", empty=missing)
+        )
+    if audit is None:
+        audit, audit_note = found_audit(results)
+    else:
+        audit_note = ""
     sections += [
         geobuild_section(results),
-        audit_section(audit),
+        audit_section(audit, audit_note),
         *probe_sections(results, min_accuracy),
     ]
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    subtitle = f"Results from {results.resolve()}, report written {stamp}."
-    return write_report(out, "NoReGeo and GeoBuild report", subtitle, sections)
+    subtitle = f"Results from {results.resolve()}, report built {stamp}."
+    return write_report(out, "NoReGeo and GeoBuild report", subtitle, sections, links)
 
 
-def _tables(name: str, title: str, frame: pl.DataFrame, note: str = "") -> list[Table | Figure]:
-    return [Table(name, title, frame, note)] if not frame.is_empty() else []
+def _tables(
+    name: str,
+    title: str,
+    frame: pl.DataFrame,
+    note: str = "",
+    folded: bool | None = None,
+    references: list[str] | tuple[str, ...] = (),
+) -> list[Block]:
+    if frame.is_empty():
+        return []
+    return [Table(name, title, frame, note, folded, tuple(references))]
+
+
+def provenance_section(records: list[Record]) -> Section:
+    """Where the numbers come from: items, models and settings, commits, packages."""
+    section = Section(
+        "Provenance: items, models, settings, software",
+        "Read from the run records (RESULTS/<benchmark>/model=*/runs/*.json) and the item "
+        "table's manifest, not recomputed. An item table that has moved shows `found: no`.",
+        empty="no run records under RESULTS (results copied without their runs/ folders?)",
+    )
+    section.blocks += _tables("provenance_items", "Item tables", prov.items_table(records))
+    section.blocks += _tables(
+        "provenance_runs",
+        "Models and runs (engine, repo, revision, sampling, git commit)",
+        prov.runs_table(records),
+        folded=False,
+    )
+    section.blocks += _tables(
+        "provenance_items_per_task",
+        "Items per task and setup (item manifest)",
+        prov.items_per_task(records),
+        folded=True,
+    )
+    section.blocks += _tables(
+        "provenance_software",
+        "Package versions of the runs",
+        prov.software_table(records),
+        folded=True,
+    )
+    return section
 
 
 def missing_section(results: Location, df: pl.DataFrame) -> list[Section]:
@@ -158,71 +223,53 @@ def missing_section(results: Location, df: pl.DataFrame) -> list[Section]:
 
 
 def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
-    """Every NoReGeo section, in the order of the paper."""
-    setups = rt.setup_order(df)
+    """Every NoReGeo section, in the order of the paper. Accuracy counts the answered rows
+    (engine errors have a table of their own, as in `summarize`)."""
+    refs = rt.reference_models(df)
+    scored = answered(df)
     human = " The row `human` is the majority vote of annotators (human-import)."
     human = human if rt.HUMAN in df["model"].unique().to_list() else ""
+    baselines = (
+        f" Italic rows below the line are baselines ({', '.join(refs)}): reference "
+        "answerers (oracle = upper bound, random = chance, constant = one fixed answer), "
+        "not models; no across-model statistic counts them."
+        if refs
+        else ""
+    )
     overview = Section(
         "NoReGeo: overall accuracy per model and setup",
-        "Accuracy (%) over all items, 95% bootstrap interval, invalid-output rate (%)." + human,
-        _tables("overall", "Accuracy per model and setup", rt.intervals(df, ["model", "setup"])),
+        "Accuracy (%) over the answered items with its 95% bootstrap interval; invalid-output "
+        "rate (%) of the answered items; engine-error rate (%) of all items." + human + baselines,
+        _tables(
+            "overall",
+            "Accuracy per model and setup",
+            rt.intervals(df, ["model", "setup"]),
+            folded=False,
+            references=refs,
+        ),
     )
     table2 = Section(
         "Table 2: accuracy per category, setup and model",
         "Columns are kind-category (C: classification, N: numeric, U: unstable; the category "
-        "code is the middle of the task ID). Cells: accuracy (%) over the group's items." + human,
-        _tables("table2", "Table 2 (accuracy, %)", rt.table2(df)),
-    )
-    long3 = rt.table3_long(df)
-    table3 = Section(
-        "Table 3: mean ± std across models",
-        "Per category and setup: mean and sample standard deviation (ddof=1) across models of "
-        "each model's category accuracy (%); `human` is not counted as a model.",
-        _tables("table3", "Table 3 (mean ± std, %)", rt.table3(long3))
-        + _tables("table3_long", "Table 3 as numbers, with the model count", long3),
-    )
-    acc_blocks: list[Table | Figure] = []
-    mse_blocks: list[Table | Figure] = []
-    for setup in setups:
-        title = rt.SETUP_TITLES[setup]
-        acc = rt.task_by_model(df, setup, "accuracy")
-        acc_blocks += _tables(f"accuracy_tasks_{setup}", f"Accuracy (%), {title}", acc)
-        if not acc.is_empty():
-            path = heatmap(
-                acc, f"Accuracy (%), {title}", out / f"figures/accuracy_{setup}.png", "accuracy"
-            )
-            acc_blocks.append(Figure(f"figures/{path.name}", f"Accuracy heatmap, {title}"))
-        mse = rt.task_by_model(df, setup, "mse")
-        mse_blocks += _tables(f"mse_tasks_{setup}", f"MSE on numeric tasks, {title}", mse)
-        if not mse.is_empty():
-            path = heatmap(
-                mse, f"MSE (valid answers), {title}", out / f"figures/mse_{setup}.png", "mse"
-            )
-            mse_blocks.append(Figure(f"figures/{path.name}", f"MSE heatmap, {title}"))
-    heatmaps = Section(
-        "Accuracy heatmaps: tasks x models, one per setup",
-        "Green is high accuracy, red low; grey: the model did not run that task.",
-        acc_blocks,
-    )
-    mse_section = Section(
-        "MSE on numeric tasks",
-        "Mean squared error of valid number and point answers (points: mean of dx² and dy²); "
-        "invalid outputs are excluded here and counted as wrong in accuracy. Log colour scale.",
-        mse_blocks,
-        empty="no numeric-task results",
+        "code is the middle of the task ID). Cells: accuracy (%) over the group's items."
+        + human
+        + baselines,
+        _tables(
+            "table2", "Table 2 (accuracy, %)", rt.table2(scored), folded=False, references=refs
+        ),
     )
     return [
         overview,
         table2,
-        table3,
-        heatmaps,
-        mse_section,
-        gap_section(df, out),
+        table3_section(scored, refs),
+        task_figure_section(scored, out, refs, "accuracy"),
+        task_figure_section(scored, out, refs, "mse"),
+        gap_section(scored, out, refs),
         Section(
             "U-task pair consistency",
             "Unstable tasks come in pairs one grid step apart with different answers; a pair "
             "counts only when both items are right (%).",
-            _tables("pair_consistency", "Pair consistency (%)", rt.pair_table(df)),
+            _tables("pair_consistency", "Pair consistency (%)", rt.pair_table(df), references=refs),
             empty="no paired (U-task) results",
         ),
         Section(
@@ -233,17 +280,113 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
                 "intervals_category",
                 "Accuracy (%) with 95% interval, per model, category and setup",
                 rt.intervals(df, ["model", "category", "setup"]),
+                folded=True,
+                references=refs,
             ),
         ),
-        Section(
-            "Invalid-output rates",
-            "Share (%) of outputs that are not valid JSON with the answer's keys (scored wrong).",
-            _tables("invalid_rates", "Invalid-output rate (%)", rt.invalid_rates(df)),
-        ),
+        health_section(df, refs),
     ]
 
 
-def gap_section(df: pl.DataFrame, out: Path) -> Section:
+def table3_section(scored: pl.DataFrame, refs: list[str]) -> Section:
+    """Table 3 over the models under test; says so when only baselines (and human) ran."""
+    long3 = rt.table3_long(scored)
+    section = Section(
+        "Table 3: mean ± std across models",
+        "Per category and setup: mean and sample standard deviation (ddof=1) across models of "
+        "each model's category accuracy (%). Counted: the models under test only; `human` "
+        "and the baselines are not models.",
+        _tables("table3", "Table 3 (mean ± std, %)", rt.table3(long3), folded=False)
+        + _tables("table3_long", "Table 3 as numbers, with the model count", long3, folded=True),
+    )
+    if refs:
+        section.empty = (
+            f"only baselines ({', '.join(refs)}) have results, no model under test: a mean "
+            "across reference answerers says nothing about models. Their rows are in Table 2."
+        )
+    else:
+        section.empty = "no model results"
+    return section
+
+
+def task_figure_section(scored: pl.DataFrame, out: Path, refs: list[str], value: str) -> Section:
+    """Tasks x models, the setups side by side in one figure; the tables behind it folded."""
+    panels = {}
+    tables: list[Block] = []
+    what = "Accuracy (%)" if value == "accuracy" else "MSE (valid answers)"
+    for setup in rt.setup_order(scored):
+        wide = rt.task_by_model(scored, setup, value)
+        if wide.is_empty():
+            continue
+        panels[rt.SETUP_TITLES[setup]] = wide
+        tables += _tables(
+            f"{value}_tasks_{setup}",
+            f"{what} per task, {rt.SETUP_TITLES[setup]}",
+            wide,
+            folded=True,
+            references=refs,
+        )
+    if value == "accuracy":
+        section = Section(
+            "Accuracy per task: the three setups side by side",
+            "Tasks x models, one panel per setup (the paper's Figures 3a-5a). Green is high "
+            "accuracy, red low; grey: the model did not run that task. The tables behind the "
+            "figure are folded below it.",
+            empty="no results",
+        )
+    else:
+        section = Section(
+            "MSE on numeric tasks",
+            "Mean squared error of valid number and point answers (points: mean of dx² and "
+            "dy²); invalid outputs are excluded here and counted as wrong in accuracy. Each "
+            "task has its own colour scale (its cells divided by the task's largest MSE across "
+            "models and setups): areas, lengths and coordinates differ by orders of magnitude. "
+            "Cells print the raw MSE.",
+            empty="no numeric-task results",
+        )
+    if not panels:
+        return section
+    path = panel_heatmap(
+        panels, f"{what}: tasks x models per setup", out / f"figures/{value}_tasks.png", value, refs
+    )
+    section.blocks.append(
+        Figure(
+            f"figures/{path.name}",
+            f"{what}, tasks x models, one panel per setup",
+            "Colour bar: "
+            + (
+                "accuracy (%)."
+                if value == "accuracy"
+                else "per-task share of the "
+                "task's largest MSE (0 = exact, 1 = the worst model on that task)."
+            )
+            + (" Italic columns right of the dashed line: baselines." if refs else ""),
+        )
+    )
+    section.blocks += tables
+    return section
+
+
+def health_section(df: pl.DataFrame, refs: list[str]) -> Section:
+    """Engine errors and invalid outputs apart: one is the serving stack, the other the
+    model."""
+    section = Section(
+        "Output health: engine errors and invalid outputs",
+        "Engine errors: requests that got no answer (a failed call, a crashed engine), share "
+        "of all items; they are left out of accuracy. Invalid outputs: answers that are not "
+        "valid JSON with the answer's keys, share of the answered items; scored wrong.",
+    )
+    section.blocks += [Heading("Engine-error rate (%)")] + _tables(
+        "engine_error_rates", "Engine-error rate (%)", rt.engine_error_rates(df), references=refs
+    )
+    section.blocks += [Heading("Invalid-output rate (%)")] + _tables(
+        "invalid_rates", "Invalid-output rate (%)", rt.invalid_rates(df), references=refs
+    )
+    section.empty = "no rows"
+    return section
+
+
+def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
     """Full-minus-dotted gaps: the task x model heatmap and the per-category distribution."""
     section = Section(
         "Full minus dotted images",
@@ -254,16 +397,46 @@ def gap_section(df: pl.DataFrame, out: Path) -> Section:
     gap = rt.gap_by_task(df)
     if gap.is_empty():
         return section
-    section.blocks += _tables("gap_tasks", "Gap per task and model (points)", gap)
-    path = heatmap(gap, "Accuracy(full) - accuracy(dotted)", out / "figures/gap_tasks.png", "gap")
-    section.blocks.append(Figure(f"figures/{path.name}", "Gap heatmap, tasks x models"))
-    per_category = rt.gap_by_category(df)
-    section.blocks += _tables("gap_categories", "Gap per category and model", per_category)
-    section.blocks += _tables(
-        "gap_category_summary", "Gap distribution per category", rt.gap_summary(per_category)
+    path = panel_heatmap(
+        {"full - dotted": gap},
+        "Accuracy(full) - accuracy(dotted), points",
+        out / "figures/gap_tasks.png",
+        "gap",
+        refs,
     )
-    path = gap_distribution(per_category, out / "figures/gap_categories.png")
-    section.blocks.append(Figure(f"figures/{path.name}", "Gap per category (box and points)"))
+    section.blocks.append(
+        Figure(
+            f"figures/{path.name}",
+            "Gap per task and model",
+            "Colour bar: points; blue above 0 (full images help), red below.",
+        )
+    )
+    per_category = rt.gap_by_category(df)
+    path = gap_distribution(per_category, out / "figures/gap_categories.png", refs)
+    section.blocks.append(
+        Figure(
+            f"figures/{path.name}",
+            "Gap per category",
+            "Box: the models under test (quartiles, whiskers to 1.5 IQR); one coloured point "
+            "per model (legend); baselines as hollow grey squares, not in the box.",
+        )
+    )
+    section.blocks += _tables(
+        "gap_tasks", "Gap per task and model (points)", gap, folded=True, references=refs
+    )
+    section.blocks += _tables(
+        "gap_categories",
+        "Gap per category and model",
+        per_category,
+        folded=True,
+        references=refs,
+    )
+    section.blocks += _tables(
+        "gap_category_summary",
+        "Gap distribution per category, over the models under test",
+        rt.gap_summary(per_category, refs),
+        folded=True,
+    )
     return section
 
 
@@ -296,13 +469,29 @@ def geobuild_section(results: Location) -> Section:
     return section
 
 
-def audit_section(frame: pl.DataFrame | None) -> Section:
+def found_audit(results: Location) -> tuple[pl.DataFrame | None, str]:
+    """RESULTS/audit/audit.csv (where `geobuild-solve --out RESULTS` writes it) when there
+    is one; else None and why. A bad file found there is reported on the page, not fatal:
+    nobody asked for it by name."""
+    path = results / AUDIT_PATH
+    if not isinstance(path, Path) or not path.is_file():
+        return None, (
+            f"no audit at RESULTS/{AUDIT_PATH} (run geobuild-solve --out RESULTS, or give "
+            "report --audit FILE)"
+        )
+    try:
+        return read_audit(path), ""
+    except UsageError as err:
+        return None, f"RESULTS/{AUDIT_PATH} is unreadable: {err}"
+
+
+def audit_section(frame: pl.DataFrame | None, why_none: str = "") -> Section:
     """Counts of the solver's constructibility audit and the problems it could not solve."""
     section = Section(
         "GeoBuild solver audit",
         "Least-squares constructibility audit of the data set (geobuild-solve): how many "
         "problems have a construction, and which conditions conflict where none was found.",
-        empty="no audit given (report --audit DIR/audit.csv)",
+        empty=why_none or "no audit given (report --audit DIR/audit.csv)",
     )
     if frame is None:
         return section
@@ -327,7 +516,9 @@ def audit_section(frame: pl.DataFrame | None) -> Section:
     )
     section.blocks += _tables("audit_status", "Audit status counts", counts)
     section.blocks += _tables("audit_conflicts", "Conflicting condition types", conflicts)
-    section.blocks += _tables("audit_unsolved", "Problems without a construction", unsolved)
+    section.blocks += _tables(
+        "audit_unsolved", "Problems without a construction", unsolved, folded=True
+    )
     return section
 
 
@@ -350,10 +541,39 @@ def probe_sections(results: Location, min_accuracy: float = 70.0) -> list[Sectio
     sections = []
     for encoder, parts in tables.items():
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", encoder)
-        none = "" if not parts["table5"].is_empty() else f"No transfer reaches {min_accuracy:g}%."
-        blocks = _tables(f"probe_table4_{slug}", f"Table 4, {encoder}", parts["table4"], none)
-        blocks += _tables(f"probe_table5_{slug}", f"Table 5, {encoder}", parts["table5"])
-        section = Section(f"Probes: {encoder}", intro, blocks)
+        section = Section(f"Probes: {encoder}", intro)
+        section.blocks += [
+            Heading(
+                "Table 4: probe accuracy (%)",
+                "Rows: training regime (All: one probe on every task; Separate: one per task) "
+                "and config; columns: the test task and test images.",
+            )
+        ]
+        section.blocks += _tables(
+            f"probe_table4_{slug}",
+            f"Table 4, {encoder}",
+            readable_probe_columns(parts["table4"]),
+        )
+        table5 = parts["table5"]
+        none = "" if not table5.is_empty() else f"No cross-task transfer reaches {min_accuracy:g}%."
+        section.blocks += [
+            Heading("Table 5: cross-task transfer", none or "Configs as config/test images.")
+        ]
+        section.blocks += _tables(f"probe_table5_{slug}", f"Table 5, {encoder}", table5)
         section.empty = f"no probe accuracies for {encoder}"
         sections.append(section)
     return sections
+
+
+def readable_probe_columns(table4: pl.DataFrame) -> pl.DataFrame:
+    """Table 4's paper-style heads (`AllF`, `C-BCT-CTD`) spelled out: `all tasks, full
+    images`, `C-BCT-CT, dotted images`."""
+    from probes.data import SETUP_OF_SUBSCRIPT
+
+    names = {}
+    for column in table4.columns:
+        subscript, stem = column[-1:], column[:-1]
+        if subscript in SETUP_OF_SUBSCRIPT and stem and column not in ("Config", "Train DS"):
+            task = "all tasks (mean)" if stem == "All" else stem
+            names[column] = f"{task}, {SETUP_OF_SUBSCRIPT[subscript]} images"
+    return table4.rename({"Train DS": "training regime", "Config": "config", **names})

@@ -59,3 +59,38 @@ def test_page_renders_with_every_image_and_table(
         assert image.size == (1400, 4000)
         colours = image.convert("RGB").getcolors(maxcolors=1_000_000)
     assert colours is not None and len(colours) > 50  # rendered content, not a blank page
+
+
+def _visible_samples(dom: str) -> list[tuple[str, str]]:
+    """(setup, model) of each sample row the page's script left visible."""
+    rows = re.findall(r"<tr ([^>]*)>", dom)
+    return [
+        (
+            re.search(r'data-setup="([^"]+)"', r).group(1),
+            re.search(r'data-model="([^"]+)"', r).group(1),
+        )  # type: ignore[union-attr]
+        for r in rows
+        if 'class="sample' in r and "hidden" not in r
+    ]
+
+
+def test_sample_browser_filter_from_the_address(
+    small_items: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch
+) -> None:
+    _register(monkeypatch)
+    results = baseline_results(small_items, tmp_path_factory.getbasetemp())
+    out = tmp_path / "report"
+    assert cli.main(["report", str(results), "--out", str(out)]) == 0
+    url = (out / "samples.html").resolve().as_uri()
+    page = (out / "samples.html").read_text()
+    total = page.count('<tr class="sample')
+
+    everything = _visible_samples(_chromium(tmp_path, "--dump-dom", url).stdout)
+    assert len(everything) == total > 0
+
+    dom = _chromium(tmp_path, "--dump-dom", url + "#setup=dotted&model=oracle").stdout
+    shown = _visible_samples(dom)
+    expected = len(re.findall(r'data-setup="dotted" data-model="oracle"', page))
+    assert shown == [("dotted", "oracle")] * expected and 0 < expected < total
+    assert f'data-visible="{expected}"' in re.search(r"<body[^>]*>", dom).group(0)  # type: ignore[union-attr]
+    assert f"{expected} of {total} samples shown" in dom
