@@ -376,11 +376,17 @@ def health_section(df: pl.DataFrame, refs: list[str]) -> Section:
         "of all items; they are left out of accuracy. Invalid outputs: answers that are not "
         "valid JSON with the answer's keys, share of the answered items; scored wrong.",
     )
-    section.blocks += [Heading("Engine-error rate (%)")] + _tables(
-        "engine_error_rates", "Engine-error rate (%)", rt.engine_error_rates(df), references=refs
+    section.blocks += _tables(
+        "engine_error_rates",
+        "Engine-error rate (%), of all items",
+        rt.engine_error_rates(df),
+        references=refs,
     )
-    section.blocks += [Heading("Invalid-output rate (%)")] + _tables(
-        "invalid_rates", "Invalid-output rate (%)", rt.invalid_rates(df), references=refs
+    section.blocks += _tables(
+        "invalid_rates",
+        "Invalid-output rate (%), of the answered items",
+        rt.invalid_rates(df),
+        references=refs,
     )
     section.empty = "no rows"
     return section
@@ -418,7 +424,7 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
             f"figures/{path.name}",
             "Gap per category",
             "Box: the models under test (quartiles, whiskers to 1.5 IQR); one coloured point "
-            "per model (legend); baselines as hollow grey squares, not in the box.",
+            "per model (legend); baselines as hollow grey markers, not in the box.",
         )
     )
     section.blocks += _tables(
@@ -463,8 +469,12 @@ def geobuild_section(results: Location) -> Section:
         "missing_objects": "Missing objects by type (final round)",
         "failed_conditions": "Failed conditions by type (final round)",
     }
+    # The final-round breakdowns are details: folded, so the headline tables stay in view.
+    details = ("error_categories", "missing_objects", "failed_conditions")
     for name, title in titles.items():
-        section.blocks += _tables(f"geobuild_{name}", title, tables[name])
+        section.blocks += _tables(
+            f"geobuild_{name}", title, tables[name], folded=True if name in details else None
+        )
     section.empty = "the GeoBuild results hold no rows"
     return section
 

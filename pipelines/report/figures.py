@@ -84,9 +84,11 @@ def panel_heatmap(
                 if label in index:
                     values[p, r, c] = column[index[label]]
     cmap, norm, shade = _colours(kind, values)
-    width = max(4.0, 1.6 + len(panels) * (0.55 * len(models) + 0.9))
-    height = max(3.0, 1.9 + 0.26 * len(labels))
-    fig, axes = plt.subplots(1, len(panels), figsize=(width, height), sharey=True, squeeze=False)
+    width = max(4.5, 1.8 + len(panels) * (0.55 * len(models) + 0.9))
+    height = max(3.0, 1.6 + 0.24 * len(labels))
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(width, height), sharey=True, squeeze=False, layout="constrained"
+    )
     image = None
     for p, (name, ax) in enumerate(zip(panels, axes[0], strict=True)):
         image = ax.imshow(np.ma.masked_invalid(shade[p]), cmap=cmap, norm=norm, aspect="auto")
@@ -106,22 +108,18 @@ def panel_heatmap(
                 dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # white on dark cells
                 ax.text(c, r, text, ha="center", va="center", fontsize=6,
                         color="w" if dark else "k")  # fmt: skip
-    bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.8, pad=0.02)
+    assert image is not None  # at least one panel: callers pass none empty
+    bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.8, pad=0.01)
     bar.set_label(COLOURBAR_LABELS[kind], fontsize=8)
-    handles = [Patch(facecolor=MISSING, edgecolor="grey", label="not run")]
+    handles = [Patch(facecolor=MISSING, edgecolor="grey", label="grey: not run")]
     if references:
+        where = "right of the dashed line" if len(references) < len(models) else "all columns"
         handles.append(
             Patch(facecolor="white", edgecolor="k", linestyle="--",
-                  label="right of dashed line: baselines (reference)")
+                  label=f"italic, {where}: baselines (reference answerers)")
         )  # fmt: skip
-    # Below the panels: above them it ran into the title.
     fig.legend(
-        handles=handles,
-        loc="upper center",
-        bbox_to_anchor=(0.45, 0.0),
-        fontsize=7,
-        ncols=len(handles),
-        frameon=False,
+        handles=handles, loc="outside lower center", fontsize=7, ncols=len(handles), frameon=False
     )
     fig.suptitle(title, fontsize=10, **PLAIN)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
@@ -157,7 +155,12 @@ def gap_distribution(
         x = np.array([codes.index(c) + 1 for c in part["code"].to_list()], dtype=float)
         x += jitter.uniform(-0.15, 0.15, len(x))
         if model in references:
-            style: dict[str, Any] = {"facecolors": "none", "edgecolors": "grey", "marker": "s"}
+            marker = "s^Dv"[references.index(model) % 4]  # one shape per baseline
+            style: dict[str, Any] = {
+                "facecolors": "none",
+                "edgecolors": "dimgrey",
+                "marker": marker,
+            }
             label = f"{model} (baseline)"
         else:
             style = {"color": palette(k % 10)}
@@ -167,7 +170,11 @@ def gap_distribution(
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.set_xlabel("task category")
     ax.set_ylabel("accuracy(full) - accuracy(dotted), points")
-    box = "boxes: models under test (quartiles, whiskers 1.5 IQR)" if models else "no models"
+    box = (
+        "boxes: models under test (quartiles, whiskers 1.5 IQR)"
+        if models
+        else "no models under test, baselines only"
+    )
     ax.set_title(f"Full-minus-dotted gap per category; {box}", fontsize=9)
     legend = ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     for text in legend.get_texts():

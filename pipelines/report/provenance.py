@@ -171,7 +171,8 @@ def _who(benchmark: str, folder: str, data: dict[str, Any]) -> dict[str, Any]:
         "model": folder.removeprefix("model="),
         "engine": "probe" if benchmark == "probes" else data.get("engine"),
         "repo": encoder.get("arch"),
-        "revision": encoder.get("pretrained"),
+        # The probe grid's encoder without pretrained weights is a random initialisation.
+        "revision": encoder.get("pretrained") or "none (random weights)",
     }
 
 
@@ -189,7 +190,9 @@ def runs_table(records: list[Record]) -> pl.DataFrame:
                 **{
                     k: _joined([w[k] for w in who]) for k in ("model", "engine", "repo", "revision")
                 },
-                "sampling": _joined([_sampling_text(d.get("sampling")) for d in datas]),
+                "sampling": _joined([_sampling_text(d.get("sampling")) for d in datas])
+                if any("sampling" in d for d in datas)
+                else "",
                 "runs": len(datas),
                 "git commit": _joined([str(d.get("git_commit") or "")[:12] for d in datas]),
                 "first run (UTC)": min(str(d.get("started_utc", "")) for d in datas),

@@ -221,8 +221,15 @@ def pair_table(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def intervals(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Accuracy (%) with its 95% bootstrap interval and the invalid-output rate (%)."""
-    table = accuracy_table(df, by)
+    """Accuracy (%) over the answered rows with its 95% bootstrap interval, the invalid-output
+    rate (%) of the answered rows and the engine-error rate (%) of all rows; models in
+    model_order (baselines last), then the other keys."""
+    rank = {m: i for i, m in enumerate(model_order(df))}
+    table = (
+        accuracy_table(df, by)
+        .with_columns(_m=pl.col("model").replace_strict(rank, return_dtype=pl.Int64))
+        .sort("_m", *[k for k in by if k != "model"])
+    )
     return table.select(
         *by,
         "n",

@@ -303,7 +303,11 @@ def test_figures_are_valid_pngs_referenced_by_the_page(report) -> None:
 def test_sections_without_data_say_so(report, tmp_path: Path, monkeypatch) -> None:
     _results, out = report
     html = (out / "index.html").read_text()
-    assert "No data: " in html and "no audit at RESULTS/audit/audit.csv" in html and "no probe results" in html
+    assert (
+        "No data: " in html
+        and "no audit at RESULTS/audit/audit.csv" in html
+        and "no probe results" in html
+    )
     _register(monkeypatch)
     empty = tmp_path / "empty"
     empty.mkdir()
