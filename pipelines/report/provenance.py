@@ -127,7 +127,11 @@ def items_table(records: list[Record]) -> pl.DataFrame:
                 "content sha256": manifest.get("content_sha256"),
             }
         )
-    return pl.DataFrame(rows) if rows else pl.DataFrame()
+    if not rows:
+        return pl.DataFrame()
+    # One folder named two ways (a relative --items, a resolved `items`) is one item table.
+    frame = pl.DataFrame(rows).with_columns(_key=pl.coalesce("content sha256", "item table"))
+    return frame.unique("_key", keep="first", maintain_order=True).drop("_key")
 
 
 def items_per_task(records: list[Record]) -> pl.DataFrame:

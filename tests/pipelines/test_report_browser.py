@@ -65,13 +65,16 @@ def _visible_samples(dom: str) -> list[tuple[str, str]]:
     """(setup, model) of each sample row the page's script left visible."""
     rows = re.findall(r"<tr ([^>]*)>", dom)
     return [
-        (
-            re.search(r'data-setup="([^"]+)"', r).group(1),
-            re.search(r'data-model="([^"]+)"', r).group(1),
-        )  # type: ignore[union-attr]
+        (_attr(r, "data-setup"), _attr(r, "data-model"))
         for r in rows
         if 'class="sample' in r and "hidden" not in r
     ]
+
+
+def _attr(tag: str, name: str) -> str:
+    found = re.search(rf'{name}="([^"]*)"', tag)
+    assert found is not None, (name, tag)
+    return found.group(1)
 
 
 def test_sample_browser_filter_from_the_address(
@@ -92,5 +95,5 @@ def test_sample_browser_filter_from_the_address(
     shown = _visible_samples(dom)
     expected = len(re.findall(r'data-setup="dotted" data-model="oracle"', page))
     assert shown == [("dotted", "oracle")] * expected and 0 < expected < total
-    assert f'data-visible="{expected}"' in re.search(r"<body[^>]*>", dom).group(0)  # type: ignore[union-attr]
+    assert _attr(dom[dom.index("<body") :], "data-visible") == str(expected)
     assert f"{expected} of {total} samples shown" in dom
