@@ -213,3 +213,17 @@ def write_report(
     index = out / "index.html"
     write_bytes_atomic(index, page(title, subtitle, sections, links).encode())
     return index
+
+
+def table_blocks(
+    name: str,
+    title: str,
+    frame: pl.DataFrame,
+    note: str = "",
+    folded: bool | None = None,
+    references: list[str] | tuple[str, ...] = (),
+) -> list[Block]:
+    """[the Table] for a frame with rows, [] for an empty one (its section then says why)."""
+    if frame.is_empty():
+        return []
+    return [Table(name, title, frame, note, folded, tuple(references))]
