@@ -1,8 +1,13 @@
-"""Report figures (matplotlib, Agg): task x model heatmaps and full-minus-dotted gap plots.
+"""Report figures (matplotlib, Agg): task x model heatmaps, one panel per setup side by side,
+and the full-minus-dotted gap plots.
 
-Colours follow the paper's appendix: accuracy red (low) to green (high); MSE green (low) to
-blue (high), on a log scale because a random model's errors are orders of magnitude above a
-good one's; gaps blue where full images help and red where they hurt.
+Colours follow the paper's appendix: accuracy red (low) to green (high); gaps blue where full
+images help and red where they hurt. MSE is drawn on a per-task scale (each task's cells
+divided by that task's largest MSE): areas, lengths and coordinates differ by orders of
+magnitude, so one scale across tasks would colour only the task with the largest numbers.
+The cells always print the raw value. Every figure has a legend: a labelled colour bar, a
+grey patch for cells a model did not run and, where baselines are drawn, a note that their
+columns (italic, after the dashed line) are reference answerers, not models.
 """
 
 from __future__ import annotations
@@ -17,73 +22,163 @@ matplotlib.use("Agg")  # no display on servers and in CI
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
-from matplotlib.colors import LogNorm, Normalize, TwoSlopeNorm  # noqa: E402
+from matplotlib.colors import Normalize, TwoSlopeNorm  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 DPI = 110
 # Labels are model names and task IDs, not maths: `$` must stay a dollar sign (a name like
 # `a$\frac{$b` made mathtext raise), and TeX must never see them.
 PLAIN: dict[str, Any] = {"parse_math": False, "usetex": False}
+MISSING = "#dddddd"
+COLOURBAR_LABELS = {
+    "accuracy": "accuracy (%)",
+    "mse": "MSE / the task's largest MSE (per-task scale)",
+    "gap": "accuracy(full) - accuracy(dotted), points",
+}
 
 
-def _size(rows: int, cols: int) -> tuple[float, float]:
-    return (max(4.0, 2.2 + 0.75 * cols), max(2.5, 1.2 + 0.32 * rows))
-
-
-def heatmap(wide: pl.DataFrame, title: str, path: Path, kind: str) -> Path:
-    """Rows = first column's labels, columns = the other columns; values written in cells.
-
-    `kind` is `accuracy` (0-100), `mse` (log colour scale) or `gap` (centred at 0).
-    """
-    labels = [str(v) for v in wide[wide.columns[0]].to_list()]
-    models = wide.columns[1:]
-    values = wide.select(models).to_numpy().astype(float)
+def _colours(kind: str, values: np.ndarray) -> tuple[str, Normalize, np.ndarray]:
+    """Colour map, norm and the values the colours are drawn from (MSE: per-task shares)."""
     finite = values[np.isfinite(values)]
-    norm: Normalize
     if kind == "accuracy":
-        cmap, norm = "RdYlGn", Normalize(0, 100)
-    elif kind == "mse":
-        positive = finite[finite > 0]
-        low = float(positive.min()) if positive.size else 1e-3
-        high = float(max(positive.max(), low * 10)) if positive.size else 1.0
-        cmap, norm = "YlGnBu", LogNorm(low, high)
-        values = np.where(values <= 0, low, values)  # exact answers: the best colour
-    else:
-        bound = float(max(1.0, np.abs(finite).max())) if finite.size else 1.0
-        cmap, norm = "RdBu", TwoSlopeNorm(0.0, -bound, bound)
-    fig, ax = plt.subplots(figsize=_size(len(labels), len(models)))
-    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto")
-    ax.set_facecolor("#dddddd")  # missing cells (model did not run the task) stay grey
-    ax.set_xticks(range(len(models)), models, rotation=45, ha="right", fontsize=8, **PLAIN)
-    ax.set_yticks(range(len(labels)), labels, fontsize=8, **PLAIN)
-    shown = wide.select(models).to_numpy().astype(float)
-    for (r, c), v in np.ndenumerate(shown):
-        if np.isfinite(v):
-            text = f"{v:.0f}" if kind != "mse" else f"{v:.3g}"
-            red, green, blue, _ = image.cmap(norm(values[r, c]))
-            dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # white text on dark cells
-            ax.text(c, r, text, ha="center", va="center", fontsize=7, color="w" if dark else "k")
-    fig.colorbar(image, ax=ax, shrink=0.8)
-    ax.set_title(title, fontsize=10, **PLAIN)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+        return "RdYlGn", Normalize(0, 100), values
+    if kind == "mse":
+        # One row per task across every panel: divide by the row's largest value.
+        row_max = np.nanmax(np.where(np.isfinite(values), values, np.nan), axis=(0, 2))
+        scale = np.where(np.isfinite(row_max) & (row_max > 0), row_max, 1.0)
+        return "YlGnBu", Normalize(0, 1), values / scale[None, :, None]
+    bound = float(max(1.0, np.abs(finite).max())) if finite.size else 1.0
+    return "RdBu", TwoSlopeNorm(0.0, -bound, bound), values
+
+
+def panel_heatmap(
+    panels: dict[str, pl.DataFrame],
+    title: str,
+    path: Path,
+    kind: str,
+    references: list[str] | tuple[str, ...] = (),
+) -> Path:
+    """One heatmap panel per entry of `panels` (panel title -> wide frame), side by side.
+
+    Every frame has the row labels (task IDs) in its first column and one column per model;
+    rows and models are aligned across panels (a model or task a panel lacks is grey).
+    `kind` is `accuracy` (0-100), `mse` (per-task scale) or `gap` (centred at 0).
+    """
+    frames = [f for f in panels.values() if not f.is_empty()]
+    first = frames[0].columns[0]
+    labels = sorted({str(v) for f in frames for v in f[f.columns[0]].to_list()}, key=_row_key)
+    models: list[str] = []
+    for frame in frames:
+        models += [m for m in frame.columns[1:] if m not in models]
+    models = [m for m in models if m not in references] + [m for m in references if m in models]
+    values = np.full((len(panels), len(labels), len(models)), np.nan)
+    for p, frame in enumerate(panels.values()):
+        if frame.is_empty():
+            continue
+        index = {str(v): i for i, v in enumerate(frame[first].to_list())}
+        for c, model in enumerate(models):
+            if model not in frame.columns:
+                continue
+            column = frame[model].cast(pl.Float64).to_numpy()
+            for r, label in enumerate(labels):
+                if label in index:
+                    values[p, r, c] = column[index[label]]
+    cmap, norm, shade = _colours(kind, values)
+    width = max(4.5, 1.8 + len(panels) * (0.55 * len(models) + 0.9))
+    height = max(3.0, 1.6 + 0.24 * len(labels))
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(width, height), sharey=True, squeeze=False, layout="constrained"
+    )
+    image = None
+    for p, (name, ax) in enumerate(zip(panels, axes[0], strict=True)):
+        image = ax.imshow(np.ma.masked_invalid(shade[p]), cmap=cmap, norm=norm, aspect="auto")
+        ax.set_facecolor(MISSING)  # a model that did not run the task stays grey
+        ax.set_xticks(range(len(models)), models, rotation=45, ha="right", fontsize=8, **PLAIN)
+        for tick, model in zip(ax.get_xticklabels(), models, strict=True):
+            tick.set_fontstyle("italic" if model in references else "normal")
+        ax.set_yticks(range(len(labels)), labels, fontsize=7, **PLAIN)
+        ax.set_title(name, fontsize=9, **PLAIN)
+        shown = [m for m in models if m not in references]
+        if references and shown:
+            ax.axvline(len(shown) - 0.5, color="k", linestyle="--", linewidth=1)
+        for (r, c), v in np.ndenumerate(values[p]):
+            if np.isfinite(v):
+                text = f"{v:.0f}" if kind != "mse" else f"{v:.2g}"
+                red, green, blue, _ = image.cmap(norm(shade[p, r, c]))
+                dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # white on dark cells
+                ax.text(c, r, text, ha="center", va="center", fontsize=6,
+                        color="w" if dark else "k")  # fmt: skip
+    assert image is not None  # at least one panel: callers pass none empty
+    bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.8, pad=0.01)
+    bar.set_label(COLOURBAR_LABELS[kind], fontsize=8)
+    handles = [Patch(facecolor=MISSING, edgecolor="grey", label="grey: not run")]
+    if references:
+        where = "right of the dashed line" if len(references) < len(models) else "all columns"
+        handles.append(
+            Patch(facecolor="white", edgecolor="k", linestyle="--",
+                  label=f"italic, {where}: baselines (reference answerers)")
+        )  # fmt: skip
+    fig.legend(
+        handles=handles, loc="outside lower center", fontsize=7, ncols=len(handles), frameon=False
+    )
+    fig.suptitle(title, fontsize=10, **PLAIN)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
-def gap_distribution(per_category: pl.DataFrame, path: Path) -> Path:
-    """Box plot of per-model gaps per category, every model's gap drawn as a point."""
+def _row_key(label: str) -> tuple[int, str]:
+    """Tasks in ID order, the gap table's `mean` row last."""
+    return (1 if label == "mean" else 0, label)
+
+
+def gap_distribution(
+    per_category: pl.DataFrame, path: Path, references: list[str] | tuple[str, ...] = ()
+) -> Path:
+    """Per category: a box over the models under test, and every model's gap as a point,
+    one colour per model (legend); baselines as hollow grey markers, outside the box."""
     codes = sorted(per_category["code"].unique().to_list())
-    groups = [per_category.filter(pl.col("code") == c)["gap"].to_numpy() for c in codes]
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * len(codes) + 2), 4))
-    ax.boxplot(groups, showfliers=False)
-    ax.set_xticks(range(1, len(codes) + 1), codes, **PLAIN)
+    models = sorted(m for m in per_category["model"].unique().to_list() if m not in references)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(codes) + 3), 4))
+    tested = [
+        per_category.filter((pl.col("code") == c) & pl.col("model").is_in(models))["gap"].to_numpy()
+        for c in codes
+    ]
+    if models:
+        ax.boxplot(tested, positions=range(1, len(codes) + 1), showfliers=False)
     jitter = np.random.default_rng(0)  # fixed, so the same results give the same figure
-    for i, gaps in enumerate(groups, start=1):
-        ax.scatter(i + jitter.uniform(-0.15, 0.15, len(gaps)), gaps, s=12, alpha=0.7)
+    palette = plt.get_cmap("tab10")
+    for k, model in enumerate(
+        [*models, *[r for r in references if r in set(per_category["model"])]]
+    ):
+        part = per_category.filter(pl.col("model") == model)
+        x = np.array([codes.index(c) + 1 for c in part["code"].to_list()], dtype=float)
+        x += jitter.uniform(-0.15, 0.15, len(x))
+        if model in references:
+            marker = "s^Dv"[references.index(model) % 4]  # one shape per baseline
+            style: dict[str, Any] = {
+                "facecolors": "none",
+                "edgecolors": "dimgrey",
+                "marker": marker,
+            }
+            label = f"{model} (baseline)"
+        else:
+            style = {"color": palette(k % 10)}
+            label = model
+        ax.scatter(x, part["gap"].to_numpy(), s=16, alpha=0.8, label=label, **style)
+    ax.set_xticks(range(1, len(codes) + 1), codes, **PLAIN)
     ax.axhline(0, color="grey", linewidth=0.8)
+    ax.set_xlabel("task category")
     ax.set_ylabel("accuracy(full) - accuracy(dotted), points")
-    ax.set_title("Full-minus-dotted gap per task category (one point per model)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    box = (
+        "boxes: models under test (quartiles, whiskers 1.5 IQR)"
+        if models
+        else "no models under test, baselines only"
+    )
+    ax.set_title(f"Full-minus-dotted gap per category; {box}", fontsize=9)
+    legend = ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    for text in legend.get_texts():
+        text.set(**PLAIN)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path

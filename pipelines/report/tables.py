@@ -3,6 +3,9 @@
 Accuracies are percentages rounded to 0.1. A task's category is the middle part of its ID
 (`N-BCT-MT` -> `BCT`), as in the paper's Table 2 column heads. The model `human` appears
 as a row wherever it has results, but never in the across-model statistics (Table 3).
+Baselines (engines of kind `baseline`: oracle = upper bound, random = chance, constant) are
+reference rows: listed after the models, marked on the page, and left out of every
+across-model statistic too.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from __future__ import annotations
 import polars as pl
 
 from geometry.item import SETUPS
-from pipelines.noregeo.summarize import accuracy_table, pair_consistency
+from pipelines.engines.model_config import BASELINES
+from pipelines.noregeo.summarize import accuracy_table, answered, pair_consistency
+from store.shards import ERROR_COLUMN
 
 HUMAN = "human"
 KIND_PREFIX = {"classification": "C", "numeric": "N", "unstable": "U"}
@@ -27,10 +32,28 @@ def with_codes(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(code=code, group=pl.col("task").str.slice(0, 1) + "-" + code)
 
 
+def reference_models(df: pl.DataFrame) -> list[str]:
+    """The models run by a baseline engine (oracle, random, constant), in BASELINES order;
+    the `engine` column decides, so a baseline run under another --model name counts too."""
+    if "engine" not in df.columns:
+        return []
+    found = df.filter(pl.col("engine").is_in(list(BASELINES)))
+    engines = dict(found.select("model", "engine").unique().iter_rows())
+    return sorted(engines, key=lambda m: (BASELINES.index(engines[m]), m))
+
+
 def model_order(df: pl.DataFrame) -> list[str]:
-    """Models sorted by name, `human` last (the paper's layout)."""
-    models = sorted(df["model"].unique().to_list())
-    return [m for m in models if m != HUMAN] + ([HUMAN] if HUMAN in models else [])
+    """Models sorted by name, `human` after them (the paper's layout), then the baselines
+    (reference rows)."""
+    references = reference_models(df)
+    models = sorted(m for m in df["model"].unique().to_list() if m not in references)
+    ordered = [m for m in models if m != HUMAN] + ([HUMAN] if HUMAN in models else [])
+    return ordered + references
+
+
+def compared_models(df: pl.DataFrame) -> pl.DataFrame:
+    """The rows of the models an across-model statistic counts: not `human`, no baseline."""
+    return df.filter(~pl.col("model").is_in([HUMAN, *reference_models(df)]))
 
 
 def setup_order(df: pl.DataFrame) -> list[str]:
@@ -74,10 +97,12 @@ def category_accuracy(df: pl.DataFrame) -> pl.DataFrame:
 
 def table3_long(df: pl.DataFrame) -> pl.DataFrame:
     """Paper Table 3 as numbers: per category and setup, mean and sample std (ddof=1) across
-    models of each model's category accuracy. `human` is left out: it is not a model."""
-    per_model = category_accuracy(df.filter(pl.col("model") != HUMAN)).with_columns(
-        pl.col("accuracy") / 100
-    )
+    models of each model's category accuracy. `human` and the baselines are left out: they
+    are not models under test (empty when no other model has results)."""
+    models = compared_models(df)
+    if models.is_empty():
+        return pl.DataFrame()
+    per_model = category_accuracy(models).with_columns(pl.col("accuracy") / 100)
     return (
         per_model.group_by("category", "code", "setup")
         .agg(
@@ -157,12 +182,14 @@ def gap_by_category(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def gap_summary(per_category: pl.DataFrame) -> pl.DataFrame:
-    """Distribution of the per-model category gaps: models, mean, median, min, max."""
-    if per_category.is_empty():
+def gap_summary(per_category: pl.DataFrame, references: list[str]) -> pl.DataFrame:
+    """Distribution of the per-model category gaps: models, mean, median, min, max; over the
+    models under test only (`references`, the baselines, and `human` are left out)."""
+    models = per_category.filter(~pl.col("model").is_in([HUMAN, *references]))
+    if models.is_empty():
         return pl.DataFrame()
     return (
-        per_category.group_by("code", "category")
+        models.group_by("code", "category")
         .agg(
             pl.len().alias("models"),
             pl.col("gap").mean().round(1).alias("mean"),
@@ -194,8 +221,15 @@ def pair_table(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def intervals(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Accuracy (%) with its 95% bootstrap interval and the invalid-output rate (%)."""
-    table = accuracy_table(df, by)
+    """Accuracy (%) over the answered rows with its 95% bootstrap interval, the invalid-output
+    rate (%) of the answered rows and the engine-error rate (%) of all rows; models in
+    model_order (baselines last), then the other keys."""
+    rank = {m: i for i, m in enumerate(model_order(df))}
+    table = (
+        accuracy_table(df, by)
+        .with_columns(_m=pl.col("model").replace_strict(rank, return_dtype=pl.Int64))
+        .sort("_m", *[k for k in by if k != "model"])
+    )
     return table.select(
         *by,
         "n",
@@ -203,13 +237,29 @@ def intervals(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         _percent(pl.col("ci_low")).alias("ci_low"),
         _percent(pl.col("ci_high")).alias("ci_high"),
         _percent(pl.col("invalid_rate")).alias("invalid_rate"),
+        _percent(pl.col("engine_error_rate")).alias("engine_error_rate"),
     )
 
 
 def invalid_rates(df: pl.DataFrame) -> pl.DataFrame:
-    """Invalid-output rate (%) per model (rows) and setup (columns)."""
-    cells = df.group_by("model", "setup").agg(_percent((~pl.col("valid")).mean()).alias("invalid"))
-    wide = cells.pivot(on="setup", index="model", values="invalid")
+    """Invalid-output rate (%) per model (rows) and setup (columns), over the answered rows
+    (an engine error is not an output; see engine_error_rates)."""
+    return _rate_by_setup(answered(df), ~pl.col("valid"))
+
+
+def engine_error_rates(df: pl.DataFrame) -> pl.DataFrame:
+    """Engine-error rate (%) per model and setup: requests that got no answer at all (a
+    failed call, a crashed engine), over every row."""
+    if ERROR_COLUMN not in df.columns:
+        df = df.with_columns(pl.lit(None, pl.String).alias(ERROR_COLUMN))
+    return _rate_by_setup(df, pl.col(ERROR_COLUMN).is_not_null())
+
+
+def _rate_by_setup(df: pl.DataFrame, flag: pl.Expr) -> pl.DataFrame:
+    if df.is_empty():
+        return pl.DataFrame()
+    cells = df.group_by("model", "setup").agg(_percent(flag.mean()).alias("rate"))
+    wide = cells.pivot(on="setup", index="model", values="rate")
     rank = {m: i for i, m in enumerate(model_order(df))}
     present = [s for s in SETUPS if s in wide.columns]
     return (

@@ -6,6 +6,7 @@ import csv
 import html
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,56 @@ def baseline_results(small_items: Path, root: Path) -> Path:
     return out
 
 
+# Two "models under test" made from baseline rows, so across-model statistics have models:
+# name -> the baseline whose rows it takes, and the engine it is recorded under.
+MODELS = {"model-a": ("random", "hf"), "model-b": ("constant", "http")}
+ERROR_EVERY = 4  # every 4th row of model-a becomes an engine error
+
+
+def with_models(results: Path, root: Path) -> Path:
+    """A copy of the baseline results plus MODELS (relabelled rows: model, engine, request
+    key), a share of model-a's rows turned into engine errors; built once per session."""
+    out = root / "report_models"
+    if (out / "done").exists():
+        return out
+    shutil.copytree(results, out)
+    raw = load_results(results)
+    for name, (source, engine) in MODELS.items():
+        rows = raw.filter(pl.col("model") == source).sort("request_key")
+        rows = rows.with_columns(
+            model=pl.lit(name),
+            engine=pl.lit(engine),
+            request_key=pl.lit(f"{name}:") + pl.col("request_key"),
+        )
+        if name == "model-a":
+            failed = (pl.int_range(pl.len()) % ERROR_EVERY) == 0
+            rows = rows.with_columns(
+                engine_error=pl.when(failed).then(pl.lit("HTTP 503")).otherwise(None),
+                generated_text=pl.when(failed).then(None).otherwise(pl.col("generated_text")),
+                valid=pl.when(failed).then(False).otherwise(pl.col("valid")),
+                correct=pl.when(failed).then(False).otherwise(pl.col("correct")),
+            )
+        folder = out / "noregeo" / f"model={name}"
+        folder.mkdir(parents=True)
+        rows.drop([c for c in rows.columns if c.startswith("__")]).write_parquet(
+            folder / "part-test.parquet"
+        )
+    (out / "done").write_text("")
+    return out
+
+
+@pytest.fixture(scope="module")
+def model_report(small_items: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The report of the baselines plus MODELS."""
+    with pytest.MonkeyPatch.context() as mp:
+        _register(mp)
+        base = tmp_path_factory.getbasetemp()
+        results = with_models(baseline_results(small_items, base), base)
+        out = tmp_path_factory.mktemp("model_report")
+        assert cli.main(["report", str(results), "--out", str(out)]) == 0
+    return results, out
+
+
 @pytest.fixture(scope="module")
 def report(small_items: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     with pytest.MonkeyPatch.context() as mp:
@@ -88,21 +139,41 @@ def test_table2_oracle_is_100_everywhere_and_cells_match_raw_rows(report) -> Non
             )
 
 
-def test_human_row_only_in_dotted_block_and_not_in_table3(report) -> None:
-    _results, out = report
+def test_human_row_only_in_dotted_block_and_not_in_table3(model_report) -> None:
+    _results, out = model_report
     table2 = _csv(out, "table2")
     assert table2.filter(pl.col("model") == "human")["setup"].to_list() == ["dotted"]
-    assert table2["model"].to_list()[-1] != "human" or table2["setup"].to_list()[-1] == "dotted"
-    assert set(_csv(out, "table3_long")["models"].to_list()) == {len(BASELINES)}
+    assert set(_csv(out, "table3_long")["models"].to_list()) == {len(MODELS)}
 
 
-def test_table3_is_mean_and_sample_std_across_models(report) -> None:
-    results, out = report
-    raw = load_results(results).filter(pl.col("model") != "human")
+def test_baselines_are_reference_rows_after_the_models(model_report) -> None:
+    _results, out = model_report
+    table2 = _csv(out, "table2")
+    for setup in ("text", "full"):
+        order = table2.filter(pl.col("setup") == setup)["model"].to_list()
+        assert order == [*MODELS, *BASELINES]  # models first, then the reference block
+    page = (out / "index.html").read_text()
+    overall = page[page.index('id="overall"') :].split("</table>")[0]
+    marked = re.findall(r'<tr class="ref"><td class="txt">([^<]+)</td>', overall)
+    assert sorted(set(marked)) == sorted(BASELINES)
+    assert "model-a</td>" in overall and '<tr class="ref"><td class="txt">model-a' not in overall
+
+
+def test_only_baselines_means_no_table3(report) -> None:
+    _results, out = report
+    assert not (out / "tables" / "table3.csv").exists()
+    assert not (out / "tables" / "table3_long.csv").exists()
+    page = (out / "index.html").read_text()
+    assert "only baselines (oracle, random, constant) have results" in page
+
+
+def test_table3_is_mean_and_sample_std_across_models(model_report) -> None:
+    results, out = model_report
+    raw = load_results(results).filter(pl.col("engine_error").is_null())
     long = _csv(out, "table3_long")
     for row in long.iter_rows(named=True):
         per_model = []
-        for model in BASELINES:
+        for model in MODELS:
             part = raw.filter(
                 (pl.col("model") == model)
                 & (pl.col("setup") == row["setup"])
@@ -158,11 +229,12 @@ def _markdown_rows(path: Path) -> list[list[str]]:
     return [[c.strip() for c in line.strip("|").split(" | ")] for line in lines if line != lines[1]]
 
 
-def test_every_table_has_matching_csv_and_markdown(report) -> None:
-    _results, out = report
+def test_every_table_has_matching_csv_and_markdown(model_report) -> None:
+    _results, out = model_report
     names = sorted(p.stem for p in (out / "tables").glob("*.csv"))
     assert sorted(p.stem for p in (out / "tables").glob("*.md")) == names
-    assert {"table2", "table3", "pair_consistency", "invalid_rates", "gap_tasks"} <= set(names)
+    expected = {"table2", "table3", "pair_consistency", "invalid_rates", "engine_error_rates"}
+    assert expected | {"gap_tasks", "provenance_runs", "provenance_items"} <= set(names)
     for name in names:
         with (out / "tables" / f"{name}.csv").open() as f:
             csv_rows = list(csv.reader(f))
@@ -178,11 +250,48 @@ def test_every_table_has_matching_csv_and_markdown(report) -> None:
     assert html.count("<table>") == len(names)
 
 
+def test_engine_errors_apart_from_invalid_outputs(model_report) -> None:
+    results, out = model_report
+    raw = load_results(results).filter(pl.col("model") == "model-a")
+    errors, invalid = _csv(out, "engine_error_rates"), _csv(out, "invalid_rates")
+    for setup in ("text", "dotted", "full"):
+        part = raw.filter(pl.col("setup") == setup)
+        failed = part["engine_error"].is_not_null()
+        expected_errors = round(100 * failed.sum() / part.height, 1)
+        answered = part.filter(~failed)
+        expected_invalid = round(100 * (~answered["valid"]).sum() / answered.height, 1)
+        row = errors.filter(pl.col("model") == "model-a")[setup][0]
+        assert row == pytest.approx(expected_errors) and row > 0
+        assert invalid.filter(pl.col("model") == "model-a")[setup][0] == pytest.approx(
+            expected_invalid
+        )
+    assert (errors.filter(pl.col("model") == "oracle").drop("model").to_numpy() == 0).all()
+
+
+def test_provenance_from_run_records_and_manifest(model_report, small_items: Path) -> None:
+    _results, out = model_report
+    manifest = json.loads((small_items / "manifest.json").read_text())
+    items = _csv(out, "provenance_items")
+    assert items["content sha256"].to_list() == [manifest["content_sha256"]]
+    assert items["item seed"].to_list() == [manifest["seed"]]
+    per_task = _csv(out, "provenance_items_per_task")
+    assert per_task.height == len(manifest["counts"])
+    first = per_task.row(0, named=True)
+    assert first["dotted"] == manifest["counts"][first["task"]]["dotted"]
+    runs = _csv(out, "provenance_runs")
+    engines = dict(
+        runs.filter(pl.col("benchmark") == "noregeo").select("model", "engine").iter_rows()
+    )
+    assert {m: engines[m] for m in BASELINES} == {m: m for m in BASELINES}
+    assert engines["human"] == "human"
+    assert all(len(c) == 12 for c in runs["git commit"].to_list())  # recorded, not "?"
+
+
 def test_figures_are_valid_pngs_referenced_by_the_page(report) -> None:
     _results, out = report
     figures = sorted((out / "figures").glob("*.png"))
-    # accuracy and MSE per setup (3 each), the gap heatmap and the category distribution
-    assert len(figures) == 8
+    # accuracy and MSE (setups side by side), the gap heatmap and the category distribution
+    assert len(figures) == 4
     html = (out / "index.html").read_text()
     for figure in figures:
         with Image.open(figure) as image:
@@ -194,13 +303,19 @@ def test_figures_are_valid_pngs_referenced_by_the_page(report) -> None:
 def test_sections_without_data_say_so(report, tmp_path: Path, monkeypatch) -> None:
     _results, out = report
     html = (out / "index.html").read_text()
-    assert "No data: " in html and "no audit given" in html and "no probe results" in html
+    assert (
+        "No data: " in html
+        and "no audit at RESULTS/audit/audit.csv" in html
+        and "no probe results" in html
+    )
     _register(monkeypatch)
     empty = tmp_path / "empty"
     empty.mkdir()
     assert cli.main(["report", str(empty), "--out", str(tmp_path / "r")]) == 0
     page = (tmp_path / "r" / "index.html").read_text()
-    assert page.count('class="empty"') == 4  # NoReGeo, GeoBuild, audit, probes
+    # provenance (no run records), NoReGeo, GeoBuild, audit, probes
+    assert page.count('class="empty"') == 5
+    assert not (tmp_path / "r" / "samples.html").exists()  # no results, no samples
     assert "<table>" not in page
 
 
@@ -246,3 +361,65 @@ def test_pair_consistency_counts_pairs_with_both_items_right(report) -> None:
         full = [all(v) for v in both.values() if len(v) == 2]
         assert row["pairs"] == len(full)
         assert row["random"] == pytest.approx(round(100 * sum(full) / len(full), 1))
+
+
+def test_sample_browser_rows_images_and_verdicts(model_report) -> None:
+    results, out = model_report
+    raw = load_results(results)
+    page = (out / "samples.html").read_text()
+    rows = re.findall(r'<tr class="sample (\w+)" data-task="([^"]+)" data-setup="(\w+)" '
+                      r'data-model="([^"]+)">(.*?)</tr>', page, re.S)  # fmt: skip
+    # the first two item IDs of each task x setup, each with every model that ran it
+    first_two = (
+        raw.select("task", "setup", "item_id").unique().sort("item_id")
+        .group_by("task", "setup").head(2)
+    )  # fmt: skip
+    expected = raw.join(first_two, on=["task", "setup", "item_id"])
+    assert len(rows) == expected.height > 0
+    assert sorted((t, s, m) for _c, t, s, m, _b in rows) == sorted(
+        expected.select("task", "setup", "model").iter_rows()
+    )
+    for css, _task, setup, model, body in rows:
+        images = re.findall(r'<img src="(samples/[0-9a-f]{16}\.png)"', body)
+        assert len(images) == (0 if setup == "text" else 1)
+        for image in images:
+            with Image.open(out / image) as picture:
+                assert max(picture.size) <= 140
+        verdict = re.findall(r"<td>([a-z ]+)</td>$", body)[0]
+        assert {"right": "right", "wrong": "wrong", "invalid output": "invalid"}.get(
+            verdict, "error"
+        ) == css
+        if model == "oracle":
+            assert verdict == "right"
+    assert "engine error" in page  # model-a's failed rows show as such, not as wrong
+
+
+def test_probe_table4_heads_are_spelled_out() -> None:
+    from pipelines.report.other_sections import readable_probe_columns
+
+    table4 = pl.DataFrame(
+        {"Train DS": ["All"], "Config": ["UF"], "AllF": [50.0], "AllD": [51.0],
+         "C-BCT-CTF": [60.0], "C-BCT-CTD": [61.0]}
+    )  # fmt: skip
+    assert readable_probe_columns(table4).columns == [
+        "training regime",
+        "config",
+        "all tasks (mean), full images",
+        "all tasks (mean), dotted images",
+        "C-BCT-CT, full images",
+        "C-BCT-CT, dotted images",
+    ]
+
+
+def test_audit_found_in_results_without_flag(report, tmp_path: Path, monkeypatch) -> None:
+    results, _out = report
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    (copy / "audit").mkdir()
+    (copy / "audit" / "audit.csv").write_text(
+        "id,status,conflicts,reason,restarts,residual,seconds\n1,solved,,,1,1e-12,0.1\n"
+    )
+    _register(monkeypatch)
+    out = tmp_path / "r"
+    assert cli.main(["report", str(copy), "--out", str(out)]) == 0
+    assert dict(_csv(out, "audit_status").select("status", "problems").iter_rows()) == {"solved": 1}

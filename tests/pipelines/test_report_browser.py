@@ -59,3 +59,41 @@ def test_page_renders_with_every_image_and_table(
         assert image.size == (1400, 4000)
         colours = image.convert("RGB").getcolors(maxcolors=1_000_000)
     assert colours is not None and len(colours) > 50  # rendered content, not a blank page
+
+
+def _visible_samples(dom: str) -> list[tuple[str, str]]:
+    """(setup, model) of each sample row the page's script left visible."""
+    rows = re.findall(r"<tr ([^>]*)>", dom)
+    return [
+        (_attr(r, "data-setup"), _attr(r, "data-model"))
+        for r in rows
+        if 'class="sample' in r and "hidden" not in r
+    ]
+
+
+def _attr(tag: str, name: str) -> str:
+    found = re.search(rf'{name}="([^"]*)"', tag)
+    assert found is not None, (name, tag)
+    return found.group(1)
+
+
+def test_sample_browser_filter_from_the_address(
+    small_items: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch
+) -> None:
+    _register(monkeypatch)
+    results = baseline_results(small_items, tmp_path_factory.getbasetemp())
+    out = tmp_path / "report"
+    assert cli.main(["report", str(results), "--out", str(out)]) == 0
+    url = (out / "samples.html").resolve().as_uri()
+    page = (out / "samples.html").read_text()
+    total = page.count('<tr class="sample')
+
+    everything = _visible_samples(_chromium(tmp_path, "--dump-dom", url).stdout)
+    assert len(everything) == total > 0
+
+    dom = _chromium(tmp_path, "--dump-dom", url + "#setup=dotted&model=oracle").stdout
+    shown = _visible_samples(dom)
+    expected = len(re.findall(r'data-setup="dotted" data-model="oracle"', page))
+    assert shown == [("dotted", "oracle")] * expected and 0 < expected < total
+    assert _attr(dom[dom.index("<body") :], "data-visible") == str(expected)
+    assert f"{expected} of {total} samples shown" in dom

@@ -1,0 +1,289 @@
+"""The report's NoReGeo sections (and the provenance section before them): tables,
+figures with the setups side by side, baselines as reference rows. docs/report.md explains
+how to read each part."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from pipelines.noregeo.summarize import answered, missing_rows
+from pipelines.report import provenance as prov
+from pipelines.report import tables as rt
+from pipelines.report.figures import gap_distribution, panel_heatmap
+from pipelines.report.html_page import Block, Figure, Section
+from pipelines.report.html_page import table_blocks as _tables
+from pipelines.report.provenance import Record
+from store.storage import Location
+
+
+def provenance_section(records: list[Record]) -> Section:
+    """Where the numbers come from: items, models and settings, commits, packages."""
+    section = Section(
+        "Provenance: items, models, settings, software",
+        "Read from the run records (RESULTS/<benchmark>/model=*/runs/*.json) and the item "
+        "table's manifest, not recomputed. An item table that has moved shows `found: no`.",
+        empty="no run records under RESULTS (results copied without their runs/ folders?)",
+    )
+    section.blocks += _tables("provenance_items", "Item tables", prov.items_table(records))
+    section.blocks += _tables(
+        "provenance_runs",
+        "Models and runs (engine, repo, revision, sampling, git commit)",
+        prov.runs_table(records),
+        folded=False,
+    )
+    section.blocks += _tables(
+        "provenance_items_per_task",
+        "Items per task and setup (item manifest)",
+        prov.items_per_task(records),
+        folded=True,
+    )
+    section.blocks += _tables(
+        "provenance_software",
+        "Package versions of the runs",
+        prov.software_table(records),
+        folded=True,
+    )
+    return section
+
+
+def missing_section(results: Location, df: pl.DataFrame) -> list[Section]:
+    """Rows the recorded runs expected and the results lack (a killed run, a quarantined
+    shard), so a smaller n never passes unnoticed; no section when none are missing."""
+    missing = missing_rows(results, df).filter(pl.col("missing") > 0)
+    if missing.is_empty():
+        return []
+    return [
+        Section(
+            "NoReGeo: missing rows",
+            "Rows the recorded runs expected but the results do not hold, per model, task and "
+            "setup; the tables above count only the rows present. Rerun the same evaluate "
+            "command to fill them in.",
+            _tables("missing_rows", "Missing rows", missing),
+        )
+    ]
+
+
+def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
+    """Every NoReGeo section, in the order of the paper. Accuracy counts the answered rows
+    (engine errors have a table of their own, as in `summarize`)."""
+    refs = rt.reference_models(df)
+    scored = answered(df)
+    human = " The row `human` is the majority vote of annotators (human-import)."
+    human = human if rt.HUMAN in df["model"].unique().to_list() else ""
+    baselines = (
+        f" Italic rows below the line are baselines ({', '.join(refs)}): reference "
+        "answerers (oracle = upper bound, random = chance, constant = one fixed answer), "
+        "not models; no across-model statistic counts them."
+        if refs
+        else ""
+    )
+    overview = Section(
+        "NoReGeo: overall accuracy per model and setup",
+        "Accuracy (%) over the answered items with its 95% bootstrap interval; invalid-output "
+        "rate (%) of the answered items; engine-error rate (%) of all items." + human + baselines,
+        _tables(
+            "overall",
+            "Accuracy per model and setup",
+            rt.intervals(df, ["model", "setup"]),
+            folded=False,
+            references=refs,
+        ),
+    )
+    table2 = Section(
+        "Table 2: accuracy per category, setup and model",
+        "Columns are kind-category (C: classification, N: numeric, U: unstable; the category "
+        "code is the middle of the task ID). Cells: accuracy (%) over the group's items."
+        + human
+        + baselines,
+        _tables(
+            "table2", "Table 2 (accuracy, %)", rt.table2(scored), folded=False, references=refs
+        ),
+    )
+    return [
+        overview,
+        table2,
+        table3_section(scored, refs),
+        task_figure_section(scored, out, refs, "accuracy"),
+        task_figure_section(scored, out, refs, "mse"),
+        gap_section(scored, out, refs),
+        Section(
+            "U-task pair consistency",
+            "Unstable tasks come in pairs one grid step apart with different answers; a pair "
+            "counts only when both items are right (%).",
+            _tables("pair_consistency", "Pair consistency (%)", rt.pair_table(df), references=refs),
+            empty="no paired (U-task) results",
+        ),
+        Section(
+            "Bootstrap 95% intervals per category",
+            "Percentile bootstrap over items (1000 resamples, seed 0) of each model's accuracy "
+            "per category and setup.",
+            _tables(
+                "intervals_category",
+                "Accuracy (%) with 95% interval, per model, category and setup",
+                rt.intervals(df, ["model", "category", "setup"]),
+                folded=True,
+                references=refs,
+            ),
+        ),
+        health_section(df, refs),
+    ]
+
+
+def table3_section(scored: pl.DataFrame, refs: list[str]) -> Section:
+    """Table 3 over the models under test; says so when only baselines (and human) ran."""
+    long3 = rt.table3_long(scored)
+    section = Section(
+        "Table 3: mean ± std across models",
+        "Per category and setup: mean and sample standard deviation (ddof=1) across models of "
+        "each model's category accuracy (%). Counted: the models under test only; `human` "
+        "and the baselines are not models.",
+        _tables("table3", "Table 3 (mean ± std, %)", rt.table3(long3), folded=False)
+        + _tables("table3_long", "Table 3 as numbers, with the model count", long3, folded=True),
+    )
+    if refs:
+        section.empty = (
+            f"only baselines ({', '.join(refs)}) have results, no model under test: a mean "
+            "across reference answerers says nothing about models. Their rows are in Table 2."
+        )
+    else:
+        section.empty = "no model results"
+    return section
+
+
+def task_figure_section(scored: pl.DataFrame, out: Path, refs: list[str], value: str) -> Section:
+    """Tasks x models, the setups side by side in one figure; the tables behind it folded."""
+    panels = {}
+    tables: list[Block] = []
+    what = "Accuracy (%)" if value == "accuracy" else "MSE (valid answers)"
+    for setup in rt.setup_order(scored):
+        wide = rt.task_by_model(scored, setup, value)
+        if wide.is_empty():
+            continue
+        panels[rt.SETUP_TITLES[setup]] = wide
+        tables += _tables(
+            f"{value}_tasks_{setup}",
+            f"{what} per task, {rt.SETUP_TITLES[setup]}",
+            wide,
+            folded=True,
+            references=refs,
+        )
+    if value == "accuracy":
+        section = Section(
+            "Accuracy per task: the three setups side by side",
+            "Tasks x models, one panel per setup (the paper's Figures 3a-5a). Green is high "
+            "accuracy, red low; grey: the model did not run that task. The tables behind the "
+            "figure are folded below it.",
+            empty="no results",
+        )
+    else:
+        section = Section(
+            "MSE on numeric tasks",
+            "Mean squared error of valid number and point answers (points: mean of dx² and "
+            "dy²); invalid outputs are excluded here and counted as wrong in accuracy. Each "
+            "task has its own colour scale (its cells divided by the task's largest MSE across "
+            "models and setups): areas, lengths and coordinates differ by orders of magnitude. "
+            "Cells print the raw MSE.",
+            empty="no numeric-task results",
+        )
+    if not panels:
+        return section
+    path = panel_heatmap(
+        panels, f"{what}: tasks x models per setup", out / f"figures/{value}_tasks.png", value, refs
+    )
+    section.blocks.append(
+        Figure(
+            f"figures/{path.name}",
+            f"{what}, tasks x models, one panel per setup",
+            "Colour bar: "
+            + (
+                "accuracy (%)."
+                if value == "accuracy"
+                else "per-task share of the "
+                "task's largest MSE (0 = exact, 1 = the worst model on that task)."
+            )
+            + (" Italic columns right of the dashed line: baselines." if refs else ""),
+        )
+    )
+    section.blocks += tables
+    return section
+
+
+def health_section(df: pl.DataFrame, refs: list[str]) -> Section:
+    """Engine errors and invalid outputs apart: one is the serving stack, the other the
+    model."""
+    section = Section(
+        "Output health: engine errors and invalid outputs",
+        "Engine errors: requests that got no answer (a failed call, a crashed engine), share "
+        "of all items; they are left out of accuracy. Invalid outputs: answers that are not "
+        "valid JSON with the answer's keys, share of the answered items; scored wrong.",
+    )
+    section.blocks += _tables(
+        "engine_error_rates",
+        "Engine-error rate (%), of all items",
+        rt.engine_error_rates(df),
+        references=refs,
+    )
+    section.blocks += _tables(
+        "invalid_rates",
+        "Invalid-output rate (%), of the answered items",
+        rt.invalid_rates(df),
+        references=refs,
+    )
+    section.empty = "no rows"
+    return section
+
+
+def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
+    """Full-minus-dotted gaps: the task x model heatmap and the per-category distribution."""
+    section = Section(
+        "Full minus dotted images",
+        "Accuracy(full) - accuracy(dotted) in points for models that ran both setups: blue, "
+        "full images help; red, they hurt. The last heatmap row is the mean over tasks.",
+        empty="no model has both dotted and full results",
+    )
+    gap = rt.gap_by_task(df)
+    if gap.is_empty():
+        return section
+    path = panel_heatmap(
+        {"full - dotted": gap},
+        "Accuracy(full) - accuracy(dotted), points",
+        out / "figures/gap_tasks.png",
+        "gap",
+        refs,
+    )
+    section.blocks.append(
+        Figure(
+            f"figures/{path.name}",
+            "Gap per task and model",
+            "Colour bar: points; blue above 0 (full images help), red below.",
+        )
+    )
+    per_category = rt.gap_by_category(df)
+    path = gap_distribution(per_category, out / "figures/gap_categories.png", refs)
+    section.blocks.append(
+        Figure(
+            f"figures/{path.name}",
+            "Gap per category",
+            "Box: the models under test (quartiles, whiskers to 1.5 IQR); one coloured point "
+            "per model (legend); baselines as hollow grey markers, not in the box.",
+        )
+    )
+    section.blocks += _tables(
+        "gap_tasks", "Gap per task and model (points)", gap, folded=True, references=refs
+    )
+    section.blocks += _tables(
+        "gap_categories",
+        "Gap per category and model",
+        per_category,
+        folded=True,
+        references=refs,
+    )
+    section.blocks += _tables(
+        "gap_category_summary",
+        "Gap distribution per category, over the models under test",
+        rt.gap_summary(per_category, refs),
+        folded=True,
+    )
+    return section

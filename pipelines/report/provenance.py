@@ -1,0 +1,227 @@
+"""What the report's numbers come from, read from the run records (store.records) and the
+item table's manifest, never recomputed: the items (count per task and setup, setups, item
+seed, generator version, content hash), each model's engine, repo, revision and sampling,
+the git commits and package versions of the runs.
+
+Run records: `RESULTS/<benchmark>/model=*/runs/*.json` (NoReGeo, GeoBuild) and
+`RESULTS/probes/**/runs/*.json`. A NoReGeo record names its item table by `items` (when the
+recording code writes it) or else by the `--items` argument in its argv; the manifest of
+that folder gives the counts and the hash. A folder that is gone is reported as such.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipelines.noregeo.generate import MANIFEST
+from store.storage import Location, children
+
+# The fields of a record's sampling settings shown, in this order (others follow).
+SAMPLING_ORDER = ("temperature", "top_p", "max_tokens", "seed")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One run record: its benchmark, its model folder and the JSON it holds."""
+
+    benchmark: str
+    folder: str
+    data: dict[str, Any]
+
+
+def run_records(results: Location) -> list[Record]:
+    """Every readable run record under RESULTS, oldest first within each folder."""
+    found: list[Record] = []
+    for benchmark in ("noregeo", "geobuild"):
+        for folder in children(results / benchmark, "model=*"):
+            found += _read(benchmark, folder)
+    probes = results / "probes"
+    if isinstance(probes, Path) and probes.is_dir():
+        for runs in sorted(probes.rglob("runs")):
+            found += _read("probes", runs.parent)
+    return found
+
+
+def _read(benchmark: str, folder: Location) -> list[Record]:
+    records = []
+    for path in sorted(children(folder / "runs", "*.json"), key=str):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # a record being written or damaged: the others still tell the story
+        if isinstance(data, dict):
+            records.append(Record(benchmark, folder.name, data))
+    return records
+
+
+def items_folder(record: dict[str, Any]) -> str | None:
+    """The item table a NoReGeo run read: its `items` field, else `--items` in its argv."""
+    items = record.get("items")
+    if isinstance(items, dict):
+        items = items.get("path") or items.get("dir")
+    if isinstance(items, str) and items:
+        return items
+    argv = [str(a) for a in record.get("argv") or []]
+    for i, arg in enumerate(argv):
+        if arg == "--items" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--items="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def read_item_manifest(folder: str) -> dict[str, Any] | None:
+    """The manifest of a local item folder, None when it is gone or unreadable."""
+    path = Path(folder) / MANIFEST
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _sampling_text(sampling: Any) -> str:
+    if not isinstance(sampling, dict):
+        return ""
+    keys = [k for k in SAMPLING_ORDER if k in sampling] + sorted(
+        k for k in sampling if k not in SAMPLING_ORDER and not isinstance(sampling[k], dict)
+    )
+    return ", ".join(f"{k}={sampling[k]}" for k in keys)
+
+
+def _joined(values: list[Any]) -> str:
+    """Distinct values in first-seen order, joined; `?` for a missing one."""
+    seen: list[str] = []
+    for value in values:
+        text = "?" if value in (None, "") else str(value)
+        if text not in seen:
+            seen.append(text)
+    return ", ".join(seen)
+
+
+def items_table(records: list[Record]) -> pl.DataFrame:
+    """One row per item table the NoReGeo runs read, from its manifest."""
+    rows = []
+    for folder in dict.fromkeys(
+        f for r in records if r.benchmark == "noregeo" and (f := items_folder(r.data))
+    ):
+        manifest = read_item_manifest(folder) or {}
+        counts = manifest.get("counts") or {}
+        per_cell = sorted({int(n) for c in counts.values() for n in c.values()})
+        rows.append(
+            {
+                "item table": folder,
+                "found": "yes" if manifest else "no (moved or deleted)",
+                "tasks": len(manifest.get("tasks") or []) or None,
+                "setups": ", ".join(manifest.get("setups") or []),
+                "items per task and setup": _joined(per_cell) if per_cell else "",
+                "items in all": manifest.get("rows"),
+                "item seed": manifest.get("item_seed", manifest.get("seed")),
+                "generator": manifest.get("generator_version"),
+                "image size": manifest.get("image_size"),
+                "content sha256": manifest.get("content_sha256"),
+            }
+        )
+    if not rows:
+        return pl.DataFrame()
+    # One folder named two ways (a relative --items, a resolved `items`) is one item table.
+    frame = pl.DataFrame(rows).with_columns(_key=pl.coalesce("content sha256", "item table"))
+    return frame.unique("_key", keep="first", maintain_order=True).drop("_key")
+
+
+def items_per_task(records: list[Record]) -> pl.DataFrame:
+    """Items per task (rows) and setup (columns) of every item table read, from manifests."""
+    rows = []
+    for r in records:
+        folder = items_folder(r.data) if r.benchmark == "noregeo" else None
+        manifest = read_item_manifest(folder) if folder else None
+        for task, cells in ((manifest or {}).get("counts") or {}).items():
+            rows += [{"task": task, "setup": s, "items": int(n)} for s, n in cells.items()]
+    if not rows:
+        return pl.DataFrame()
+    frame = pl.DataFrame(rows).unique(["task", "setup"], keep="first")
+    wide = frame.pivot(on="setup", index="task", values="items").sort("task")
+    setups = [s for s in ("text", "dotted", "full") if s in wide.columns]
+    return wide.select("task", *setups, *[c for c in wide.columns if c not in ("task", *setups)])
+
+
+def _who(benchmark: str, folder: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Model, engine, repo and revision of one record. A NoReGeo or GeoBuild record holds
+    the model's settings as a dict; `human-import` names the model as text (its engine is
+    `human`, its revision the annotations' hash); a probe record has the encoder in its grid."""
+    model = data.get("model")
+    if isinstance(model, dict):
+        return {
+            "model": model.get("name") or folder.removeprefix("model="),
+            "engine": model.get("engine") or data.get("engine"),
+            "repo": model.get("repo"),
+            "revision": model.get("revision"),
+        }
+    if isinstance(model, str):
+        return {
+            "model": model,
+            "engine": data.get("engine") or model,
+            "repo": data.get("annotations"),
+            "revision": str(data.get("annotations_sha256") or "")[:16] or None,
+        }
+    grid = data.get("grid") if isinstance(data.get("grid"), dict) else {}
+    encoder = (grid or {}).get("encoder") or {}
+    return {
+        "model": folder.removeprefix("model="),
+        "engine": "probe" if benchmark == "probes" else data.get("engine"),
+        "repo": encoder.get("arch"),
+        # The probe grid's encoder without pretrained weights is a random initialisation.
+        "revision": encoder.get("pretrained") or "none (random weights)",
+    }
+
+
+def runs_table(records: list[Record]) -> pl.DataFrame:
+    """One row per benchmark and model folder: what ran, with which settings, when."""
+    by_folder: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        by_folder.setdefault((r.benchmark, r.folder), []).append(r.data)
+    rows = []
+    for (benchmark, folder), datas in by_folder.items():
+        who = [_who(benchmark, folder, d) for d in datas]
+        rows.append(
+            {
+                "benchmark": benchmark,
+                **{
+                    k: _joined([w[k] for w in who]) for k in ("model", "engine", "repo", "revision")
+                },
+                "sampling": _joined([_sampling_text(d.get("sampling")) for d in datas])
+                if any("sampling" in d for d in datas)
+                else "",
+                "runs": len(datas),
+                "git commit": _joined([str(d.get("git_commit") or "")[:12] for d in datas]),
+                "first run (UTC)": min(str(d.get("started_utc", "")) for d in datas),
+                "last run (UTC)": max(str(d.get("started_utc", "")) for d in datas),
+            }
+        )
+    return pl.DataFrame(rows) if rows else pl.DataFrame()
+
+
+def software_table(records: list[Record]) -> pl.DataFrame:
+    """Package versions, Python and platform the runs recorded (distinct values joined)."""
+    names: list[str] = []
+    for r in records:
+        names += [n for n in (r.data.get("packages") or {}) if n not in names]
+    rows = [
+        {
+            "software": name,
+            "versions": _joined([(r.data.get("packages") or {}).get(name) for r in records]),
+        }
+        for name in names
+    ]
+    rows.append(
+        {"software": "python", "versions": _joined([r.data.get("python") for r in records])}
+    )
+    rows.append(
+        {"software": "platform", "versions": _joined([r.data.get("platform") for r in records])}
+    )
+    return pl.DataFrame(rows) if records else pl.DataFrame()

@@ -1,0 +1,214 @@
+"""The sample browser: DIR/samples.html, a few items per task and setup with every model's
+answer, filterable by task, setup and model.
+
+Per sample row: the item's image as a small thumbnail (DIR/samples/<hash>.png, read from the
+item table the run records name; none for the text setup), the prompt, the model's output,
+the gold answer and the verdict (right, wrong, invalid output, engine error). At most
+SAMPLES_PER_CELL items per task x setup, the first by item ID, so the page stays small.
+
+Filters are three selects driven by one inline script; the choice lives in the URL hash
+(`samples.html#task=C-ACM-PST&setup=dotted&model=oracle`), so a link (or a headless
+browser) opens a filtered view. The script sets `<body data-visible="N">`, the rows shown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import io
+from pathlib import Path
+
+import polars as pl
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from PIL import Image
+
+from pipelines.noregeo.generate import SHARD_GLOB
+from pipelines.report.provenance import Record, items_folder
+from pipelines.report.tables import model_order
+from store.atomic import write_bytes_atomic
+from store.shards import ERROR_COLUMN
+
+SAMPLES_PER_CELL = 2
+THUMBNAIL_PX = 140
+OUTPUT_CHARS = 400  # a rambling model's output is cut here on the page
+
+SCRIPT = """
+function filters() {
+  var params = new URLSearchParams(location.hash.slice(1));
+  ["task", "setup", "model"].forEach(function (name) {
+    var select = document.getElementById("f-" + name);
+    if (params.has(name)) { select.value = params.get(name); }
+  });
+  apply(false);
+}
+function apply(remember) {
+  var chosen = {};
+  var params = new URLSearchParams();
+  ["task", "setup", "model"].forEach(function (name) {
+    chosen[name] = document.getElementById("f-" + name).value;
+    if (chosen[name]) { params.set(name, chosen[name]); }
+  });
+  var shown = 0;
+  document.querySelectorAll("tr.sample").forEach(function (row) {
+    var ok = ["task", "setup", "model"].every(function (name) {
+      return !chosen[name] || row.dataset[name] === chosen[name];
+    });
+    row.hidden = !ok;
+    if (ok) { shown += 1; }
+  });
+  document.body.dataset.visible = String(shown);
+  document.getElementById("count").textContent = shown + " of " +
+    document.querySelectorAll("tr.sample").length + " samples shown";
+  if (remember) {
+    try { history.replaceState(null, "", "#" + params.toString()); } catch (e) {}
+  }
+}
+window.addEventListener("DOMContentLoaded", filters);
+window.addEventListener("hashchange", filters);
+"""
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1400px;color:#222;padding:0 1em}
+table{border-collapse:collapse;font-size:.8em}th,td{border:1px solid #ccc;padding:.2em .4em;
+vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
+.prompt{max-height:9em;overflow:auto;white-space:pre-wrap;max-width:38em}
+.out{white-space:pre-wrap;max-width:22em;word-break:break-word}
+.right{background:#e6f4e6}.wrong{background:#fbe9e7}.invalid{background:#fff4d6}
+.error{background:#eee}img{width:THUMBpx;border:1px solid #ddd}label{margin-right:1em}
+""".replace("THUMB", str(THUMBNAIL_PX))
+
+
+def pick_samples(df: pl.DataFrame, per_cell: int = SAMPLES_PER_CELL) -> pl.DataFrame:
+    """Every model's row for the first `per_cell` item IDs of each task and setup."""
+    chosen = (
+        df.select("task", "setup", "item_id")
+        .unique()
+        .sort("task", "setup", "item_id")
+        .group_by("task", "setup", maintain_order=True)
+        .head(per_cell)
+    )
+    rank = {m: i for i, m in enumerate(model_order(df))}
+    return (
+        df.join(chosen, on=["task", "setup", "item_id"])
+        .with_columns(_m=pl.col("model").replace_strict(rank, return_dtype=pl.Int64))
+        .sort("task", "setup", "item_id", "_m")
+        .drop("_m")
+    )
+
+
+def verdict(row: dict[str, object]) -> str:
+    """How a row came out: engine error, invalid output, right or wrong."""
+    if row.get(ERROR_COLUMN):
+        return "engine error"
+    if not row.get("valid"):
+        return "invalid output"
+    return "right" if row.get("correct") else "wrong"
+
+
+def thumbnails(
+    records: list[Record], wanted: set[tuple[str, str]], out: Path
+) -> tuple[dict[tuple[str, str], str], str]:
+    """Writes DIR/samples/<hash>.png for each wanted (item_id, setup) found in the item
+    tables the NoReGeo runs read; returns their relative paths and a note on what is missing."""
+    folders = dict.fromkeys(
+        f for r in records if r.benchmark == "noregeo" and (f := items_folder(r.data))
+    )
+    found: dict[tuple[str, str], str] = {}
+    ids = sorted({item for item, _setup in wanted})
+    for folder in folders:
+        for shard in sorted(Path(folder).glob(SHARD_GLOB)) if Path(folder).is_dir() else []:
+            try:
+                table = pq.read_table(shard, columns=["item_id", "setup", "image"])
+            except (OSError, ValueError):
+                continue
+            table = table.filter(pc.is_in(table["item_id"], value_set=pc.cast(ids, "string")))
+            for item, setup, image in zip(
+                *(table[c].to_pylist() for c in table.column_names), strict=True
+            ):
+                key = (item, setup)
+                if key not in wanted or key in found or not image:
+                    continue
+                name = hashlib.sha256(f"{item}/{setup}".encode()).hexdigest()[:16] + ".png"
+                with Image.open(io.BytesIO(image)) as picture:
+                    small = picture.convert("RGB")
+                    small.thumbnail((THUMBNAIL_PX, THUMBNAIL_PX))
+                    buffer = io.BytesIO()
+                    small.save(buffer, format="PNG", optimize=True)
+                write_bytes_atomic(out / "samples" / name, buffer.getvalue())
+                found[key] = f"samples/{name}"
+    lacking = len(wanted) - len(found)
+    note = "" if not lacking else (
+        f"{lacking} image(s) not shown: the item table the runs read "
+        f"({', '.join(folders) or 'not recorded'}) is not here or lacks them."
+    )  # fmt: skip
+    return found, note
+
+
+def _options(name: str, values: list[str]) -> str:
+    options = "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in values)
+    return (
+        f'<label>{name} <select id="f-{name}" onchange="apply(true)">'
+        f'<option value="">all</option>{options}</select></label>'
+    )
+
+
+def samples_page(df: pl.DataFrame, records: list[Record], out: Path) -> Path:
+    """Writes DIR/samples.html (and its thumbnails); returns its path."""
+    rows = pick_samples(df)
+    images = {
+        (i, s) for i, s in rows.select("item_id", "setup").unique().iter_rows() if s != "text"
+    }
+    found, missing = thumbnails(records, images, out)
+    body = []
+    for row in rows.iter_rows(named=True):
+        image = found.get((row["item_id"], row["setup"]))
+        picture = f'<img src="{image}" alt="item image">' if image else ""
+        result = verdict(row)
+        prompt = "\n\n".join(p for p in (row.get("system_prompt"), row.get("prompt")) if p)
+        output = row.get("generated_text") or row.get(ERROR_COLUMN) or ""
+        if len(output) > OUTPUT_CHARS:
+            output = output[:OUTPUT_CHARS] + " …"
+        attrs = "".join(
+            f' data-{k}="{html.escape(str(row[k]))}"' for k in ("task", "setup", "model")
+        )
+        cells = [
+            picture,
+            f"{html.escape(row['task'])}<br>{html.escape(row['setup'])}<br>"
+            f"<small>{html.escape(row['item_id'])}</small>",
+            html.escape(row["model"]),
+            f'<div class="prompt">{html.escape(prompt)}</div>',
+            f'<div class="out">{html.escape(output)}</div>',
+            f'<div class="out">{html.escape(row.get("answer") or "")}</div>',
+            html.escape(result),
+        ]
+        css = {"right": "right", "wrong": "wrong", "invalid output": "invalid"}.get(result, "error")
+        tds = "".join(f"<td>{c}</td>" for c in cells)
+        body.append(f'<tr class="sample {css}"{attrs}>{tds}</tr>')
+    selects = "".join(
+        _options(name, values)
+        for name, values in (
+            ("task", sorted(rows["task"].unique().to_list())),
+            ("setup", [s for s in ("text", "dotted", "full") if s in set(rows["setup"])]),
+            ("model", model_order(rows)),
+        )
+    )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("image", "task / setup / item", "model", "prompt", "output", "gold", "verdict")
+    )
+    note = f"<p>{html.escape(missing)}</p>" if missing else ""
+    document = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>NoReGeo samples</title><style>{CSS}</style><script>{SCRIPT}</script></head>"
+        '<body data-visible="pending"><h1>NoReGeo samples</h1>'
+        f'<p><a href="index.html">Back to the report</a>. The first {SAMPLES_PER_CELL} items '
+        "(by item ID) of each task and setup, with every model's answer. Filter below; the "
+        "choice is kept in the address (#task=...&amp;setup=...&amp;model=...).</p>"
+        f'{note}<p>{selects}<span id="count"></span></p>'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        "</body></html>\n"
+    )
+    path = out / "samples.html"
+    write_bytes_atomic(path, document.encode())
+    return path
