@@ -76,7 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="what the next round is told: the error, plus the conditions, plus the figure",
     )  # fmt: skip
     parser.add_argument("--no-image", action="store_true", help="never attach the figure")
-    parser.add_argument("--limit", type=positive_int, help="the first N problems only")
+    parser.add_argument(
+        "--first", type=positive_int, help="the first N problems only (in data order, after --ids)"
+    )
     parser.add_argument("--ids", default=None, help="comma-separated problem ids")
     add_sampling_arguments(parser)
     parser.add_argument(
@@ -103,9 +105,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def select_problems(problems: list[Problem], ids: str | None, limit: int | None) -> list[Problem]:
-    """The problems a run covers: `--ids` (in data order), then the first `--limit`."""
+    """The problems a run covers: `--ids` (in data order), then the first `--first`."""
     if limit is not None and limit < 1:
-        raise UsageError(f"--limit must be at least 1, got {limit}")
+        raise UsageError(f"--first must be at least 1, got {limit}")
     chosen = problems
     if ids is not None:
         wanted = [i.strip() for i in ids.split(",") if i.strip()]

@@ -40,7 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--executor", choices=("ray", "local"), default="ray",
         help="ray: trials as Ray actors (GPUs on a cluster); local: one after another here",
     )  # fmt: skip
-    parser.add_argument("--limit", type=positive_int, help="run at most this many pending trials")
+    parser.add_argument(
+        "--max-trials", type=positive_int, help="run at most this many pending trials"
+    )
 
 
 def pending_trials(trials: list[Trial], out: Path) -> list[Trial]:
@@ -71,7 +73,7 @@ def _record_run(spec: GridSpec, args: argparse.Namespace, trials: int, todo: int
             "grid": spec.model_dump(mode="json"),
             "grid_file": str(args.grid),
             "executor": args.executor,
-            "limit": args.limit,
+            "max_trials": args.max_trials,
             "trials": trials,
             "trials_to_run": todo,
             "argv": sys.argv,
@@ -120,8 +122,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from err
     trials = expand(spec)
     todo = pending_trials(trials, args.out)
-    if args.limit is not None:
-        todo = todo[: args.limit]
+    if args.max_trials is not None:
+        todo = todo[: args.max_trials]
     _record_run(spec, args, len(trials), len(todo))
     print(
         f"probe grid {spec.name}: {len(trials)} trials, {len(trials) - len(todo)} done, "
