@@ -19,7 +19,7 @@ step() {  # step NAME: print the time the previous step took, then this step's n
 }
 
 step "generate: 20 items per task, 3 setups"
-$PY -m pipelines generate --out "$DEMO_DIR/items" --per-task 20 --seed 0
+$PY -m pipelines generate --out "$DEMO_DIR/items" --per-task 20 --item-seed 0
 
 for engine in oracle random constant; do
   step "evaluate: baseline $engine"
