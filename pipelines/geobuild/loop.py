@@ -100,8 +100,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--shard-rows", type=positive_int, default=default("shard_rows"), help="rows per shard"
     )
     parser.add_argument(
-        "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
-    )
+        "--out", required=True, type=output_location, metavar="RESULTS",
+        help="results root or URI (s3://...); rows go under RESULTS/geobuild",
+    )  # fmt: skip
 
 
 def select_problems(problems: list[Problem], ids: str | None, limit: int | None) -> list[Problem]:

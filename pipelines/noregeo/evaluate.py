@@ -120,8 +120,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "5xx, timeouts, connection errors), all, or none",
     )
     parser.add_argument(
-        "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
-    )
+        "--out", required=True, type=output_location, metavar="RESULTS",
+        help="results root or URI (s3://...); rows go under RESULTS/noregeo",
+    )  # fmt: skip
 
 
 def _item_files(items: Location) -> list[Location]:

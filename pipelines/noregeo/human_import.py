@@ -18,12 +18,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--annotations",
         type=existing_file,
         required=True,
+        metavar="FILE",
         help="CSV with item_id, annotator, answer",
     )
     parser.add_argument(
         "--items", type=existing_dir, required=True, help="the exported item directory"
     )
-    parser.add_argument("--out", type=output_dir, required=True, help="results directory")
+    parser.add_argument(
+        "--out", type=output_dir, required=True, metavar="RESULTS",
+        help="results root; the votes go under RESULTS/noregeo/model=human",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,7 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--grid", type=existing_file, required=True, help="grid YAML (configs/probes/)"
     )
-    parser.add_argument("--out", type=output_dir, required=True, help="results root")
+    parser.add_argument(
+        "--out", type=output_dir, required=True, metavar="RESULTS",
+        help="results root; trials go under RESULTS/probes",
+    )  # fmt: skip
     parser.add_argument("--arch", help="override the grid's encoder arch (open_clip name)")
     parser.add_argument("--pretrained", help="override the grid's weights: tag, file or none")
     parser.add_argument(

@@ -73,9 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", default=None, help="comma-separated config names")
     parser.add_argument("--benchmarks", default="noregeo", help="noregeo,geobuild")
     parser.add_argument(
-        "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
-    )
-    parser.add_argument("--items", type=output_location, help="item dir (default OUT/items)")
+        "--out", required=True, type=output_location, metavar="RESULTS",
+        help="results root or URI (s3://...): RESULTS/noregeo, RESULTS/geobuild, RESULTS/sweep",
+    )  # fmt: skip
+    parser.add_argument("--items", type=output_location, help="item dir (default RESULTS/items)")
     parser.add_argument("--per-task", type=positive_int, default=100, help="items per task")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument(

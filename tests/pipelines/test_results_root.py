@@ -16,7 +16,8 @@ from tests.conftest import SHARED
 TASKS = "C-BCT-CT,N-ECL-SLT"
 DATA = SHARED / "geobuildbench"
 # One GeoBuild problem's reply: any reply makes a row; its score is not the point here.
-REPLY = {"id": "367", "round": 1, "text": "point : 0 0 -> O"}
+PROBLEM = "367"
+REPLY = {"id": PROBLEM, "round": 1, "text": "point : 0 0 -> O"}
 
 
 def _annotations(items: Path, path: Path) -> Path:
@@ -41,7 +42,7 @@ def test_evaluate_human_import_and_geobuild_write_under_one_root(ray_local, tmp_
         replies = tmp_path / "replies.jsonl"
         replies.write_text(json.dumps(REPLY) + "\n", encoding="utf-8")
         geobuild = ["geobuild", "--dataset", str(DATA), "--engine", "programs"]
-        geobuild += ["--model", str(replies), "--ids", REPLY["id"], "--max-rounds", "1"]
+        geobuild += ["--model", str(replies), "--ids", PROBLEM, "--max-rounds", "1"]
         assert cli.main([*geobuild, "--out", str(root)]) == 0
         benchmarks.add("geobuild")
         (model,) = (root / "geobuild").iterdir()
