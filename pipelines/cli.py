@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, NoReturn
 
+from pipelines.cli_renames import parse_command
 from store.errors import UsageError
 
 __all__ = ["COMMANDS", "OneLineParser", "UsageError", "main"]
@@ -135,7 +136,7 @@ def _parse(argv: list[str]) -> tuple[Any, argparse.Namespace]:
         sub.add_parser(name, help=help_text, add_help=False)
     args, rest = parser.parse_known_args(argv)
     module, command = command_parser(args.command)
-    return module, command.parse_args(rest)
+    return module, parse_command(args.command, command, rest)  # old flag names: a hint
 
 
 def command_parser(name: str) -> tuple[Any, OneLineParser]:

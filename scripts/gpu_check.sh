@@ -24,7 +24,7 @@ PY="$VENV/bin/python"
 "$PY" -m pip install --quiet --upgrade pip
 "$PY" -m pip install --quiet -e '.[gpu]'
 
-"$PY" -m pipelines generate --out "$OUT/items" --per-task "$PER_TASK" --seed 0
+"$PY" -m pipelines generate --out "$OUT/items" --per-task "$PER_TASK" --item-seed 0
 # A fresh results folder per check: a resumed run would count earlier rows in its rows/s.
 RESULTS="$OUT/results-$(date -u +%Y%m%dT%H%M%SZ)"
 

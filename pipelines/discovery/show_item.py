@@ -2,7 +2,7 @@
 a file) and as the scorer sees it (answer, options, geometry).
 
 From an item table (`--items`, what a run evaluated) or, without one, generated again from
-`--per-task` and `--seed` (the same item as `generate` with those values makes: an item's
+`--per-task` and `--item-seed` (the same item as `generate` with those values makes: an item's
 label depends on how many items its task has, so both must match).
 """
 
@@ -50,7 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="without --items: items per task of the generation (default 100, as generate)",
     )
     parser.add_argument(
-        "--seed", type=non_negative_int, default=0, help="without --items: the seed (default 0)"
+        "--item-seed",
+        type=non_negative_int,
+        default=0,
+        help="without --items: the items' seed of the generation (default 0, as generate)",
     )
     parser.add_argument(
         "--image-size",
@@ -79,9 +82,9 @@ def item_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
             f"{args.item_id}: index {index} is beyond --per-task {args.per_task}; "
             "give the --per-task of the generation"
         )
-    rows = [i.to_row() for i in build_items(task_id, args.per_task, args.seed)]
+    rows = [i.to_row() for i in build_items(task_id, args.per_task, args.item_seed)]
     chosen = [r for r in rows if r["item_id"] == args.item_id]
-    draw = task_draws(task_id, args.per_task, args.seed)[index][0]
+    draw = task_draws(task_id, args.per_task, args.item_seed)[index][0]
     for row in chosen:  # rendered only for this item: a task's 100 would take seconds
         if row["setup"] in IMAGE_SETUPS:
             row["image"] = render_png(draw, row["setup"], args.image_size)

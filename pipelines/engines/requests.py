@@ -43,12 +43,16 @@ class SamplingConfig(BaseModel):
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SamplingConfig:
         """The sampling `add_sampling_arguments` read from the command line."""
-        return cls(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed)
+        return cls(
+            temperature=args.temperature, max_tokens=args.max_tokens, seed=args.sampling_seed
+        )
 
 
-def add_sampling_arguments(parser: argparse.ArgumentParser, seed_help: str = "") -> None:
-    """`--temperature`, `--max-tokens`, `--seed`: one definition for every command that asks
-    a model (evaluate, geobuild, sweep), defaults from SamplingConfig."""
+def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--temperature`, `--max-tokens`, `--sampling-seed`: one definition for every command
+    that asks a model (evaluate, geobuild, sweep), defaults from SamplingConfig. The flag says
+    which seed it is (items have `--item-seed`); the field stays `seed`, as request keys and
+    settings.json have it."""
     fields = SamplingConfig.model_fields
     parser.add_argument(
         "--temperature",
@@ -63,10 +67,10 @@ def add_sampling_arguments(parser: argparse.ArgumentParser, seed_help: str = "")
         help="tokens a reply may have at most (clamped to what the context leaves)",
     )
     parser.add_argument(
-        "--seed",
+        "--sampling-seed",
         type=non_negative_int,
         default=fields["seed"].default,
-        help=seed_help or "sampling seed (part of every request key)",
+        help="the engine's sampling seed (part of every request key)",
     )
 
 

@@ -225,7 +225,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", required=True, help=f"one of {', '.join(KINDS)}")
     parser.add_argument("--out", required=True, type=output_dir, help="directory to write")
     parser.add_argument(
-        "--seed", type=non_negative_int, default=0, help="weight initialisation seed"
+        "--weights-seed", type=non_negative_int, default=0, help="weight initialisation seed"
     )
 
 
@@ -236,6 +236,6 @@ def run(args: argparse.Namespace) -> int:
     if args.out.exists() and any(args.out.iterdir()):
         raise UsageError(f"--out {args.out} exists and is not empty; choose an empty directory")
     start = time.perf_counter()
-    build_tiny_model(args.kind, args.out, seed=args.seed)
+    build_tiny_model(args.kind, args.out, seed=args.weights_seed)
     print(f"wrote tiny {args.kind} to {args.out} in {time.perf_counter() - start:.1f} s")
     return 0

@@ -76,7 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="what the next round is told: the error, plus the conditions, plus the figure",
     )  # fmt: skip
     parser.add_argument("--no-image", action="store_true", help="never attach the figure")
-    parser.add_argument("--limit", type=positive_int, help="the first N problems only")
+    parser.add_argument(
+        "--first", type=positive_int, help="the first N problems only (in data order, after --ids)"
+    )
     parser.add_argument("--ids", default=None, help="comma-separated problem ids")
     add_sampling_arguments(parser)
     parser.add_argument(
@@ -98,14 +100,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--shard-rows", type=positive_int, default=default("shard_rows"), help="rows per shard"
     )
     parser.add_argument(
-        "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
-    )
+        "--out", required=True, type=output_location, metavar="RESULTS",
+        help="results root or URI (s3://...); rows go under RESULTS/geobuild",
+    )  # fmt: skip
 
 
 def select_problems(problems: list[Problem], ids: str | None, limit: int | None) -> list[Problem]:
-    """The problems a run covers: `--ids` (in data order), then the first `--limit`."""
+    """The problems a run covers: `--ids` (in data order), then the first `--first`."""
     if limit is not None and limit < 1:
-        raise UsageError(f"--limit must be at least 1, got {limit}")
+        raise UsageError(f"--first must be at least 1, got {limit}")
     chosen = problems
     if ids is not None:
         wanted = [i.strip() for i in ids.split(",") if i.strip()]

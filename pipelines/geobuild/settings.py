@@ -53,7 +53,7 @@ class GeoBuildSettings(BaseModel):
             executors=args.executors,
             image_size=args.image_size,
             shard_rows=args.shard_rows,
-            limit=args.limit,
+            limit=args.first,
             ids=args.ids,
         )
 

@@ -87,7 +87,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--setups", default=None, help="comma-separated; default: the model's")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
-    parser.add_argument("--limit", type=positive_int, help="at most N items per task")
+    parser.add_argument(
+        "--per-task", type=positive_int,
+        help="items per task: the first N of each task (default: every item the table has)",
+    )  # fmt: skip
     add_sampling_arguments(parser)
     parser.add_argument("--pool-size", type=positive_int, default=1, help="engine replicas")
     parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
@@ -117,8 +120,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "5xx, timeouts, connection errors), all, or none",
     )
     parser.add_argument(
-        "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
-    )
+        "--out", required=True, type=output_location, metavar="RESULTS",
+        help="results root or URI (s3://...); rows go under RESULTS/noregeo",
+    )  # fmt: skip
 
 
 def _item_files(items: Location) -> list[Location]:
@@ -217,14 +221,14 @@ def run(args: argparse.Namespace) -> int:
             f"setups {','.join(missing)} are not in {args.items}; "
             f"it has {','.join(manifest['setups'])}"
         )
-    if args.limit is not None and args.limit < 1:
-        raise UsageError(f"--limit must be at least 1, got {args.limit}")
+    if args.per_task is not None and args.per_task < 1:
+        raise UsageError(f"--per-task must be at least 1, got {args.per_task}")
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
     run_settings = EvaluateSettings(
         tasks=tasks,
         setups=setups,
-        limit=args.limit,
+        limit=args.per_task,
         sampling=SamplingConfig.from_args(args),
         engine_options=EngineOptions(
             pool_size=args.pool_size,
@@ -243,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     context = None
     if cfg.engine in CHECKPOINT_ENGINES:
         wanted = [f for f in files if f.stem.removeprefix("part-") in tasks]
-        prompts = longest_prompts(wanted, tasks, setups, args.limit, cfg.modality == "text")
+        prompts = longest_prompts(wanted, tasks, setups, args.per_task, cfg.modality == "text")
         try:
             max_tokens = run_settings.sampling.max_tokens
             context = check_model(cfg, prompts).record(cfg.engine, max_tokens)
@@ -261,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
     results = load_results(args.out, model=cfg.name)
     print_tables({n: t for n, t in summary_tables(results).items() if n in HEADLINE})
     print(f"wrote {write_results_json(args.out, cfg.name, results, args.items)}")
-    health = run_health(results, cfg, tasks, setups, args.limit, run_settings.sampling)
+    health = run_health(results, cfg, tasks, setups, args.per_task, run_settings.sampling)
     print(health.line())
     if health.error_rate > max_error_rate:
         print(f"error: {health.failure(max_error_rate)}", file=sys.stderr)

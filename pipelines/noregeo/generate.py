@@ -44,10 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--per-task", type=positive_int, default=100, help="items per task")
     parser.add_argument(
-        "--seed",
+        "--item-seed",
         type=non_negative_int,
         default=0,
-        help="seed of every draw",
+        help="seed of every item draw",
     )
     parser.add_argument("--setups", default=",".join(SETUPS), help="comma-separated setups")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     tasks = parse_list(args.tasks, list(all_tasks()), "task IDs")
     setups = parse_list(args.setups, SETUPS, "setups")
     check_out_dir(args.out)
-    manifest = generate(args.out, tasks, args.per_task, args.seed, setups, args.image_size)
+    manifest = generate(args.out, tasks, args.per_task, args.item_seed, setups, args.image_size)
     print(
         f"wrote {manifest['rows']} rows to {args.out} "
         f"(content sha256 {manifest['content_sha256'][:16]})"

@@ -33,14 +33,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--grid", type=existing_file, required=True, help="grid YAML (configs/probes/)"
     )
-    parser.add_argument("--out", type=output_dir, required=True, help="results root")
+    parser.add_argument(
+        "--out", type=output_dir, required=True, metavar="RESULTS",
+        help="results root; trials go under RESULTS/probes",
+    )  # fmt: skip
     parser.add_argument("--arch", help="override the grid's encoder arch (open_clip name)")
     parser.add_argument("--pretrained", help="override the grid's weights: tag, file or none")
     parser.add_argument(
         "--executor", choices=("ray", "local"), default="ray",
         help="ray: trials as Ray actors (GPUs on a cluster); local: one after another here",
     )  # fmt: skip
-    parser.add_argument("--limit", type=positive_int, help="run at most this many pending trials")
+    parser.add_argument(
+        "--max-trials", type=positive_int, help="run at most this many pending trials"
+    )
 
 
 def pending_trials(trials: list[Trial], out: Path) -> list[Trial]:
@@ -71,7 +76,7 @@ def _record_run(spec: GridSpec, args: argparse.Namespace, trials: int, todo: int
             "grid": spec.model_dump(mode="json"),
             "grid_file": str(args.grid),
             "executor": args.executor,
-            "limit": args.limit,
+            "max_trials": args.max_trials,
             "trials": trials,
             "trials_to_run": todo,
             "argv": sys.argv,
@@ -120,8 +125,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from err
     trials = expand(spec)
     todo = pending_trials(trials, args.out)
-    if args.limit is not None:
-        todo = todo[: args.limit]
+    if args.max_trials is not None:
+        todo = todo[: args.max_trials]
     _record_run(spec, args, len(trials), len(todo))
     print(
         f"probe grid {spec.name}: {len(trials)} trials, {len(trials) - len(todo)} done, "

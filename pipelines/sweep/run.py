@@ -36,6 +36,7 @@ from pipelines.cli_args import (
     existing_file,
     int_at_least,
     non_negative_float,
+    non_negative_int,
     output_location,
     positive_float,
     positive_int,
@@ -72,16 +73,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", default=None, help="comma-separated config names")
     parser.add_argument("--benchmarks", default="noregeo", help="noregeo,geobuild")
     parser.add_argument(
-        "--out", required=True, type=output_location, help="results directory or URI (s3://...)"
-    )
-    parser.add_argument("--items", type=output_location, help="item dir (default OUT/items)")
+        "--out", required=True, type=output_location, metavar="RESULTS",
+        help="results root or URI (s3://...): RESULTS/noregeo, RESULTS/geobuild, RESULTS/sweep",
+    )  # fmt: skip
+    parser.add_argument("--items", type=output_location, help="item dir (default RESULTS/items)")
     parser.add_argument("--per-task", type=positive_int, default=100, help="items per task")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument(
         "--image-size", type=int_at_least(MIN_IMAGE_SIZE), default=448,
         help="image side in pixels of generated items",
     )  # fmt: skip
-    add_sampling_arguments(parser, seed_help="seed of the item draws and of sampling")
+    parser.add_argument(
+        "--item-seed", type=non_negative_int, default=0,
+        help="seed of the item draws, when the sweep generates the items",
+    )  # fmt: skip
+    add_sampling_arguments(parser)
     parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
     parser.add_argument("--replicas", type=positive_int, default=1, help="engine replicas/model")
     parser.add_argument(
@@ -251,7 +257,9 @@ def _run_model(
         _check_health(model, location(out), run)
     if geobuild and model.engine not in BASELINES:  # answer baselines write no programs
         entry, _ = _geobuild_entry()
-        written["geobuild"] = int(entry(model, location(out), limit))
+        # Every problem: `limit` is NoReGeo's items per task (--per-task), not a count of
+        # GeoBuild problems (it once went here as one, and only when the items pre-existed).
+        written["geobuild"] = int(entry(model, location(out), None))
     return written
 
 
@@ -446,7 +454,7 @@ def run(args: argparse.Namespace) -> int:
         ]
     )
     if args.dry_run:
-        chars = prompt_chars(files) if files else _dry_run_chars(tasks, args.seed)
+        chars = prompt_chars(files) if files else _dry_run_chars(tasks, args.item_seed)
         where = f"in {items}" if manifest else "not generated yet"
         print(f"dry run: {len(jobs)} models, items {where}")
         print_plan(jobs, chars)
@@ -457,7 +465,9 @@ def run(args: argparse.Namespace) -> int:
         from pipelines.noregeo.generate import generate
 
         print(f"generating items into {items} ({args.per_task} per task)", flush=True)
-        manifest = generate(items, tasks, args.per_task, args.seed, list(SETUPS), args.image_size)
+        manifest = generate(
+            items, tasks, args.per_task, args.item_seed, list(SETUPS), args.image_size
+        )
         files = children(items, "part-*.parquet")
         jobs = plan(configs, manifest, files, tasks, None, sampling, args.out, capacity, 0)
     geobuild = "geobuild" in benchmarks and geobuild_note is None

@@ -175,7 +175,7 @@ def grammar_run(
     folder = tmp_path_factory.mktemp("grammar_run")
     config = _config(folder, vllm_server, "grammar")
     # Default max_tokens (2048): the grammar alone must end every answer.
-    return _evaluate(small_items, folder / "results", config, "--limit", "2")
+    return _evaluate(small_items, folder / "results", config, "--per-task", "2")
 
 
 def test_grammar_mode_gives_every_row_a_valid_scored_answer(grammar_run: pl.DataFrame) -> None:
@@ -217,7 +217,7 @@ def test_json_schema_mode_is_accepted_but_lets_the_model_pad_with_whitespace(
         small_items,
         tmp_path / "results",
         config,
-        *("--limit", "1", "--tasks", ",".join(ONE_TASK_PER_TYPE)),
+        *("--per-task", "1", "--tasks", ",".join(ONE_TASK_PER_TYPE)),
         *("--max-tokens", str(max_tokens)),
     )
     assert sorted(set(df["task"])) == sorted(ONE_TASK_PER_TYPE)

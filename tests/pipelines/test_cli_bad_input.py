@@ -33,14 +33,14 @@ TABLE = r"""
 # zero, negative, NaN, inf, non-numbers and out-of-range shares
 generate-per-task-0                  --per-task         generate --out {out} --per-task 0
 generate-image-size-0                --image-size       generate --out {out} --image-size 0
-generate-seed-negative               --seed             generate --out {out} --seed -1
+generate-item-seed-negative          --item-seed        generate --out {out} --item-seed -1
 generate-per-task-text               --per-task         generate --out {out} --per-task ten
 evaluate-batch-size-0                --batch-size       evaluate E --batch-size 0
 evaluate-shard-rows-0                --shard-rows       evaluate E --shard-rows 0
 evaluate-pool-size-0                 --pool-size        evaluate E --pool-size 0
 evaluate-max-tokens--5               --max-tokens       evaluate E --max-tokens -5
-evaluate-limit-0                     --limit            evaluate E --limit 0
-evaluate-seed--1                     --seed             evaluate E --seed -1
+evaluate-per-task-0                  --per-task         evaluate E --per-task 0
+evaluate-sampling-seed--1            --sampling-seed    evaluate E --sampling-seed -1
 evaluate-temperature-nan             --temperature      evaluate E --temperature nan
 evaluate-temperature--1              --temperature      evaluate E --temperature -1
 evaluate-baseline-delay-inf          --baseline-delay   evaluate E --baseline-delay inf
@@ -55,9 +55,9 @@ geobuild-batch-size-0                --batch-size       geobuild G --batch-size 
 geobuild-pool-size--2                --pool-size        geobuild G --pool-size -2
 geobuild-shard-rows-0                --shard-rows       geobuild G --shard-rows 0
 geobuild-max-tokens-0                --max-tokens       geobuild G --max-tokens 0
-geobuild-limit-0                     --limit            geobuild G --limit 0
+geobuild-first-0                     --first            geobuild G --first 0
 geobuild-temperature-nan             --temperature      geobuild G --temperature nan
-geobuild-seed--3                     --seed             geobuild G --seed -3
+geobuild-sampling-seed--3            --sampling-seed    geobuild G --sampling-seed -3
 geobuild-solve-solve-seconds-nan     --solve-seconds    geobuild-solve S --solve-seconds nan
 geobuild-solve-solve-seconds-0       --solve-seconds    geobuild-solve S --solve-seconds 0
 geobuild-solve-restarts-0            --restarts         geobuild-solve S --restarts 0
@@ -73,17 +73,18 @@ sweep-max-tokens-0                   --max-tokens       sweep W --max-tokens 0
 sweep-batch-size-0                   --batch-size       sweep W --batch-size 0
 sweep-shard-rows-0                   --shard-rows       sweep W --shard-rows 0
 sweep-baseline-delay-nan             --baseline-delay   sweep W --baseline-delay nan
-sweep-seed--1                        --seed             sweep W --seed -1
+sweep-item-seed--1                   --item-seed        sweep W --item-seed -1
+sweep-sampling-seed--1               --sampling-seed    sweep W --sampling-seed -1
 geobuild-solve-conflict-seconds--inf --conflict-seconds geobuild-solve S --conflict-seconds=-inf
-tiny-model-seed                      --seed             tiny-model --kind llm --out {out} --seed -1
+tiny-model-weights-seed              --weights-seed     tiny-model --kind llm --out {out} --weights-seed -1
 report-min-accuracy-nan              --min-accuracy     report {dir} --out {out} --min-accuracy nan
 report-min-accuracy-101              --min-accuracy     report {dir} --out {out} --min-accuracy 101
 probe-summarize-min-accuracy         --min-accuracy     probe-summarize {dir} --min-accuracy -1
-probe-limit-0                        --limit            probe --grid {file} --out {out} --limit 0
+probe-max-trials-0                   --max-trials       probe --grid {file} --out {out} --max-trials 0
 human-export-seed                    --seed             human-export {dir} --out {out} --seed -1
 show-item-image-size-0               --image-size       show-item C-BCT-CT-0001 --image-size 0 --out {out}
 show-item-per-task-0                 --per-task         show-item C-BCT-CT-0001 --per-task 0 --out {out}
-show-item-seed--1                    --seed             show-item C-BCT-CT-0001 --seed -1 --out {out}
+show-item-item-seed--1               --item-seed        show-item C-BCT-CT-0001 --item-seed -1 --out {out}
 show-item-id-beyond-per-task         --per-task         show-item C-BCT-CT-0007 --per-task 5 --out {out}
 show-item-id-malformed               C-BCT-CT-7         show-item C-BCT-CT-7 --out {out}
 show-item-id-unknown-task            X-NOPE-0001        show-item X-NOPE-0001 --out {out}
@@ -117,11 +118,11 @@ human-export-items-file              items              human-export {file} --ou
 show-item-out-file                   --out              show-item C-BCT-CT-0001 --out {file}
 list-models-configs-file             --configs          list-models --configs {file}
 list-models-configs-no-yaml          *.yaml             list-models --configs {dir}
-human-import-out-file                --out              human-import {file} --items {dir} --out {file}
-human-import-items-file              --items            human-import {file} --items {file} --out {out}
+human-import-out-file                --out              human-import --annotations {file} --items {dir} --out {file}
+human-import-items-file              --items            human-import --annotations {file} --items {file} --out {out}
 report-audit-dir                     --audit            report {dir} --out {out} --audit {dir}
 probe-grid-dir                       --grid             probe --grid {dir} --out {out}
-human-import-annotations-dir         annotations        human-import {dir} --items {dir} --out {out}
+human-import-annotations-dir         --annotations      human-import --annotations {dir} --items {dir} --out {out}
 geobuild-check-programs-dir          --programs         geobuild-check --dataset {dir} --programs {dir}
 evaluate-items-missing               --items            evaluate --items {tmp}/none --engine oracle --model o --out {out}
 show-item-items-missing              --items            show-item C-BCT-CT-0001 --items {tmp}/none --out {out}
@@ -133,7 +134,7 @@ probe-grid-missing                   --grid             probe --grid {tmp}/none.
 geobuild-check-programs-missing      --programs         geobuild-check --dataset {dir} --programs {tmp}/none
 geobuild-check-dataset-missing       none               geobuild-check --dataset {tmp}/none --programs {file}
 geobuild-solve-dataset-missing       none               geobuild-solve --dataset {tmp}/none --out {out}
-human-import-annotations-missing     annotations        human-import {tmp}/none.csv --items {dir} --out {out}
+human-import-annotations-missing     --annotations      human-import --annotations {tmp}/none.csv --items {dir} --out {out}
 summarize-benchmark-up               --benchmark        summarize {dir} --benchmark ../../x
 summarize-benchmark-sub              --benchmark        summarize {dir} --benchmark a/b
 summarize-benchmark-dd               --benchmark        summarize {dir} --benchmark ..
@@ -146,7 +147,7 @@ report-out-not-a-report              --out              report {dir} --out {item
 evaluate-model-yaml-latin1           latin1.yaml        evaluate --items {items_ok} --engine hf --model {latin1_yaml} --out {out}
 report-audit-latin1                  --audit            report {dir} --out {out} --audit {latin1}
 probe-grid-latin1                    --grid             probe --grid {latin1} --out {out}
-human-import-latin1                  latin1             human-import {latin1} --items {dir} --out {out}
+human-import-latin1                  latin1             human-import --annotations {latin1} --items {dir} --out {out}
 geobuild-check-programs-latin1       --programs         geobuild-check --dataset {dir} --programs {latin1}
 geobuild-check-dataset-latin1        --dataset          geobuild-check --dataset {latin1} --programs {file}
 geobuild-solve-dataset-latin1        --dataset          geobuild-solve --dataset {latin1} --out {out}
@@ -165,7 +166,7 @@ probe-grid-wrong-shape               --grid             probe --grid {listyaml} 
 geobuild-check-dataset-malformed     --dataset          geobuild-check --dataset {badjson} --programs {file}
 report-audit-wrong-columns           --audit            report {dir} --out {out} --audit {file}
 report-audit-not-numeric             --audit            report {dir} --out {out} --audit {badaudit}
-human-import-wrong-columns           lacks              human-import {file} --items {dir} --out {out}
+human-import-wrong-columns           lacks              human-import --annotations {file} --items {dir} --out {out}
 evaluate-junk-shard                  part-C-BCT-CT      evaluate --items {items_ok} --engine oracle --model o --out {out}
 human-export-junk-shard              part-x.parquet     human-export {junk_items} --out {out}
 # argv argparse refuses, and argv bytes that are not UTF-8
@@ -184,7 +185,7 @@ geobuild-solve-not-utf8              --ids              geobuild-solve S --ids {
 sweep-not-utf8                       --only             sweep W --only {undecodable}
 report-not-utf8                      --out              report {dir} --out {tmp}/{undecodable}
 human-export-not-utf8                --out              human-export {dir} --out={undecodable}
-human-import-not-utf8                number             human-import {undecodable} --items {dir} --out {out}
+human-import-not-utf8                --annotations      human-import --annotations {undecodable} --items {dir} --out {out}
 probe-not-utf8                       --arch             probe --grid {file} --out {out} --arch {undecodable}
 probe-summarize-not-utf8             --min-accuracy     probe-summarize {dir} --min-accuracy={undecodable}
 """  # noqa: E501

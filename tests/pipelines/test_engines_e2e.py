@@ -33,7 +33,7 @@ KEY = "sk-test-5f1e0c9d-never-written-anywhere"
 
 def _run(items: Path, out: Path, engine: str, model: str, *extra: str) -> pl.DataFrame:
     args = ["evaluate", "--items", str(items), "--engine", engine, "--model", model]
-    assert main([*args, "--limit", "1", "--max-tokens", "48", "--out", str(out), *extra]) == 0
+    assert main([*args, "--per-task", "1", "--max-tokens", "48", "--out", str(out), *extra]) == 0
     return load_results(out)
 
 

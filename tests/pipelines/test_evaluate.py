@@ -187,7 +187,7 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_rows(
         "random",
         "--model",
         "random",
-        "--limit",
+        "--per-task",
         "4",
         "--batch-size",
         "6",

@@ -182,7 +182,7 @@ def test_resume_after_a_partial_round_equals_the_uninterrupted_run(
     [
         (["--ids", "367,nope"], "nope"),
         (["--max-rounds", "0"], "--max-rounds"),
-        (["--limit", "0"], "--limit"),
+        (["--first", "0"], "--first"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(
@@ -220,7 +220,7 @@ def test_tiny_lm_runs_two_problems_two_rounds(
     ray_local, tiny_llm_dir: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    assert _run(out, tiny_llm_dir, "--limit", "2", "--max-rounds", "2", "--max-tokens", "24",
+    assert _run(out, tiny_llm_dir, "--first", "2", "--max-rounds", "2", "--max-tokens", "24",
                 engine="hf") == 0  # fmt: skip
     rows = _rows(out)
     assert rows.height >= 2 and rows["error_category"].null_count() == 0

@@ -31,6 +31,12 @@ def _write_csv(
     return path
 
 
+def _import(annotations: Path, items: Path, out: Path) -> int:
+    """`human-import` in-process; its exit code."""
+    return cli.main(["human-import", "--annotations", str(annotations), "--items", str(items),
+                     "--out", str(out)])  # fmt: skip
+
+
 def _items_by_type(small_items: Path) -> dict[str, dict]:
     """The first dotted item of each answer type (a yes/no one for choice)."""
     first: dict[str, dict] = {}
@@ -120,10 +126,7 @@ def test_import_majority_vote_tie_and_scoring(
     ]
     annotations = _write_csv(tmp_path / "ann.csv", rows)
     out = tmp_path / "results"
-    assert (
-        cli.main(["human-import", str(annotations), "--items", str(small_items), "--out", str(out)])
-        == 0
-    )
+    assert _import(annotations, small_items, out) == 0
     assert choice["item_id"] in capsys.readouterr().out  # the tie is printed
     df = load_results(out, model="human")
     assert df.height == 3 and set(df["setup"]) == {"dotted"} and set(df["model"]) == {"human"}
@@ -160,10 +163,7 @@ def test_bad_annotations_exit_2_and_write_nothing(
     rows = [(first, "a1", "yes"), (item_id or first, "a2", "no")]
     annotations = _write_csv(tmp_path / "ann.csv", rows, header)
     out = tmp_path / "results"
-    code = cli.main(
-        ["human-import", str(annotations), "--items", str(small_items), "--out", str(out)]
-    )
-    assert code == 2
+    assert _import(annotations, small_items, out) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and len(err.splitlines()) == 1
     assert not out.exists()
@@ -173,10 +173,7 @@ def test_human_rows_load_beside_models(small_items: Path, tmp_path: Path) -> Non
     first = dotted_items(small_items)[0]
     annotations = _write_csv(tmp_path / "ann.csv", [(first["item_id"], "a1", "no")])
     out = tmp_path / "results"
-    assert (
-        cli.main(["human-import", str(annotations), "--items", str(small_items), "--out", str(out)])
-        == 0
-    )
+    assert _import(annotations, small_items, out) == 0
     df = load_results(out)
     assert df.filter(pl.col("model") == "human").height == 1
 
@@ -188,10 +185,7 @@ def test_typed_huge_numbers_import_as_invalid_votes(small_items: Path, tmp_path:
     rows = [(number["item_id"], "a1", "1e200"), (point["item_id"], "a1", "1e300, 1")]
     annotations = _write_csv(tmp_path / "ann.csv", rows)
     out = tmp_path / "results"
-    assert (
-        cli.main(["human-import", str(annotations), "--items", str(small_items), "--out", str(out)])
-        == 0
-    )
+    assert _import(annotations, small_items, out) == 0
     df = load_results(out, model="human")
     assert df.height == 2
     assert df["valid"].to_list() == [False, False] and not df["correct"].any()

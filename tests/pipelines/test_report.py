@@ -35,7 +35,7 @@ def baseline_results(small_items: Path, root: Path) -> Path:
         return out
     for engine in BASELINES:
         args = ["evaluate", "--items", str(small_items), "--engine", engine, "--model", engine]
-        assert cli.main([*args, "--limit", "6", "--out", str(out)]) == 0
+        assert cli.main([*args, "--per-task", "6", "--out", str(out)]) == 0
     rows = dotted_items(small_items)[:12]
     annotations = root / "annotations.csv"
     with annotations.open("w", newline="") as f:
@@ -45,7 +45,8 @@ def baseline_results(small_items: Path, root: Path) -> Path:
             truth = json.loads(row["answer"])
             typed = truth.get("answer", f"{truth.get('x')}, {truth.get('y')}")
             writer.writerow([row["item_id"], "a1", typed if i % 3 else "0"])
-    cmd = ["human-import", str(annotations), "--items", str(small_items), "--out", str(out)]
+    cmd = ["human-import", "--annotations", str(annotations), "--items", str(small_items)]
+    cmd += ["--out", str(out)]
     assert cli.main(cmd) == 0
     done.write_text("")
     return out

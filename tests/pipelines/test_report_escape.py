@@ -49,7 +49,7 @@ def nasty_results(small_items: Path, tmp_path_factory: pytest.TempPathFactory) -
     out = tmp_path_factory.mktemp("nasty_results")
     for name in (NASTY, FORMULA):
         args = ["evaluate", "--items", str(small_items), "--engine", "oracle", "--model", name]
-        assert cli.main([*args, "--limit", "1", "--out", str(out)]) == 0
+        assert cli.main([*args, "--per-task", "1", "--out", str(out)]) == 0
     return out
 
 

@@ -102,7 +102,7 @@ def _evaluate(items: Path, out: Path, cfg: Path, base_url: str, *extra: str) -> 
         f"api_base: {base_url}\napi_key_env: GEOSEE_TEST_KEY\n"
     )
     args = ["evaluate", "--items", str(items), "--engine", "http", "--model", str(cfg)]
-    args += ["--tasks", "N-ECL-SLT,U-PAP-PT", "--setups", "text", "--limit", "2"]
+    args += ["--tasks", "N-ECL-SLT,U-PAP-PT", "--setups", "text", "--per-task", "2"]
     # --max-error-rate 1: the first run's half-failed rows are the point, not a failure.
     assert main([*args, "--max-error-rate", "1", *extra, "--out", str(out)]) == 0
 

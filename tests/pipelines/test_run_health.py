@@ -35,7 +35,7 @@ def test_only_the_runs_tasks_limit_revision_and_sampling_count() -> None:
     rows = [
         _row("T-0", 64, None, True),
         _row("T-1", 64, "RuntimeError: boom", False),
-        _row("T-2", 64, None, False),  # beyond --limit 2
+        _row("T-2", 64, None, False),  # beyond --per-task 2
         _row("T-0", 2048, "other max_tokens", False),  # another run's sampling
         _row("T-1", 64, "other revision", False, revision="r0"),
         _row("U-0", 64, "other task", False),

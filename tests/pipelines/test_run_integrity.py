@@ -124,7 +124,7 @@ def test_a_writer_whose_run_lost_the_lock_writes_nothing(tmp_path: Path) -> None
 
 def _evaluate(items: Path, out: Path, *extra: str) -> int:
     args = ["--items", str(items), "--engine", "oracle", "--model", "oracle", "--tasks", TASKS]
-    return main(["evaluate", *args, "--limit", "3", *extra, "--out", str(out)])
+    return main(["evaluate", *args, "--per-task", "3", *extra, "--out", str(out)])
 
 
 def _listing(out: Path) -> dict[str, bytes]:

@@ -19,13 +19,13 @@ from tests.pipelines.raw_shards import raw_keys
 # GEOSEE_STRESS_REPEATS runs fewer (or more) repeats, e.g. to try the test itself quickly.
 REPEATS = int(os.environ.get("GEOSEE_STRESS_REPEATS", "20"))
 TASKS = "C-BCT-CT,C-SYM-SST,N-ECL-SLT,U-PAP-PT,U-SYM-ST"
-ROWS = 5 * 4 * 3  # tasks x --limit x setups
+ROWS = 5 * 4 * 3  # tasks x --per-task x setups
 
 
 def _args(items: Path) -> list[str]:
     return [
         *("--items", str(items), "--engine", "random", "--model", "random"),
-        *("--tasks", TASKS, "--limit", "4", "--batch-size", "3", "--shard-rows", "3"),
+        *("--tasks", TASKS, "--per-task", "4", "--batch-size", "3", "--shard-rows", "3"),
     ]
 
 

@@ -29,7 +29,7 @@ def test_two_rounds_share_one_engine(
 
     monkeypatch.setattr(geobuild_engines, "model_stage", recorded)
     args = ["geobuild", "--dataset", str(SHARED / "geobuildbench"), "--engine", "vllm"]
-    args += ["--model", str(tiny_llm_dir), "--limit", "2", "--max-rounds", "2"]
+    args += ["--model", str(tiny_llm_dir), "--first", "2", "--max-rounds", "2"]
     assert main([*args, "--max-tokens", "64", "--out", str(tmp_path)]) == 0
 
     (stage,) = stages
