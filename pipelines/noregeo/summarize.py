@@ -13,7 +13,7 @@ accuracy nor validity, and shows instead as errors.
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 
 import numpy as np
 import polars as pl
@@ -24,6 +24,8 @@ from store.errors import UsageError
 from store.records import model_slug
 from store.shards import ERROR_COLUMN, read_shards, shard_files
 from store.storage import Location, children
+
+log = logging.getLogger(__name__)
 
 BOOTSTRAP_SAMPLES = 1000
 BOOTSTRAP_SEED = 0
@@ -179,7 +181,7 @@ def missing_rows(out: Location, df: pl.DataFrame, benchmark: str = "noregeo") ->
 
 
 def missing_lines(missing: pl.DataFrame) -> list[str]:
-    """One warning line per model with missing rows, naming the task/setup cells."""
+    """One warning per model with missing rows, naming the task/setup cells."""
     lines = []
     for (model,), rows in missing.group_by(["model"], maintain_order=True):
         if rows["missing"].sum() == 0:
@@ -190,7 +192,7 @@ def missing_lines(missing: pl.DataFrame) -> list[str]:
             if r["missing"]
         )
         lines.append(
-            f"warning: model {model}: {rows['missing'].sum()} of {rows['expected'].sum()} "
+            f"model {model}: {rows['missing'].sum()} of {rows['expected'].sum()} "
             f"expected rows missing (task/setup: {cells}); rerun the same evaluate command "
             "to fill them in"
         )
@@ -234,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
     df = load_results(args.results, benchmark=args.benchmark)
     missing = missing_rows(args.results, df, args.benchmark)
     for line in missing_lines(missing):
-        print(line, file=sys.stderr)
+        log.warning(line)
     with pl.Config(tbl_rows=200, tbl_cols=40, tbl_width_chars=200, float_precision=3):
         for title, table in summary_tables(df, missing).items():
             print(f"\n## {title}\n{table}")
