@@ -89,6 +89,7 @@ show-item-id-malformed               C-BCT-CT-7         show-item C-BCT-CT-7 --o
 show-item-id-unknown-task            X-NOPE-0001        show-item X-NOPE-0001 --out {out}
 list-tasks-format                    --format           list-tasks --format xml
 list-models-format                   --format           list-models --format yaml
+evaluate-log-level                   --log-level        evaluate E --log-level LOUD
 # files where folders are wanted and back, missing paths, names that leave RESULTS
 generate-out-file                    --out              generate --out {file}
 evaluate-out-file                    --out              evaluate --items {dir} --engine oracle --model o --out {file}
