@@ -41,11 +41,11 @@ RAY_PROGRESS_LOGGER = "ray.data._internal.progress.logging_progress"
 _settings = {"verbose": False}
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+class _Stderr(logging.StreamHandler):
     """A handler that writes to whatever sys.stderr is at the time of each record (pytest's
     capture, or a stream the caller swapped in), not the one at configuration time."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> TextIO:
         """The current sys.stderr."""
         return sys.stderr
