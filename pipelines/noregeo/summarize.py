@@ -13,7 +13,7 @@ accuracy nor validity, and shows instead as errors.
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 
 import numpy as np
 import polars as pl
@@ -32,6 +32,8 @@ from store.errors import UsageError
 from store.records import model_slug
 from store.shards import ERROR_COLUMN, read_shards, shard_files
 from store.storage import Location, children
+
+log = logging.getLogger(__name__)
 
 BOOTSTRAP_SAMPLES = 1000
 BOOTSTRAP_SEED = 0
@@ -191,7 +193,7 @@ def missing_rows(out: Location, df: pl.DataFrame, benchmark: str = "noregeo") ->
 
 
 def missing_lines(missing: pl.DataFrame) -> list[str]:
-    """One warning line per model with missing rows, naming the task/setup cells."""
+    """One warning per model with missing rows, naming the task/setup cells."""
     lines = []
     for (model,), rows in missing.group_by(["model"], maintain_order=True):
         if rows["missing"].sum() == 0:
@@ -202,7 +204,7 @@ def missing_lines(missing: pl.DataFrame) -> list[str]:
             if r["missing"]
         )
         lines.append(
-            f"warning: model {model}: {rows['missing'].sum()} of {rows['expected'].sum()} "
+            f"model {model}: {rows['missing'].sum()} of {rows['expected'].sum()} "
             f"expected rows missing (task/setup: {cells}); rerun the same evaluate command "
             "to fill them in"
         )
@@ -318,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
     df = load_results(args.results, benchmark=args.benchmark)
     missing = missing_rows(args.results, df, args.benchmark)
     for line in missing_lines(missing):
-        print(line, file=sys.stderr)
+        log.warning(line)
     tables = summary_tables(df, missing)
     print_tables({n: tables[n] for n in names}, args.format, titles=TITLES)
     if args.format == "table" and len(names) < len(TITLES):

@@ -128,6 +128,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_trials is not None:
         todo = todo[: args.max_trials]
     _record_run(spec, args, len(trials), len(todo))
+    if not todo:  # a finished grid started again: no Ray, no actors
+        print(f"nothing to do: {len(trials)} trials already in {args.out / 'probes'}")
+        return 0
     print(
         f"probe grid {spec.name}: {len(trials)} trials, {len(trials) - len(todo)} done, "
         f"{len(todo)} to run"

@@ -96,6 +96,7 @@ summarize-tables-empty               --tables           summarize {dir} --tables
 geobuild-summarize-tables-unknown    --tables           geobuild-summarize {dir} --tables nope
 probe-summarize-format               --format           probe-summarize {dir} --format yaml
 probe-summarize-tables-unknown       --tables           probe-summarize {dir} --tables table6
+evaluate-log-level                   --log-level        evaluate E --log-level LOUD
 # files where folders are wanted and back, missing paths, names that leave RESULTS
 generate-out-file                    --out              generate --out {file}
 evaluate-out-file                    --out              evaluate --items {dir} --engine oracle --model o --out {file}
