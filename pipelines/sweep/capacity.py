@@ -9,12 +9,16 @@ Sources, first that answers:
    read the same key).
 4. `~/ray_bootstrap_config.yaml`, which `ray up` writes on the head node, where `ray job
    submit` runs the sweep's driver (autoscaler v1 publishes nothing to the GCS).
-5. The GPUs the cluster has now (a fixed cluster, or local mode).
+5. The GPUs the cluster has now (a fixed cluster, or local mode); in a dry run, which starts
+   no Ray, the GPUs this machine shows (so a dry run on a laptop lists GPU models as not run
+   unless a cluster is named with 1. or 2.).
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,9 +119,26 @@ def discover(gpus_flag: float | None, cluster_config: Path | None, connected: bo
             return published
     if BOOTSTRAP_CONFIG.is_file():
         return from_yaml(BOOTSTRAP_CONFIG)
-    if not connected:  # a dry run anywhere: plan as if every GPU model gets its GPUs
-        return GPUCapacity(total=math.inf, per_node=None, source="dry run, no cluster config")
+    if not connected:
+        return GPUCapacity(
+            total=float(gpus_on_this_machine()),
+            per_node=None,
+            source="this machine; --gpus N or --cluster-config FILE plans for a cluster",
+        )
     import ray
 
     present = float(ray.cluster_resources().get("GPU", 0))
     return GPUCapacity(total=present, per_node=None, source="GPUs present")
+
+
+def gpus_on_this_machine() -> int:
+    """NVIDIA GPUs this process may use, without CUDA or Ray: the driver's device files,
+    narrowed by CUDA_VISIBLE_DEVICES when it is set (empty or -1 hides them all)."""
+    devices = [p for p in os.listdir("/dev") if re.fullmatch(r"nvidia\d+", p)]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return len(devices)
+    chosen = [v for v in visible.split(",") if v.strip() and v.strip() != "-1"]
+    if visible.strip().startswith("-1"):
+        return 0
+    return min(len(chosen), len(devices))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
@@ -61,7 +60,11 @@ def test_sources_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(capacity_module, "BOOTSTRAP_CONFIG", tmp_path / "absent.yaml")
     assert discover(3, CLUSTER_YAML, connected=False).source == "--gpus"
     assert discover(None, CLUSTER_YAML, connected=False).total == 32
-    assert math.isinf(discover(None, None, connected=False).total)
+    # A dry run with no cluster named plans for the GPUs this machine shows.
+    monkeypatch.setattr(capacity_module, "gpus_on_this_machine", lambda: 0)
+    assert discover(None, None, connected=False).total == 0
+    monkeypatch.setattr(capacity_module, "gpus_on_this_machine", lambda: 2)
+    assert discover(None, None, connected=False).total == 2
     # On a head node, `ray up` leaves the launcher config in the home directory.
     bootstrap = tmp_path / "ray_bootstrap_config.yaml"
     bootstrap.write_text(CLUSTER_YAML.read_text())

@@ -38,6 +38,22 @@ def test_dry_run_prints_the_plan_and_writes_nothing(
     assert not out.exists()
 
 
+def test_dry_run_without_a_cluster_plans_for_this_machine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a machine without GPUs, a dry run naming no cluster says the vLLM models will not
+    run here (it said "will run", planning for unlimited GPUs)."""
+    from pipelines.sweep import capacity
+
+    monkeypatch.setattr(capacity, "BOOTSTRAP_CONFIG", tmp_path / "absent.yaml")
+    monkeypatch.setattr(capacity, "gpus_on_this_machine", lambda: 0)
+    assert _sweep(tmp_path / "r", "--dry-run", "--only", "oracle,qwen3-8b") == 0
+    lines = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if ln.strip()}
+    assert lines["oracle"].rstrip().endswith("will run")
+    assert "not run: needs 1 GPU(s)" in lines["qwen3-8b"]
+    assert "--cluster-config" in lines["qwen3-8b"]
+
+
 def test_dry_run_gpu_hours_grow_with_model_size(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
