@@ -45,7 +45,7 @@ from pipelines.geobuild.journal import Journal, Record, read_journal
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
 from store.run_lock import RunLock
-from store.settings import check_settings, write_settings
+from store.settings import SETTINGS_FILE, check_settings, write_settings
 
 AUDIT_COLUMNS = ("id", "status", "conflicts", "reason", "restarts", "residual", "seconds")
 AUDIT_DIR = "audit"  # RESULTS/audit/: `report RESULTS` finds RESULTS/audit/audit.csv there
@@ -102,6 +102,26 @@ class Timed:
 def audit_dir(out: Path) -> Path:
     """Where `geobuild-solve --out OUT` writes: OUT/audit."""
     return out / AUDIT_DIR
+
+
+def find_audit(path: Path) -> Path | None:
+    """The audit folder of a geobuild-solve results root given as RESULTS or RESULTS/audit;
+    None when `path` holds no audit (a data set, say)."""
+    for folder in (path / AUDIT_DIR, path):
+        if (folder / SETTINGS_FILE).is_file() and (folder / JOURNAL).is_file():
+            return folder
+    return None
+
+
+def audit_programs(audit: Path) -> tuple[str, dict[str, str | None]]:
+    """The data file an audit solved, and the program of each problem in its journal (None
+    for the unsolved ones): what `geobuild --engine solver --model RESULTS` replies."""
+    settings = json.loads((audit / SETTINGS_FILE).read_text(encoding="utf-8"))
+    records, _ = read_journal(audit / JOURNAL, "id")
+    programs = {
+        i: r.get("program") if r.get("status") == "solved" else None for i, r in records.items()
+    }
+    return str(settings["dataset"]), programs
 
 
 def run(args: argparse.Namespace) -> int:

@@ -210,3 +210,29 @@ def test_missing_dataset_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert solve(tmp_path / "absent.json", out) == 2
     assert "absent.json" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_solver_engine_replies_with_the_audit_programs(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import geometry.dsl.solver as solver
+    from actors.solver_engine import SolverEngine
+    from pipelines.geobuild.engines import resolve_engine
+
+    out = tmp_path / "out"
+    assert solve(dataset, out, "--ids", "iso,clash", "--workers", "1") == 0
+    programs = {
+        json.loads(line)["id"]: json.loads(line)["dsl"]
+        for line in (out / "audit" / "programs.jsonl").read_text(encoding="utf-8").splitlines()
+    }
+    cfg = resolve_engine("solver", str(out), None).cfg
+    assert cfg.revision.startswith("audit-")  # not the fresh solver's revision
+    solved: list[str] = []
+    real = solver.solve_problem
+    monkeypatch.setattr(solver, "solve_problem", lambda p, *a: solved.append(p.id) or real(p, *a))
+    engine = SolverEngine(cfg.repo, restarts=3)
+    assert engine.reply("iso") == f"```\n{programs['iso']}\n```"
+    assert engine.reply("clash") == ""
+    assert solved == []  # both came from the audit
+    # A problem the audit lacks is solved from the data file the audit recorded.
+    assert engine.reply("circle").startswith("```\n") and solved == ["circle"]
