@@ -4,7 +4,7 @@ not argparse's bare "unrecognized arguments".
 A flag name means one thing in every command: `--item-seed` seeds the items,
 `--sampling-seed` the engine, `--per-task` counts items per task; inputs are `--items`,
 `--annotations` ... So `--seed` and `--limit` are gone, and human-import's annotations file
-moved from a position to `--annotations`.
+moved from a position to `--annotations`, human-export's item table to `--items`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ RENAMED: dict[str, dict[str, str]] = {
 }
 
 # command -> the flag an input that used to be positional is given with now.
-MOVED_POSITIONALS: dict[str, str] = {"human-import": "--annotations"}
+MOVED_POSITIONALS: dict[str, str] = {"human-import": "--annotations", "human-export": "--items"}
 
 
 def parse_command(
@@ -63,5 +63,5 @@ def parse_command(
         if moved is None or given or not (moved in text or "unrecognized" in text):
             raise
         raise UsageError(
-            f"{name} takes its input file as {moved} FILE (no longer positional): {text}"
+            f"{name} takes its input as {moved} (no longer positional): {text}"
         ) from err

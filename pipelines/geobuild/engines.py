@@ -68,13 +68,26 @@ def _programs_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
 
 
 def _solver_config(model: str, revision: str | None) -> ModelConfig:
-    """`--engine solver --model DATASET`: the solver reads the problems it answers."""
-    if not Path(model).exists():
-        raise UsageError(f"--model {model}: the solver engine needs the data set path")
+    """`--engine solver --model DATASET`: the solver reads the problems it answers.
+    `--model RESULTS` (a `geobuild-solve --out RESULTS` root): it replies with the audit's
+    persisted programs instead of solving again; the revision names the audit's journal, so
+    a results folder never mixes replies of two audits."""
+    from pipelines.geobuild.solve import JOURNAL, find_audit
+
+    path = Path(model)
+    if not path.exists():
+        raise UsageError(
+            f"--model {model}: the solver engine needs the data set path or a geobuild-solve "
+            "results root"
+        )
+    audit = find_audit(path)
+    default = "solver"
+    if audit is not None:
+        default = "audit-" + hashlib.sha256((audit / JOURNAL).read_bytes()).hexdigest()[:16]
     fields: dict[str, Any] = {
         "name": "solver",
-        "repo": str(Path(model).resolve()),
-        "revision": revision or "solver",
+        "repo": str(path.resolve()),
+        "revision": revision or default,
         "engine": "solver",
         "modality": "text",
     }

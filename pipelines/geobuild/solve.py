@@ -1,28 +1,39 @@
 """`python -m pipelines geobuild-solve`: constructibility audit of the GeoBuild data set.
 
 Runs the least-squares solver (geometry/dsl/solver.py) on every problem, in worker
-processes, and writes two files, each atomically and only once every problem is done:
+processes, under one results root: `--out RESULTS` writes `RESULTS/audit/`:
 
-- `DIR/programs.jsonl`: `{"id", "dsl"}` per solved problem, in data-set order; the programs
+- `results.jsonl`: the journal, one record per problem appended (and fsynced) as soon as
+  its solve finishes, in finishing order (pipelines/geobuild/journal.py). A killed run loses
+  only the problems in flight; a rerun skips every problem already in the journal;
+- `settings.json`: the data file's digest, language and solver settings; a rerun with other
+  settings is refused (use another --out), since its results would be mixed with these;
+- `programs.jsonl`: `{"id", "dsl"}` per solved problem, in data-set order; the programs
   pass `python -m pipelines geobuild-check` (reference programs, an upper-bound baseline);
-- `DIR/audit.csv`: id, status (solved / no_construction / data_error), conflicts (the
+- `audit.csv`: id, status (solved / no_construction / data_error), conflicts (the
   conditions that cannot hold together, ` | `-separated), reason, restarts, residual,
-  seconds.
+  seconds; one row per problem in the journal, in data-set order.
+
+The last two are rebuilt atomically from the whole journal at the end of every run (also
+one that solved nothing new), so they cover every problem solved in RESULTS so far.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import io
 import json
+import multiprocessing
 import os
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -30,10 +41,17 @@ from geometry.dsl.dataset import Problem
 from geometry.dsl.solver import Budget, SolveResult, solve_problem
 from pipelines.cli_args import output_dir, positive_float, positive_int
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
+from pipelines.geobuild.journal import Journal, Record, read_journal
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
+from store.run_lock import RunLock
+from store.settings import SETTINGS_FILE, check_settings, write_settings
 
 AUDIT_COLUMNS = ("id", "status", "conflicts", "reason", "restarts", "residual", "seconds")
+AUDIT_DIR = "audit"  # RESULTS/audit/: `report RESULTS` finds RESULTS/audit/audit.csv there
+JOURNAL = "results.jsonl"
+# The settings that change a problem's result; a rerun must match them to resume.
+RESULT_SETTINGS = ("dataset_sha256", "lang", "restarts", "solve_seconds", "conflict_seconds")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,9 +59,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_dataset_arguments(parser)
     # A file here used to fail only after every problem was solved.
     parser.add_argument(
-        "--out", required=True, type=output_dir, help="directory for programs.jsonl and audit.csv"
+        "--out",
+        required=True,
+        type=output_dir,
+        help="results root: writes OUT/audit/ (audit.csv, programs.jsonl, results.jsonl); "
+        "a rerun resumes there",
     )
-    parser.add_argument("--ids", nargs="+", help="solve only these problem ids (default: all)")
+    parser.add_argument(
+        "--ids", default=None, help="comma-separated problem ids to solve (default: all)"
+    )
     parser.add_argument(
         "--restarts", type=positive_int, default=8, help="random starts per problem"
     )
@@ -75,50 +99,125 @@ class Timed:
     seconds: float
 
 
+def audit_dir(out: Path) -> Path:
+    """Where `geobuild-solve --out OUT` writes: OUT/audit."""
+    return out / AUDIT_DIR
+
+
+def find_audit(path: Path) -> Path | None:
+    """The audit folder of a geobuild-solve results root given as RESULTS or RESULTS/audit;
+    None when `path` holds no audit (a data set, say)."""
+    for folder in (path / AUDIT_DIR, path):
+        if (folder / SETTINGS_FILE).is_file() and (folder / JOURNAL).is_file():
+            return folder
+    return None
+
+
+def audit_programs(audit: Path) -> tuple[str, dict[str, str | None]]:
+    """The data file an audit solved, and the program of each problem in its journal (None
+    for the unsolved ones): what `geobuild --engine solver --model RESULTS` replies."""
+    settings = json.loads((audit / SETTINGS_FILE).read_text(encoding="utf-8"))
+    records, _ = read_journal(audit / JOURNAL, "id")
+    programs = {
+        i: r.get("program") if r.get("status") == "solved" else None for i, r in records.items()
+    }
+    return str(settings["dataset"]), programs
+
+
 def run(args: argparse.Namespace) -> int:
-    """Solve the selected problems, write programs.jsonl and audit.csv, print the counts."""
-    problems = _select(load_dataset(args.dataset, args.lang), args.ids)
+    """Solve the selected problems not yet in the journal, rebuild programs.jsonl and
+    audit.csv from the whole journal, print the counts."""
+    problems = load_dataset(args.dataset, args.lang)
+    chosen = _select(problems, args.ids)
+    root = audit_dir(Path(args.out))
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"--out {args.out}: {root} is a file; give another --out")
     budget = Budget(args.solve_seconds, args.conflict_seconds)
+    ours = run_settings(args)
     started = time.monotonic()
-    bar = tqdm(total=len(problems), desc="geobuild-solve", unit="problem")
-    results: list[Timed] = []
-    for timed in solve_all(problems, args.restarts, budget, args.workers):
-        results.append(timed)
-        bar.update(1)
-    bar.close()
-    out = Path(args.out)
-    write_bytes_atomic(out / "programs.jsonl", programs_jsonl(results))
-    write_bytes_atomic(out / "audit.csv", audit_csv(results))
-    counts = Counter(t.result.status for t in results)
+    with RunLock(root):
+        check_settings(root, ours, RESULT_SETTINGS)
+        write_settings(root, ours)
+        done, torn = read_journal(root / JOURNAL, "id")
+        todo = [p for p in chosen if p.id not in done]
+        resumed = len(chosen) - len(todo)
+        if resumed or torn:
+            print(
+                f"resuming {root / JOURNAL}: {resumed} of {len(chosen)} problems already "
+                f"solved" + (f", {torn} torn line(s) skipped" if torn else "")
+            )
+        bar = tqdm(total=len(chosen), initial=resumed, desc="geobuild-solve", unit="problem")
+        with Journal(root / JOURNAL) as journal:
+            for timed in solve_all(todo, args.restarts, budget, args.workers):
+                journal.append(to_record(timed))
+                bar.update(1)
+        bar.close()
+        records, _ = read_journal(root / JOURNAL, "id")
+        ordered = [records[p.id] for p in problems if p.id in records]
+        write_bytes_atomic(root / "programs.jsonl", programs_jsonl(ordered))
+        write_bytes_atomic(root / "audit.csv", audit_csv(ordered))
+    counts = Counter(records[p.id]["status"] for p in chosen)
     shown = ", ".join(f"{status} {counts[status]}" for status in _STATUSES)
-    print(f"{len(results)} problems: {shown} ({time.monotonic() - started:.1f} s); wrote {out}")
+    print(
+        f"{len(chosen)} problems ({len(todo)} solved now, {resumed} resumed): {shown} "
+        f"({time.monotonic() - started:.1f} s); audit of {len(ordered)} in {root / 'audit.csv'}"
+    )
     return 0
 
 
 _STATUSES = ("solved", "no_construction", "data_error")
 
 
-def _select(problems: list[Problem], ids: Sequence[str] | None) -> list[Problem]:
-    if not ids:
+def _select(problems: list[Problem], ids: str | None) -> list[Problem]:
+    """`--ids a,b,c` in data-set order (as geobuild's --ids); all problems without it."""
+    if ids is None:
         return problems
+    # Not pipelines.geobuild.loop's select_problems: importing the loop (polars, pydantic)
+    # would slow every worker process's start.
+    wanted = [i.strip() for i in ids.split(",") if i.strip()]
     known = {p.id for p in problems}
-    unknown = [i for i in ids if i not in known]
-    if unknown:
-        raise UsageError(f"--ids: no problem with id {', '.join(unknown)} in the data set")
-    wanted = set(ids)
-    return [p for p in problems if p.id in wanted]
+    unknown = [i for i in wanted if i not in known]
+    if unknown or not wanted:
+        raise UsageError(f"--ids not in the data set: {', '.join(unknown[:10]) or repr(ids)}")
+    chosen = set(wanted)
+    return [p for p in problems if p.id in chosen]
+
+
+def run_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """What the results depend on: the data file (by digest; its path only for people),
+    language and solver settings. Workers and --ids are not among them."""
+    data = Path(args.dataset)
+    if data.is_dir():
+        data = data / f"geoqa3_dataset_{args.lang}.json"
+    return {
+        "dataset": str(data.resolve()),
+        "dataset_sha256": hashlib.sha256(data.read_bytes()).hexdigest(),
+        "lang": args.lang,
+        "restarts": args.restarts,
+        "solve_seconds": args.solve_seconds,
+        "conflict_seconds": args.conflict_seconds,
+    }
 
 
 def solve_all(
     problems: Sequence[Problem], restarts: int, budget: Budget, workers: int
 ) -> Iterator[Timed]:
-    """Results in the problems' order; `workers` > 1 spreads them over processes."""
+    """Results as they finish (not in the problems' order, so one slow problem does not hold
+    back the persisting of later ones); `workers` > 1 spreads them over processes."""
     jobs = [(p, restarts, budget) for p in problems]
     if workers == 1 or len(problems) <= 1:
         yield from map(_solve_timed, jobs)
         return
-    with ProcessPoolExecutor(max_workers=min(workers, len(problems))) as pool:
-        yield from pool.map(_solve_timed, jobs)
+    # forkserver: a fork would copy this process mid-heartbeat of the run lock's thread.
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=min(workers, len(problems)), mp_context=context) as pool:
+        futures = [pool.submit(_solve_timed, job) for job in jobs]
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        finally:
+            for future in futures:  # interrupted: start nothing more
+                future.cancel()
 
 
 def _solve_timed(job: tuple[Problem, int, Budget]) -> Timed:
@@ -128,32 +227,46 @@ def _solve_timed(job: tuple[Problem, int, Budget]) -> Timed:
     return Timed(result, time.monotonic() - started)
 
 
-def programs_jsonl(results: Sequence[Timed]) -> bytes:
+def to_record(timed: Timed) -> Record:
+    """A journal record: the result's fields, the program and the seconds."""
+    r = timed.result
+    return {
+        "id": r.problem_id,
+        "status": r.status,
+        "program": r.program,
+        "conflicts": list(r.conflicts),
+        "reason": r.reason,
+        "restarts": r.restarts,
+        "residual": r.residual,  # NaN/inf are written as JSON's NaN/Infinity; json reads them
+        "seconds": round(timed.seconds, 3),
+    }
+
+
+def programs_jsonl(records: Sequence[Record]) -> bytes:
     """One `{"id", "dsl"}` line per solved problem, in the order given."""
     lines = [
-        json.dumps({"id": t.result.problem_id, "dsl": t.result.program}, ensure_ascii=False)
-        for t in results
-        if t.result.program is not None
+        json.dumps({"id": r["id"], "dsl": r["program"]}, ensure_ascii=False)
+        for r in records
+        if r.get("program") is not None
     ]
     return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
-def audit_csv(results: Sequence[Timed]) -> bytes:
+def audit_csv(records: Sequence[Record]) -> bytes:
     """The audit table: one row per problem, columns AUDIT_COLUMNS."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(AUDIT_COLUMNS)
-    for t in results:
-        r = t.result
+    for r in records:
         writer.writerow(
             [
-                r.problem_id,
-                r.status,
-                " | ".join(r.conflicts),
-                r.reason,
-                r.restarts,
-                f"{r.residual:.3g}",
-                f"{t.seconds:.2f}",
+                r["id"],
+                r["status"],
+                " | ".join(r["conflicts"]),
+                r["reason"],
+                r["restarts"],
+                f"{float(r['residual']):.3g}",
+                f"{float(r['seconds']):.2f}",
             ]
         )
     return buffer.getvalue().encode("utf-8")

@@ -1,9 +1,13 @@
 """Human evaluation (paper Appendix C): pages for annotators, and their answers as a model.
 
-`human-export ITEMS --out DIR` writes the dotted-setup items, shuffled with a seed (U-task
-pairs are stored yes-then-no, so item order would give answers away), as pages of 10:
-DIR/pages/page-NNN.json (question, options, answer format, image path), DIR/images/*.png,
-and DIR/annotations-template.csv. The answers go to DIR/key.json only.
+`human-export --items ITEMS --out DIR` writes the dotted-setup items, shuffled with
+`--order-seed` (U-task pairs are stored yes-then-no, so item order would give answers away),
+as static HTML pages of 10 (pipelines/noregeo/human_pages.py): DIR/index.html links
+DIR/page-NNN.html, each item with its figure embedded, its question and an answer field; a
+"Download CSV" button writes the annotator's answers as the CSV human-import reads.
+DIR/annotations-template.csv lists the item ids for annotating without a browser. The
+answers go only to the key file, outside DIR (`--key`, default DIR.key.json beside DIR), so
+DIR can be handed to annotators whole.
 
 `human-import ANNOTATIONS.csv --items ITEMS --out RESULTS` reads rows (item_id, annotator,
 answer as typed), normalises every answer to the JSON answer format, takes the majority
@@ -33,6 +37,7 @@ from geometry.answers import read_number
 from geometry.prompts import format_instruction
 from pipelines.cli_args import read_utf8
 from pipelines.noregeo.generate import SHARD_GLOB
+from pipelines.noregeo.human_pages import page_name, render_index, render_page
 from pipelines.noregeo.results import RESULT_SCHEMA
 from pipelines.noregeo.scoring import score_row
 from store.atomic import write_bytes_atomic, write_parquet_atomic
@@ -77,38 +82,36 @@ def question_text(row: dict[str, Any]) -> str:
     return str(row["prompt"]).removesuffix(instruction).strip()
 
 
-def export_pages(items: Path, out: Path, seed: int = 0) -> int:
-    """Writes pages, images, key and template; returns the number of pages."""
+def default_key(out: Path) -> Path:
+    """Where the key goes without `--key`: beside the pages folder, `<out>.key.json`."""
+    out = out.resolve()
+    return out.with_name(out.name + ".key.json")
+
+
+def export_pages(items: Path, out: Path, key: Path | None = None, seed: int = 0) -> int:
+    """Writes the HTML pages and template to `out` and the answers to `key`; the number of
+    pages. The key must lie outside `out`: the pages folder is what annotators get."""
+    key = key if key is not None else default_key(out)
+    if key.resolve().is_relative_to(out.resolve()):
+        raise UsageError(f"--key {key} is inside --out {out}; the answers must not ship with it")
+    if key.exists():
+        raise UsageError(f"--key {key} exists; give another --key or remove it")
     rows = dotted_items(items)
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out} is not empty; give a new directory")
     random.Random(seed).shuffle(rows)
-    key: dict[str, Any] = {}
     pages = [rows[i : i + PAGE_SIZE] for i in range(0, len(rows), PAGE_SIZE)]
+    header = ",".join(COLUMNS)
     for number, page in enumerate(pages, start=1):
-        entries = []
-        for row in page:
-            image = f"images/{row['item_id']}.png"
-            write_bytes_atomic(out / image, row["image"])
-            entries.append(
-                {
-                    "item_id": row["item_id"],
-                    "task": row["task"],
-                    "question": question_text(row),
-                    "answer_type": row["answer_type"],
-                    "options": list(row["options"] or []),
-                    "answer_format": HUMAN_FORMATS[row["answer_type"]],
-                    "image": image,
-                }
-            )
-            key[row["item_id"]] = {"task": row["task"], "answer": json.loads(row["answer"])}
-        body = {"page": number, "items": entries}
-        write_bytes_atomic(out / f"pages/page-{number:03d}.json", _json(body))
-    write_bytes_atomic(out / "key.json", _json(dict(sorted(key.items()))))
+        shown = [row | {"question": question_text(row)} for row in page]
+        text = render_page(number, len(pages), shown, header, HUMAN_FORMATS)
+        write_bytes_atomic(out / page_name(number), text.encode("utf-8"))
+    ids = [[row["item_id"] for row in page] for page in pages]
+    write_bytes_atomic(out / "index.html", render_index(ids, header).encode("utf-8"))
     template = "".join(f"{r['item_id']},,\n" for r in rows)
-    write_bytes_atomic(
-        out / "annotations-template.csv", (",".join(COLUMNS) + "\n" + template).encode()
-    )
+    write_bytes_atomic(out / "annotations-template.csv", (header + "\n" + template).encode())
+    answers = {r["item_id"]: {"task": r["task"], "answer": json.loads(r["answer"])} for r in rows}
+    write_bytes_atomic(key, _json(dict(sorted(answers.items()))))
     return len(pages)
 
 

@@ -81,7 +81,8 @@ report-min-accuracy-nan              --min-accuracy     report {dir} --out {out}
 report-min-accuracy-101              --min-accuracy     report {dir} --out {out} --min-accuracy 101
 probe-summarize-min-accuracy         --min-accuracy     probe-summarize {dir} --min-accuracy -1
 probe-max-trials-0                   --max-trials       probe --grid {file} --out {out} --max-trials 0
-human-export-seed                    --seed             human-export {dir} --out {out} --seed -1
+human-export-order-seed              --order-seed       human-export --items {dir} --out {out} --order-seed -1
+human-export-key-inside-out          --key              human-export --items {dir} --out {out} --key {out}/k.json
 show-item-image-size-0               --image-size       show-item C-BCT-CT-0001 --image-size 0 --out {out}
 show-item-per-task-0                 --per-task         show-item C-BCT-CT-0001 --per-task 0 --out {out}
 show-item-item-seed--1               --item-seed        show-item C-BCT-CT-0001 --item-seed -1 --out {out}
@@ -114,8 +115,8 @@ summarize-results-file               results            summarize {file}
 geobuild-summarize-results-file      results            geobuild-summarize {file}
 probe-summarize-results-file         results            probe-summarize {file}
 probe-out-file                       --out              probe --grid {file} --out {file}
-human-export-out-file                --out              human-export {dir} --out {file}
-human-export-items-file              items              human-export {file} --out {out}
+human-export-out-file                --out              human-export --items {dir} --out {file}
+human-export-items-file              --items            human-export --items {file} --out {out}
 show-item-out-file                   --out              show-item C-BCT-CT-0001 --out {file}
 list-models-configs-file             --configs          list-models --configs {file}
 list-models-configs-no-yaml          *.yaml             list-models --configs {dir}
@@ -169,7 +170,7 @@ report-audit-wrong-columns           --audit            report {dir} --out {out}
 report-audit-not-numeric             --audit            report {dir} --out {out} --audit {badaudit}
 human-import-wrong-columns           lacks              human-import --annotations {file} --items {dir} --out {out}
 evaluate-junk-shard                  part-C-BCT-CT      evaluate --items {items_ok} --engine oracle --model o --out {out}
-human-export-junk-shard              part-x.parquet     human-export {junk_items} --out {out}
+human-export-junk-shard              part-x.parquet     human-export --items {junk_items} --out {out}
 # argv argparse refuses, and argv bytes that are not UTF-8
 unknown-command                      COMMAND            nope
 unknown-flag                         --bogus            summarize {dir} --bogus
@@ -185,7 +186,7 @@ geobuild-summarize-not-utf8          --model            geobuild-summarize {dir}
 geobuild-solve-not-utf8              --ids              geobuild-solve S --ids {undecodable}
 sweep-not-utf8                       --only             sweep W --only {undecodable}
 report-not-utf8                      --out              report {dir} --out {tmp}/{undecodable}
-human-export-not-utf8                --out              human-export {dir} --out={undecodable}
+human-export-not-utf8                --out              human-export --items {dir} --out={undecodable}
 human-import-not-utf8                --annotations      human-import --annotations {undecodable} --items {dir} --out {out}
 probe-not-utf8                       --arch             probe --grid {file} --out {out} --arch {undecodable}
 probe-summarize-not-utf8             --min-accuracy     probe-summarize {dir} --min-accuracy={undecodable}

@@ -1,9 +1,14 @@
-"""`geobuild-solve`: writes programs.jsonl and audit.csv that geobuild-check accepts."""
+"""`geobuild-solve`: writes OUT/audit/programs.jsonl and audit.csv that geobuild-check accepts,
+persists each result as it finishes and resumes a killed run."""
 
 from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +16,9 @@ import pytest
 import pipelines.cli as cli
 from geometry.dsl.dataset import load_problems
 from pipelines.geobuild.check import check_lines
+from pipelines.geobuild.journal import Journal, read_journal
+
+REPO = Path(__file__).resolve().parents[2]
 
 PROBLEMS = [
     {
@@ -67,7 +75,7 @@ def solve(dataset: Path, out: Path, *extra: str) -> int:
 def test_writes_programs_and_audit(dataset: Path, tmp_path: Path, workers: str) -> None:
     out = tmp_path / "out"
     assert solve(dataset, out, "--workers", workers) == 0
-    with (out / "audit.csv").open(encoding="utf-8") as f:
+    with (out / "audit" / "audit.csv").open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert [r["id"] for r in rows] == ["iso", "clash", "bad", "circle"]
     status = {r["id"]: r["status"] for r in rows}
@@ -80,7 +88,7 @@ def test_writes_programs_and_audit(dataset: Path, tmp_path: Path, workers: str) 
     clash = next(r for r in rows if r["id"] == "clash")
     assert "value=30" in clash["conflicts"] and "value=60" in clash["conflicts"]
     assert "no_such_condition" in next(r for r in rows if r["id"] == "bad")["reason"]
-    lines = (out / "programs.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (out / "audit" / "programs.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["id"] for line in lines] == ["iso", "circle"]
     problems = {p.id: p for p in load_problems(dataset)}
     verdicts = list(check_lines(lines, problems))
@@ -89,9 +97,102 @@ def test_writes_programs_and_audit(dataset: Path, tmp_path: Path, workers: str) 
 
 def test_ids_select_problems(dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert solve(dataset, out, "--ids", "circle", "--workers", "1") == 0
-    with (out / "audit.csv").open(encoding="utf-8") as f:
-        assert [r["id"] for r in csv.DictReader(f)] == ["circle"]
+    assert solve(dataset, out, "--ids", "circle,iso", "--workers", "1") == 0
+    assert [r["id"] for r in audit_rows(out)] == ["iso", "circle"]  # data-set order
+
+
+def test_unknown_ids_are_named(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert solve(dataset, out, "--ids", "iso,nope,gone") == 2
+    err = capsys.readouterr().err
+    assert "nope" in err and "gone" in err and "iso" not in err.split(":")[-1]
+    assert not out.exists()
+
+
+def audit_rows(out: Path) -> list[dict[str, str]]:
+    with (out / "audit" / "audit.csv").open(encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def without_seconds(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Audit rows less the wall-clock column, the one that differs between two runs."""
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+
+
+def counts_line(text: str) -> str:
+    return next(line for line in text.splitlines() if "solved now" in line)
+
+
+def test_killed_run_resumes_to_the_same_audit(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    whole = tmp_path / "whole"
+    assert solve(dataset, whole, "--workers", "1") == 0
+    capsys.readouterr()
+
+    killed = tmp_path / "killed"
+    journal = killed / "audit" / "results.jsonl"
+    command = [sys.executable, "-m", "pipelines", "geobuild-solve", "--dataset", str(dataset)]
+    command += ["--out", str(killed), "--workers", "1", "--restarts", "3"]
+    command += ["--conflict-seconds", "5"]
+    env = os.environ | {"PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        # Kill as soon as the first result is persisted (a condition, not a delay); the
+        # deadline only keeps a broken command from hanging the test.
+        deadline = time.monotonic() + 300
+        while not (journal.is_file() and journal.read_bytes().count(b"\n") >= 1):
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "no result persisted"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+    persisted, _ = read_journal(journal, "id")
+    assert len(persisted) >= 1
+
+    assert solve(dataset, killed, "--workers", "2") == 0
+    line = counts_line(capsys.readouterr().out)
+    assert f"({len(PROBLEMS) - len(persisted)} solved now, {len(persisted)} resumed)" in line
+    assert without_seconds(audit_rows(killed)) == without_seconds(audit_rows(whole))
+    assert (killed / "audit" / "programs.jsonl").read_bytes() == (
+        whole / "audit" / "programs.jsonl"
+    ).read_bytes()
+
+    audit = (killed / "audit" / "audit.csv").read_bytes()
+    assert solve(dataset, killed, "--workers", "1") == 0
+    assert f"(0 solved now, {len(PROBLEMS)} resumed)" in counts_line(capsys.readouterr().out)
+    assert (killed / "audit" / "audit.csv").read_bytes() == audit  # rebuilt from the journal
+
+
+def test_other_settings_are_refused(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert solve(dataset, out, "--ids", "bad") == 0
+    before = (out / "audit" / "results.jsonl").read_bytes()
+    args = ["geobuild-solve", "--dataset", str(dataset), "--out", str(out), "--ids", "bad"]
+    assert cli.main(args + ["--restarts", "4"]) == 2
+    assert "restarts=3 (now 4)" in capsys.readouterr().err
+    assert (out / "audit" / "results.jsonl").read_bytes() == before
+
+
+def test_journal_skips_a_torn_last_line_and_appends_after_it(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    with Journal(path) as journal:
+        journal.append({"id": "a", "status": "solved"})
+    with path.open("ab") as f:
+        f.write(b'{"id": "b", "sta')  # a writer killed mid-record
+    records, torn = read_journal(path, "id")
+    assert list(records) == ["a"] and torn == 1
+    with Journal(path) as journal:
+        journal.append({"id": "c", "status": "solved"})
+    records, torn = read_journal(path, "id")
+    assert list(records) == ["a", "c"] and torn == 0
 
 
 @pytest.mark.parametrize("extra", [("--ids", "nope"), ("--restarts", "0"), ("--workers", "0")])
@@ -109,3 +210,29 @@ def test_missing_dataset_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert solve(tmp_path / "absent.json", out) == 2
     assert "absent.json" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_solver_engine_replies_with_the_audit_programs(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import geometry.dsl.solver as solver
+    from actors.solver_engine import SolverEngine
+    from pipelines.geobuild.engines import resolve_engine
+
+    out = tmp_path / "out"
+    assert solve(dataset, out, "--ids", "iso,clash", "--workers", "1") == 0
+    programs = {
+        json.loads(line)["id"]: json.loads(line)["dsl"]
+        for line in (out / "audit" / "programs.jsonl").read_text(encoding="utf-8").splitlines()
+    }
+    cfg = resolve_engine("solver", str(out), None).cfg
+    assert cfg.revision.startswith("audit-")  # not the fresh solver's revision
+    solved: list[str] = []
+    real = solver.solve_problem
+    monkeypatch.setattr(solver, "solve_problem", lambda p, *a: solved.append(p.id) or real(p, *a))
+    engine = SolverEngine(cfg.repo, restarts=3)
+    assert engine.reply("iso") == f"```\n{programs['iso']}\n```"
+    assert engine.reply("clash") == ""
+    assert solved == []  # both came from the audit
+    # A problem the audit lacks is solved from the data file the audit recorded.
+    assert engine.reply("circle").startswith("```\n") and solved == ["circle"]

@@ -1,0 +1,167 @@
+"""Static HTML pages for human annotators: no server, no network assets, no answers.
+
+Each page holds up to 10 items: the figure (embedded as a PNG data URL, so one page file is
+all an annotator needs), the question, and an answer field named by the item id: a
+<select> of the options for a choice, a text <input> for a number or a point (typed as the
+annotator likes; human-import normalises "12,5" or "(3, -2)"). A "Download CSV" button
+builds `item_id,annotator,answer` rows (the header human-import reads, carried in the
+button's `data-header`) from the filled fields, with inline JavaScript. Answers and the
+annotator's name are also kept in the browser's localStorage, so a reload loses nothing
+and, where the browser shares it between local files (Chrome does), the index page can
+download every page's answers as one CSV.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Sequence
+from typing import Any
+
+# The script every page and the index share. Fields are the elements with data-item;
+# the CSV header comes from the button's data-header (written from human.COLUMNS).
+_SCRIPT = """
+(function () {
+  "use strict";
+  var PREFIX = "geosee-human:";
+  function load(key) {
+    try { return localStorage.getItem(PREFIX + key); } catch (e) { return null; }
+  }
+  function save(key, value) {
+    try { localStorage.setItem(PREFIX + key, value); } catch (e) {}
+  }
+  function cell(text) {
+    return /[",\\r\\n]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+  }
+  var who = document.getElementById("annotator");
+  var button = document.getElementById("download");
+  var status = document.getElementById("status");
+  var fields = Array.prototype.slice.call(document.querySelectorAll("[data-item]"));
+  var ids = (button.getAttribute("data-items") || "").split(" ").filter(Boolean);
+  who.value = load("annotator") || "";
+  who.addEventListener("change", function () { save("annotator", who.value.trim()); });
+  fields.forEach(function (field) {
+    var kept = load("answer:" + field.name);
+    if (kept !== null) { field.value = kept; }
+    field.addEventListener("change", function () { save("answer:" + field.name, field.value); });
+  });
+  button.addEventListener("click", function () {
+    var name = who.value.trim();
+    if (!name) { status.textContent = "Enter your name or initials first."; who.focus(); return; }
+    var answers = fields.length
+      ? fields.map(function (f) { return [f.name, f.value]; })
+      : ids.map(function (id) { return [id, load("answer:" + id) || ""]; });
+    var lines = [button.getAttribute("data-header")];
+    answers.forEach(function (pair) {
+      var answer = pair[1].trim();
+      if (answer) { lines.push([pair[0], name, answer].map(cell).join(",")); }
+    });
+    if (lines.length === 1) { status.textContent = "No answers to download here."; return; }
+    var link = document.createElement("a");
+    var csv = new Blob([lines.join("\\r\\n") + "\\r\\n"], {type: "text/csv"});
+    link.href = URL.createObjectURL(csv);
+    var who_file = name.replace(/[^A-Za-z0-9_-]+/g, "_");
+    link.download = button.getAttribute("data-file") + "-" + who_file + ".csv";
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    status.textContent = (lines.length - 1) + " answer(s) saved as " + link.download + ".";
+  });
+})();
+"""
+
+_STYLE = """
+body { font-family: sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; }
+section { border-top: 1px solid #ccc; padding: 1rem 0; }
+img { max-width: 100%; image-rendering: pixelated; border: 1px solid #ddd; }
+.question { white-space: pre-wrap; }
+label { display: block; margin: .5rem 0; }
+small { color: #666; }
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def page_name(number: int) -> str:
+    """The file name of page `number` (1-based)."""
+    return f"page-{number:03d}.html"
+
+
+def _document(title: str, body: str) -> str:
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n"
+        f"<body>\n{body}\n<script>{_SCRIPT}</script>\n</body>\n</html>\n"
+    )
+
+
+def _download(header: str, file: str, ids: Sequence[str] = ()) -> str:
+    return (
+        '<p><label>Your name or initials: <input id="annotator" autocomplete="name"></label></p>\n'
+        f'<p><button type="button" id="download" data-header="{_e(header)}" '
+        f'data-file="{_e(file)}" data-items="{_e(" ".join(ids))}">Download CSV</button> '
+        '<span id="status" role="status"></span></p>'
+    )
+
+
+def _field(item: dict[str, Any], hint: str) -> str:
+    """The answer field of one item, named by its id."""
+    item_id = _e(item["item_id"])
+    if item["answer_type"] == "choice":
+        options = "".join(f"<option>{_e(o)}</option>" for o in item["options"] or [])
+        control = f'<select name="{item_id}" data-item><option value=""></option>{options}</select>'
+    else:
+        control = f'<input type="text" name="{item_id}" data-item autocomplete="off">'
+    return f"<label>Answer ({_e(hint)}): {control}</label>"
+
+
+def render_page(
+    number: int, total: int, items: Sequence[dict[str, Any]], header: str, hints: dict[str, str]
+) -> str:
+    """One page: each item's figure, question and answer field, and the CSV download.
+    `items` carry item_id, question, answer_type, options and image (PNG bytes)."""
+    sections = []
+    for item in items:
+        image = base64.b64encode(item["image"]).decode("ascii")
+        sections.append(
+            f'<section id="{_e(item["item_id"])}">\n'
+            f"<h2>{_e(item['item_id'])}</h2>\n"
+            f'<img src="data:image/png;base64,{image}" alt="figure of {_e(item["item_id"])}">\n'
+            f'<p class="question">{_e(item["question"])}</p>\n'
+            f"{_field(item, hints[item['answer_type']])}\n</section>"
+        )
+    nav = ['<a href="index.html">all pages</a>']
+    if number > 1:
+        nav.append(f'<a href="{page_name(number - 1)}">previous</a>')
+    if number < total:
+        nav.append(f'<a href="{page_name(number + 1)}">next</a>')
+    body = (
+        f"<h1>Page {number} of {total}</h1>\n<nav>{' · '.join(nav)}</nav>\n"
+        f"{_download(header, f'annotations-page-{number:03d}')}\n"
+        + "\n".join(sections)
+        + "\n<p>Answer what you can; fields left empty are not in the CSV.</p>"
+    )
+    return _document(f"Human evaluation: page {number} of {total}", body)
+
+
+def render_index(pages: Sequence[Sequence[str]], header: str) -> str:
+    """The index: a link per page (with its item count) and the all-pages download."""
+    links = "\n".join(
+        f'<li><a href="{page_name(n)}">Page {n}</a> <small>({len(ids)} items)</small></li>'
+        for n, ids in enumerate(pages, start=1)
+    )
+    every = [i for ids in pages for i in ids]
+    body = (
+        "<h1>Human evaluation</h1>\n"
+        "<p>Each page shows figures with a question; answer in the field below each one "
+        "(a number as e.g. 12.5, a point as x, y). Then press <em>Download CSV</em> on the "
+        "page and send the file(s) back. Your answers stay in this browser between visits.</p>"
+        f"\n<ol>\n{links}\n</ol>\n"
+        "<p>All pages at once (works where the browser shares saved answers between local "
+        "files; otherwise download on each page):</p>\n"
+        f"{_download(header, 'annotations-all', every)}"
+    )
+    return _document("Human evaluation", body)
