@@ -42,9 +42,10 @@ done
 if [ -d "$GEOBUILD_DATA" ]; then
   run_step "geobuild-solve: constructibility audit of the 489 GeoBuild problems" "4 min" \
     "$PY" -m pipelines geobuild-solve --dataset "$GEOBUILD_DATA" --out "$RESULTS"
-  run_step "geobuild: the solver's programs through the agent loop (an upper bound)" "1 min" \
+  # --model RESULTS: the programs the audit above saved, so nothing is solved twice.
+  run_step "geobuild: the audit's programs through the agent loop (an upper bound)" "2 min" \
     "$PY" -m pipelines geobuild --dataset "$GEOBUILD_DATA" --engine solver \
-    --model "$GEOBUILD_DATA" --out "$RESULTS"
+    --model "$RESULTS" --out "$RESULTS"
 else
   echo "== GeoBuild steps skipped: no data set at $GEOBUILD_DATA (set GEOBUILD_DATA)"
 fi
@@ -52,7 +53,7 @@ fi
 run_step "probe: smoke grid (tiny random ViT; chance-level accuracies by design)" "2 min" \
   "$PY" -m pipelines probe --grid configs/probes/smoke.yaml --out "$RESULTS"
 
-rm -rf "$DEMO_DIR/human"
+rm -rf "$DEMO_DIR/human" "$DEMO_DIR/human.key.json"  # an export refuses an existing key
 run_step "human-export: dotted items as annotator pages" "20 s" \
   "$PY" -m pipelines human-export --items "$DEMO_DIR/items" --out "$DEMO_DIR/human"
 
