@@ -23,7 +23,7 @@ class SolverEngine:
     """Ray Data step: the solver's program for each row's problem (`problem_id`)."""
 
     def __init__(self, dataset: str, restarts: int = 8) -> None:
-        from pipelines.geobuild.solve import audit_programs, find_audit
+        from store.solver_audit import audit_programs, find_audit
 
         self.programs: dict[str, str | None] = {}
         audit = find_audit(Path(dataset))

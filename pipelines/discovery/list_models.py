@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.cli_args import existing_dir
-from pipelines.discovery.output import add_format_argument, print_rows
 from pipelines.engines.model_config import CONFIG_DIR, ModelConfigError, load_configs
+from pipelines.terminal_output import add_format_argument, print_rows
 from store.errors import UsageError
 
 COLUMNS = ("name", "engine", "modality", "setups", "gpus", "verified", "blocked", "repo")

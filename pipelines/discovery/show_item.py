@@ -26,8 +26,8 @@ from pipelines.cli_args import (
     output_dir,
     positive_int,
 )
-from pipelines.discovery.output import FORMATS
 from pipelines.noregeo.generate import MIN_IMAGE_SIZE, read_manifest
+from pipelines.terminal_output import FORMATS
 from store.errors import UsageError
 from store.storage import Location, read_table
 

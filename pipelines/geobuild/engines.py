@@ -72,7 +72,7 @@ def _solver_config(model: str, revision: str | None) -> ModelConfig:
     `--model RESULTS` (a `geobuild-solve --out RESULTS` root): it replies with the audit's
     persisted programs instead of solving again; the revision names the audit's journal, so
     a results folder never mixes replies of two audits."""
-    from pipelines.geobuild.solve import JOURNAL, find_audit
+    from store.solver_audit import JOURNAL, find_audit
 
     path = Path(model)
     if not path.exists():

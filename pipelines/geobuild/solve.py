@@ -4,7 +4,7 @@ Runs the least-squares solver (geometry/dsl/solver.py) on every problem, in work
 processes, under one results root: `--out RESULTS` writes `RESULTS/audit/`:
 
 - `results.jsonl`: the journal, one record per problem appended (and fsynced) as soon as
-  its solve finishes, in finishing order (pipelines/geobuild/journal.py). A killed run loses
+  its solve finishes, in finishing order (store/journal.py). A killed run loses
   only the problems in flight; a rerun skips every problem already in the journal;
 - `settings.json`: the data file's digest, language and solver settings; a rerun with other
   settings is refused (use another --out), since its results would be mixed with these;
@@ -41,15 +41,14 @@ from geometry.dsl.dataset import Problem
 from geometry.dsl.solver import Budget, SolveResult, solve_problem
 from pipelines.cli_args import output_dir, positive_float, positive_int
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
-from pipelines.geobuild.journal import Journal, Record, read_journal
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
+from store.journal import Journal, Record, read_journal
 from store.run_lock import RunLock
-from store.settings import SETTINGS_FILE, check_settings, write_settings
+from store.settings import check_settings, write_settings
+from store.solver_audit import AUDIT_DIR, JOURNAL
 
 AUDIT_COLUMNS = ("id", "status", "conflicts", "reason", "restarts", "residual", "seconds")
-AUDIT_DIR = "audit"  # RESULTS/audit/: `report RESULTS` finds RESULTS/audit/audit.csv there
-JOURNAL = "results.jsonl"
 # The settings that change a problem's result; a rerun must match them to resume.
 RESULT_SETTINGS = ("dataset_sha256", "lang", "restarts", "solve_seconds", "conflict_seconds")
 
@@ -102,26 +101,6 @@ class Timed:
 def audit_dir(out: Path) -> Path:
     """Where `geobuild-solve --out OUT` writes: OUT/audit."""
     return out / AUDIT_DIR
-
-
-def find_audit(path: Path) -> Path | None:
-    """The audit folder of a geobuild-solve results root given as RESULTS or RESULTS/audit;
-    None when `path` holds no audit (a data set, say)."""
-    for folder in (path / AUDIT_DIR, path):
-        if (folder / SETTINGS_FILE).is_file() and (folder / JOURNAL).is_file():
-            return folder
-    return None
-
-
-def audit_programs(audit: Path) -> tuple[str, dict[str, str | None]]:
-    """The data file an audit solved, and the program of each problem in its journal (None
-    for the unsolved ones): what `geobuild --engine solver --model RESULTS` replies."""
-    settings = json.loads((audit / SETTINGS_FILE).read_text(encoding="utf-8"))
-    records, _ = read_journal(audit / JOURNAL, "id")
-    programs = {
-        i: r.get("program") if r.get("status") == "solved" else None for i, r in records.items()
-    }
-    return str(settings["dataset"]), programs
 
 
 def run(args: argparse.Namespace) -> int:

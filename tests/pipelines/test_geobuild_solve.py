@@ -16,7 +16,7 @@ import pytest
 import pipelines.cli as cli
 from geometry.dsl.dataset import load_problems
 from pipelines.geobuild.check import check_lines
-from pipelines.geobuild.journal import Journal, read_journal
+from store.journal import Journal, read_journal
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -216,7 +216,7 @@ def test_evaluate_writes_results_json_recomputable_from_its_shards(tmp_path: Pat
     argv = ["--tasks", "C-BCT-CT,N-ECL-SLT", "--per-task", "6", "--image-size", "64"]
     assert cli.main(["generate", "--out", str(items), *argv]) == 0
     argv = ["--items", str(items), "--engine", "random", "--model", "random", "--out", str(out)]
-    assert cli.main(["evaluate", *argv, "--limit", "5"]) == 0
+    assert cli.main(["evaluate", *argv, "--per-task", "5"]) == 0
     folder = out / "noregeo" / "model=random"
     document = json.loads((folder / RESULTS_JSON).read_text())
     shards = pl.concat(
