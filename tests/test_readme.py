@@ -30,6 +30,9 @@ NOT_RUN = {
     "make cluster-up": "needs cloud credentials and a cluster",
     "make cluster-down": "needs cloud credentials and a cluster",
     "RAY_ADDRESS=http://HEAD:8265 make sweep-45-models": "needs a running Ray cluster",
+    "geosee probe --grid configs/probes/paper.yaml --out results/run1": (
+        "downloads ViT-B-32 weights from the model hub (offline here: refused with exit 2)"
+    ),
 }
 # Checkout entries left out of the scratch copy: outputs the README's commands write.
 NOT_LINKED = {".git", "data", "results", "models", "human", "out"}
