@@ -181,7 +181,8 @@ def test_a_filled_page_imports_as_all_correct(
     dotted = {r["item_id"]: r for r in dotted_items(small_items)}
     annotations = _answers_csv(exported, dotted, tmp_path / "ann.csv")
     out = tmp_path / "results"
-    argv = ["human-import", str(annotations), "--items", str(small_items), "--out", str(out)]
+    argv = ["human-import", "--annotations", str(annotations), "--items", str(small_items)]
+    argv += ["--out", str(out)]
     assert cli.main(argv) == 0
     df = load_results(out, model="human")
     assert df.height == len(dotted) and df["correct"].all()
