@@ -25,7 +25,7 @@ setup: $(STAMP)
 # pip's own progress stays visible: a first setup takes minutes.
 $(STAMP): pyproject.toml constraints.txt
 	@set -e; start=$$(date +%s); \
-	echo "== setup: $(VENV) with PyTorch and the project (estimate: 6 min the first time)"; \
+	echo "== setup: $(VENV) with PyTorch and the project (estimate: 3-6 min the first time, by download speed)"; \
 	test -x $(PY) || $(PYTHON) -m venv $(VENV); \
 	$(PIP) install --quiet --upgrade pip; \
 	$(PIP) install --progress-bar on -c constraints.txt torch==2.14.1 torchvision==0.29.1; \

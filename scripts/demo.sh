@@ -17,7 +17,8 @@ export TOKENIZERS_PARALLELISM=false RAY_DEDUP_LOGS=0
 
 steps=()    # "name|estimate|measured" per finished step, for the closing table
 step_count=0
-# run_step NAME ESTIMATE COMMAND...: estimates are first runs on an idle 2-core machine.
+# run_step NAME ESTIMATE COMMAND...: estimates are a first run measured on an idle 2-core
+# machine (load under 4): 5 min for all steps, plus setup.
 run_step() {
   local name=$1 estimate=$2 start=$SECONDS
   shift 2
@@ -30,17 +31,17 @@ run_step() {
   steps+=("$name|$estimate|${took} s")
 }
 
-run_step "generate: 20 items per task x 25 tasks x 3 setups" "1 min" \
+run_step "generate: 20 items per task x 25 tasks x 3 setups" "20 s" \
   "$PY" -m pipelines generate --out "$DEMO_DIR/items" --per-task 20 --item-seed 0
 
 for engine in oracle random constant; do
-  run_step "evaluate: baseline $engine on 1,500 rows" "40 s" \
+  run_step "evaluate: baseline $engine on 1,500 rows" "20 s" \
     "$PY" -m pipelines evaluate --items "$DEMO_DIR/items" --engine "$engine" --model "$engine" \
     --out "$RESULTS"
 done
 
 if [ -d "$GEOBUILD_DATA" ]; then
-  run_step "geobuild-solve: constructibility audit of the 489 GeoBuild problems" "4 min" \
+  run_step "geobuild-solve: constructibility audit of the 489 GeoBuild problems" "1.5 min" \
     "$PY" -m pipelines geobuild-solve --dataset "$GEOBUILD_DATA" --out "$RESULTS"
   # --model RESULTS: the programs the audit above saved, so nothing is solved twice.
   run_step "geobuild: the audit's programs through the agent loop (an upper bound)" "2 min" \
@@ -50,14 +51,14 @@ else
   echo "== GeoBuild steps skipped: no data set at $GEOBUILD_DATA (set GEOBUILD_DATA)"
 fi
 
-run_step "probe: smoke grid (tiny random ViT; chance-level accuracies by design)" "2 min" \
+run_step "probe: smoke grid (tiny random ViT; chance-level accuracies by design)" "1 min" \
   "$PY" -m pipelines probe --grid configs/probes/smoke.yaml --out "$RESULTS"
 
 rm -rf "$DEMO_DIR/human" "$DEMO_DIR/human.key.json"  # an export refuses an existing key
-run_step "human-export: dotted items as annotator pages" "20 s" \
+run_step "human-export: dotted items as annotator pages" "5 s" \
   "$PY" -m pipelines human-export --items "$DEMO_DIR/items" --out "$DEMO_DIR/human"
 
-run_step "report" "1 min" \
+run_step "report" "15 s" \
   "$PY" -m pipelines report "$RESULTS" --out "$DEMO_DIR/report"
 
 echo
