@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's `make demo`, in local mode on a CPU machine: items, baselines through
-# `evaluate`, the GeoBuild solver audit and the solver through the GeoBuild loop, the smoke
+# The README's `make demo`, in local mode on a CPU machine: items, baselines and two tiny
+# random models through `evaluate`, the GeoBuild solver audit and the solver through the GeoBuild loop, the smoke
 # probe grid, human-evaluation pages, and the report. Results go under out/demo/results
 # (DEMO_DIR); every step is resumable or idempotent, so running it again redoes only what is
 # missing. Each step prints its name and time estimate as it starts and its measured time as
@@ -18,7 +18,7 @@ export TOKENIZERS_PARALLELISM=false RAY_DEDUP_LOGS=0
 steps=()    # "name|estimate|measured" per finished step, for the closing table
 step_count=0
 # run_step NAME ESTIMATE COMMAND...: estimates are a first run measured on an idle 2-core
-# machine (load under 4): 5 min for all steps, plus setup.
+# machine (load under 4): 5 min for the steps without the tiny models, plus setup.
 run_step() {
   local name=$1 estimate=$2 start=$SECONDS
   shift 2
@@ -38,6 +38,17 @@ for engine in oracle random constant; do
   run_step "evaluate: baseline $engine on 1,500 rows" "20 s" \
     "$PY" -m pipelines evaluate --items "$DEMO_DIR/items" --engine "$engine" --model "$engine" \
     --out "$RESULTS"
+done
+
+# Two models under test, so Table 3 (across models) has rows: tiny random models built
+# offline, answering through the hf engine; their accuracies are noise by design.
+for kind in llm vlm; do
+  model="$DEMO_DIR/models/tiny-$kind"
+  [ -d "$model" ] || run_step "tiny-model: a tiny random $kind" "10 s" \
+    "$PY" -m pipelines tiny-model --kind "$kind" --out "$model"
+  run_step "evaluate: tiny-$kind through the hf engine, 4 items per task" "1 min" \
+    "$PY" -m pipelines evaluate --items "$DEMO_DIR/items" --engine hf --model "$model" \
+    --per-task 4 --out "$RESULTS"
 done
 
 if [ -d "$GEOBUILD_DATA" ]; then

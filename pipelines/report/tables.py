@@ -120,7 +120,11 @@ def table3(long: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame()
     cells = long.with_columns(
         pl.format("{} ({})", pl.col("category"), pl.col("code")).alias("Task category"),
-        pl.format("{} ± {}", pl.col("mean"), pl.col("std").fill_null(0.0)).alias("cell"),
+        # One model has no spread (ddof=1 gives null): say so rather than print "± 0.0".
+        pl.when(pl.col("std").is_null())
+        .then(pl.format("{} (1 model)", pl.col("mean")))
+        .otherwise(pl.format("{} ± {}", pl.col("mean"), pl.col("std")))
+        .alias("cell"),
     )
     wide = cells.pivot(on="setup", index="Task category", values="cell").sort("Task category")
     present = [s for s in SETUPS if s in wide.columns]

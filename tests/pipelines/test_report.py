@@ -189,6 +189,25 @@ def test_table3_is_mean_and_sample_std_across_models(model_report) -> None:
     assert acm["Text with full images"][0] == f"{first['mean']} ± {first['std']}"
 
 
+def test_table3_cell_of_one_model_has_no_spread() -> None:
+    """With one model in a setup, ddof=1 has no std: the cell says so, not "± 0.0"."""
+    from pipelines.report.tables import table3
+
+    long = pl.DataFrame(
+        {
+            "category": ["Area comparison", "Area comparison"],
+            "code": ["ACM", "ACM"],
+            "setup": ["text", "dotted"],
+            "models": [2, 1],
+            "mean": [40.0, 37.5],
+            "std": [5.0, None],
+        }
+    )
+    row = table3(long).row(0, named=True)
+    assert row["Text"] == "40.0 ± 5.0"
+    assert row["Text with dotted images"] == "37.5 (1 model)"
+
+
 def test_gap_is_full_minus_dotted_per_task(report) -> None:
     _results, out = report
     gap = _csv(out, "gap_tasks")
