@@ -144,6 +144,12 @@ class PromptRenderer:
     def count_tokens(self, messages: list[Mapping[str, Any]]) -> int:
         """Input tokens of one row's messages, images included."""
         prompt, images = self.render(messages)
+        if not self.is_image_text:
+            # verbose=False: counting a prompt longer than the context is the point here (the
+            # preflight refuses it in one line), so the tokenizer's "sequence length is
+            # longer than the specified maximum" warning would be a second, noisier line.
+            encoded = self.tokenizer(prompt, add_special_tokens=False, verbose=False)
+            return len(encoded["input_ids"])
         return len(self.encode([prompt], [images])["input_ids"][0])
 
 

@@ -79,6 +79,30 @@ def test_context_shorter_than_the_prompts_is_refused(
     assert not out.exists()
 
 
+def test_counting_a_prompt_longer_than_the_context_prints_no_warning(
+    tiny_64: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The preflight's one line stays one: transformers' "sequence length is longer" warning
+    reached stderr through our log handler whenever transformers' loggers propagated (CI
+    caught it, order-dependent), so the count asks the tokenizer not to warn."""
+    import transformers
+
+    from actors.hf_engine import PromptRenderer
+    from pipelines import logs
+
+    logs.configure()
+    transformers.utils.logging.disable_default_handler()
+    transformers.utils.logging.enable_propagation()
+    try:
+        renderer = PromptRenderer.load(str(tiny_64), None, False)
+        capsys.readouterr()
+        assert renderer.count_tokens([{"role": "user", "content": "word " * 300}]) > 64
+        assert capsys.readouterr().err == ""
+    finally:
+        transformers.utils.logging.disable_propagation()
+        transformers.utils.logging.enable_default_handler()
+
+
 def test_custom_code_without_trust_is_refused(
     items: Path, tiny_llm_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
