@@ -36,13 +36,24 @@ def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
 
 
-def test_page_renders_with_every_image_and_table(
-    small_items: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch
-) -> None:
+def _report(
+    small_items: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Path:
+    """The report of the baselines' results on the small items, built under tmp_path."""
     _register(monkeypatch)
     results = baseline_results(small_items, tmp_path_factory.getbasetemp())
     out = tmp_path / "report"
     assert cli.main(["report", str(results), "--out", str(out)]) == 0
+    return out
+
+
+def test_page_renders_with_every_image_and_table(
+    small_items: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch
+) -> None:
+    out = _report(small_items, tmp_path_factory, tmp_path, monkeypatch)
     url = (out / "index.html").resolve().as_uri()
 
     dom = _chromium(tmp_path, "--dump-dom", url).stdout
@@ -80,10 +91,7 @@ def _attr(tag: str, name: str) -> str:
 def test_sample_browser_filter_from_the_address(
     small_items: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch
 ) -> None:
-    _register(monkeypatch)
-    results = baseline_results(small_items, tmp_path_factory.getbasetemp())
-    out = tmp_path / "report"
-    assert cli.main(["report", str(results), "--out", str(out)]) == 0
+    out = _report(small_items, tmp_path_factory, tmp_path, monkeypatch)
     url = (out / "samples.html").resolve().as_uri()
     page = (out / "samples.html").read_text()
     total = page.count('<tr class="sample')
