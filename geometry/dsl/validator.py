@@ -18,6 +18,8 @@ from geometry.dsl.scene import Circle, Line, Point, Polygon, Scene, Segment
 
 OBJECT_WEIGHT = 0.3
 CONDITION_WEIGHT = 0.7
+# The public benchmark calls a program solved when both scores reach this (its success rule).
+PUBLIC_SUCCESS_THRESHOLD = 0.9
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,14 @@ class Verdict:
         return not self.missing_objects and not self.failed_conditions
 
     @property
+    def success_public(self) -> bool:
+        """The public GeoBuildBench rule: object and condition scores both at least 0.9."""
+        return (
+            self.object_score >= PUBLIC_SUCCESS_THRESHOLD
+            and self.condition_score >= PUBLIC_SUCCESS_THRESHOLD
+        )
+
+    @property
     def partial_score(self) -> float:
         """0.3 x object score + 0.7 x condition score (the paper's weighting)."""
         return OBJECT_WEIGHT * self.object_score + CONDITION_WEIGHT * self.condition_score
@@ -58,6 +68,7 @@ class Verdict:
         return {
             "id": self.problem_id,
             "success": self.success,
+            "success_public": self.success_public,
             "object_score": self.object_score,
             "condition_score": self.condition_score,
             "partial_score": self.partial_score,
