@@ -1,13 +1,17 @@
 """Judge an executed scene against a GeoBuild problem: required objects and conditions.
 
 Objects are matched by coordinates, not by how a program named or ordered them: segment AB
-matches a drawn BA, a polygon matches any rotation or reversal of its vertices, a circle
-{center O, radius_point A} matches any drawn circle centred at O through A. Conditions are
+matches a drawn BA; polygon ABCD matches a drawn polygon with any rotation or reversal of
+its vertices, or drawn segments (and polygon edges) that close a simple cycle through
+exactly A, B, C, D in some order; a circle {center O, radius_point A} matches any drawn
+circle centred at O through A. docs/geobuild.md compares these rules with the public
+benchmark's. Conditions are
 checked through the table in geometry.dsl.conditions, on the very scene that was executed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from geometry.dsl.conditions import evaluate
@@ -183,9 +187,14 @@ def _has_circle(figure: Figure, spec: CircleSpec) -> bool:
 
 
 def _has_polygon(figure: Figure, labels: tuple[str, ...]) -> bool:
+    """A polygon object with these vertices in order, or drawn edges closing a simple cycle."""
     pts = _points(figure, labels)
     if pts is None:
         return False
+    return _has_polygon_object(figure, pts) or has_simple_edge_cycle(figure, pts)
+
+
+def _has_polygon_object(figure: Figure, pts: list[Point]) -> bool:
     n = len(pts)
     for poly in figure.scene.of_type(Polygon):
         assert isinstance(poly, Polygon)
@@ -196,3 +205,118 @@ def _has_polygon(figure: Figure, labels: tuple[str, ...]) -> bool:
                 if all(figure.coincide(pts[i], cycle[(i + shift) % n]) for i in range(n)):
                     return True
     return False
+
+
+def has_simple_edge_cycle(figure: Figure, pts: list[Point]) -> bool:
+    """Whether drawn segments and polygon edges join `pts` into one simple closed polygon.
+
+    The cycle must visit every vertex once (a Hamiltonian cycle of the graph whose edges are
+    the drawn segments with both ends on required vertices) and its polygon must not cross
+    itself. Any order counts: the data set's names fix the vertex set, not always the order.
+    Extra edges (diagonals, edges to other points) do not matter.
+    """
+    n = len(pts)
+    if n < 3:
+        return False
+    neighbours: list[set[int]] = [set() for _ in range(n)]
+    for p, q in _drawn_segments(figure.scene):
+        ends_p = [i for i in range(n) if figure.coincide(pts[i], p)]
+        ends_q = [j for j in range(n) if figure.coincide(pts[j], q)]
+        for i in ends_p:
+            for j in ends_q:
+                if i != j:
+                    neighbours[i].add(j)
+                    neighbours[j].add(i)
+    return any(
+        is_simple_polygon([pts[i] for i in order], figure.tol)
+        for order in _hamiltonian_cycles(neighbours)
+    )
+
+
+def _hamiltonian_cycles(neighbours: list[set[int]]) -> Iterator[list[int]]:
+    """Every Hamiltonian cycle from vertex 0, each direction once (as vertex orders)."""
+    n = len(neighbours)
+    if any(len(adj) < 2 for adj in neighbours):
+        return
+    path = [0]
+    used = [False] * n
+    used[0] = True
+
+    def extend() -> Iterator[list[int]]:
+        last = path[-1]
+        if len(path) == n:
+            # path[1] < path[-1] keeps one of the two directions of each cycle.
+            if 0 in neighbours[last] and path[1] < path[-1]:
+                yield list(path)
+            return
+        for nxt in sorted(neighbours[last]):
+            if not used[nxt]:
+                used[nxt] = True
+                path.append(nxt)
+                yield from extend()
+                path.pop()
+                used[nxt] = False
+
+    yield from extend()
+
+
+def is_simple_polygon(vertices: list[Point], tol: float) -> bool:
+    """Whether the closed polygon through `vertices` in order does not touch or cross itself.
+
+    Non-adjacent edges may not meet (within `tol`); adjacent edges may not fold back onto
+    each other; vertices may not coincide.
+    """
+    n = len(vertices)
+    if any(vertices[i].distance(vertices[j]) <= tol for i in range(n) for j in range(i + 1, n)):
+        return False
+    edges = [(vertices[i], vertices[(i + 1) % n]) for i in range(n)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            adjacent = j == i + 1 or (i == 0 and j == n - 1)
+            if adjacent:
+                if _folds_back(edges[i], edges[j], tol):
+                    return False
+            elif _segments_meet(edges[i], edges[j], tol):
+                return False
+    return True
+
+
+def _folds_back(e: tuple[Point, Point], f: tuple[Point, Point], tol: float) -> bool:
+    """Two edges sharing a vertex overlap along a stretch (the polygon doubles back)."""
+    shared = next((p for p in e if any(p == q for q in f)), None)
+    if shared is None:
+        return False
+    u = next(p for p in e if p != shared)
+    v = next(p for p in f if p != shared)
+    # The far end of the shorter edge lies on the longer edge: they run along each other.
+    short, long_end = (u, v) if shared.distance(u) <= shared.distance(v) else (v, u)
+    return _point_segment_distance(short, shared, long_end) <= tol
+
+
+def _segments_meet(e: tuple[Point, Point], f: tuple[Point, Point], tol: float) -> bool:
+    """Whether two segments cross or come within `tol` of each other."""
+    (a, b), (c, d) = e, f
+    if _orient(a, b, c) * _orient(a, b, d) < 0 and _orient(c, d, a) * _orient(c, d, b) < 0:
+        return True
+    return (
+        min(
+            _point_segment_distance(a, c, d),
+            _point_segment_distance(b, c, d),
+            _point_segment_distance(c, a, b),
+            _point_segment_distance(d, a, b),
+        )
+        <= tol
+    )
+
+
+def _orient(a: Point, b: Point, c: Point) -> float:
+    return (b.x - a.x) * (c.y - a.y) - (b.y - a.y) * (c.x - a.x)
+
+
+def _point_segment_distance(p: Point, a: Point, b: Point) -> float:
+    ab2 = (b.x - a.x) ** 2 + (b.y - a.y) ** 2
+    if ab2 == 0:
+        return p.distance(a)
+    t = ((p.x - a.x) * (b.x - a.x) + (p.y - a.y) * (b.y - a.y)) / ab2
+    t = min(max(t, 0.0), 1.0)
+    return p.distance(Point(a.x + t * (b.x - a.x), a.y + t * (b.y - a.y)))
