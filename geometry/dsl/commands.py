@@ -7,6 +7,7 @@ the same table (a test keeps them in step). Kinds are defined in `overloads.KIND
 from __future__ import annotations
 
 from geometry.dsl import measures as m
+from geometry.dsl import predicates as pr
 from geometry.dsl import realisers as r
 from geometry.dsl.overloads import Command, Overload
 from geometry.dsl.scene import Line, Ray, Segment, Vector
@@ -338,6 +339,125 @@ _TABLE: tuple[Command, ...] = (
                 "1 if the points coincide, else 0",
             ),
             O(("scalar", "scalar"), ("number",), m.equality_numbers, "1 if equal, else 0"),
+        ),
+    ),
+    Command(
+        "power",
+        (O(("scalar", "number"), ("number",), pr.power, "x to the power n (x^n)"),),
+        examples=("power : AB 2 -> AB_squared",),
+    ),
+    # Predicates of the public DSL: each binds 1 (holds) or 0 (does not) to its output.
+    Command(
+        "are_parallel",
+        (O(("linear", "linear"), ("number",), pr.are_parallel, "1 if the lines are parallel"),),
+    ),
+    Command(
+        "are_perpendicular",
+        (
+            O(
+                ("linear", "linear"),
+                ("number",),
+                pr.are_perpendicular,
+                "1 if the lines are perpendicular",
+            ),
+        ),
+    ),
+    Command(
+        "are_collinear",
+        (
+            O(
+                ("point", "point", "point"),
+                ("number",),
+                pr.are_collinear,
+                "1 if the points lie on one line",
+            ),
+        ),
+    ),
+    Command(
+        "are_concyclic",
+        (
+            O(
+                ("point", "point", "point", "point"),
+                ("number",),
+                pr.are_concyclic,
+                "1 if the points lie on one circle (or one line)",
+            ),
+        ),
+    ),
+    Command(
+        "are_concurrent",
+        (
+            O(
+                ("curve", "curve", "curve"),
+                ("number",),
+                pr.are_concurrent,
+                "1 if one point lies on all three (segments, rays, arcs within their bounds)",
+            ),
+        ),
+    ),
+    Command(
+        "are_congruent",
+        (
+            O(("angle", "angle"), ("number",), pr.are_congruent_angles, "1 if equal angles"),
+            O(
+                ("segment", "segment"),
+                ("number",),
+                pr.are_congruent_segments,
+                "1 if equally long",
+            ),
+        ),
+    ),
+    Command(
+        "are_complementary",
+        (
+            O(
+                ("angle", "angle"),
+                ("number",),
+                pr.are_complementary,
+                "1 if the angles sum to 180° (the public command's meaning)",
+            ),
+        ),
+    ),
+    Command(
+        "are_equal",
+        (
+            O(("point", "point"), ("number",), pr.are_equal_points, "1 if the points coincide"),
+            O(("scalar", "scalar"), ("number",), pr.are_equal_numbers, "1 if equal"),
+        ),
+    ),
+    Command(
+        "contained_by",
+        (
+            O(
+                ("point", "linear"),
+                ("number",),
+                pr.contained_by,
+                "1 if the point is on the line, ray or segment (within its bounds)",
+            ),
+            O(
+                ("point", "round"),
+                ("number",),
+                pr.contained_by,
+                "1 if the point is on the circle or arc",
+            ),
+        ),
+    ),
+    Command(
+        "touches",
+        (
+            O(
+                ("circle", "circle"),
+                ("number",),
+                pr.touches,
+                "1 if the circles are tangent (inside or outside)",
+            ),
+            O(
+                ("linear", "circle"),
+                ("number",),
+                pr.touches,
+                "1 if the line (carrying a segment or ray) is tangent to the circle",
+            ),
+            O(("circle", "linear"), ("number",), pr.touches, "as above, circle first"),
         ),
     ),
     Command(

@@ -46,6 +46,7 @@ KINDS: dict[str, tuple[type, ...]] = {
     "vector": (Vector,),
     "linear": (Line, Segment, Ray),
     "round": (Circle, Arc),
+    "curve": (Line, Segment, Ray, Circle, Arc),
     "object": (Point, Segment, Ray, Line, Circle, Arc, Polygon, Vector),
     "number": (Number, Angle),
     "scalar": (Number, Angle, Segment),
