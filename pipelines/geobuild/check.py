@@ -4,6 +4,8 @@ Reads `{"id": ..., "dsl": ...}` lines, runs each program through the DSL executo
 the resulting scene against the problem, and prints one JSON verdict per input line, in
 input order. A bad line (malformed JSON, unknown id, missing program) yields a verdict with
 an `error`, never a crash; a program that stops with an error is judged on what it built.
+`success` is our rule (every object and condition), `success_public` the public benchmark's
+(both scores at least 0.9); neither holds for a program that stopped with an error.
 """
 
 from __future__ import annotations
@@ -72,6 +74,10 @@ def check_line(text: str, number: int, problems: dict[str, Problem]) -> dict[str
     return {
         "id": problem.id,
         "success": verdict.success and error is None,
+        # The public benchmark validates only programs that ran to the end (its agent loop
+        # skips validation after an execution error, and its validator scores an exception
+        # 0/0), so a program that stopped is not a public success either.
+        "success_public": verdict.success_public and error is None,
         "object_score": verdict.object_score,
         "condition_score": verdict.condition_score,
         "missing_objects": list(verdict.missing_objects),
@@ -90,6 +96,7 @@ def _error_verdict(problem_id: str | None, message: str) -> dict[str, object]:
     return {
         "id": problem_id,
         "success": False,
+        "success_public": False,
         "object_score": 0.0,
         "condition_score": 0.0,
         "missing_objects": [],

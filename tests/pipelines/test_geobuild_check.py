@@ -46,6 +46,7 @@ def test_correct_program_succeeds(tmp_path: Path, capsys: pytest.CaptureFixture[
     (verdict,) = run_check(tmp_path, [json.dumps({"id": "367", "dsl": PROGRAM_367})], capsys)
     assert verdict["id"] == "367"
     assert verdict["success"] is True, verdict
+    assert verdict["success_public"] is True
     assert verdict["object_score"] == 1.0 and verdict["condition_score"] == 1.0
     assert verdict["execution_error"] is None
 
@@ -71,6 +72,9 @@ def test_broken_programs_report_reasons_in_input_order(
         {"type": "angle_value", "reason": "angle AOC is 97.2°, expected 100°"}
     ]
     assert angle["condition_score"] == pytest.approx(4 / 5)
+    assert angle["success_public"] is False  # 4/5 conditions is below the public 0.9
+
+    assert malformed["success_public"] is False
 
     assert malformed["error"] and "not JSON" in malformed["error"]
     assert unknown["id"] == "no-such-problem" and "unknown problem id" in unknown["error"]
@@ -83,6 +87,20 @@ def test_broken_programs_report_reasons_in_input_order(
     # Nothing after line 3 was built: circle, C, D, B and the polygon are missing.
     assert "point C" in stopped["missing_objects"]
     assert "circle O through A" in stopped["missing_objects"]
+    assert stopped["success_public"] is False
+
+
+@needs_data
+def test_error_after_a_complete_figure_is_no_public_success(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Everything required is built before the bad last line; the public benchmark never
+    # validates a program that stopped, so neither verdict is a success.
+    late_error = PROGRAM_367 + "segment : A Z -> AZ\n"
+    (verdict,) = run_check(tmp_path, [json.dumps({"id": "367", "dsl": late_error})], capsys)
+    assert verdict["execution_error"]["line"] == 8
+    assert verdict["object_score"] == 1.0 and verdict["condition_score"] == 1.0
+    assert verdict["success"] is False and verdict["success_public"] is False
 
 
 def test_missing_dataset_is_a_usage_error(
