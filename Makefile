@@ -64,9 +64,10 @@ test-main: setup setup-vllm
 test-vllm: setup-vllm
 	$(VLLM_PY) -m pytest tests/vllm
 
-# Fault scenarios repeated many times (kill-and-resume x20); not part of `make test`.
+# Fault scenarios repeated many times (kill-and-resume x20) and each GeoBuild program judged
+# 100 times; not part of `make test`.
 stress: setup
-	$(PY) -m pytest -m stress tests/pipelines/test_stress.py
+	$(PY) -m pytest -m stress tests/pipelines/test_stress.py tests/geometry/dsl/test_determinism.py
 
 lint: setup
 	$(VENV)/bin/ruff check .
