@@ -136,7 +136,7 @@ def _write_report(
     sections += [
         geobuild_section(results),
         audit_section(audit, audit_note),
-        *probe_sections(results, min_accuracy),
+        *probe_sections(results, min_accuracy, out),
     ]
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     subtitle = f"Results from {results.resolve()}, report built {stamp}."
