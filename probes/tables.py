@@ -93,6 +93,36 @@ def transfer_matrix(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def transfer_panels(transfer: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The transfer matrix (from transfer_matrix) as the paper's Figure 8 draws it: one
+    train task x test task table of accuracies per config and test images, keyed
+    `<config>, <full|dotted> test images`; tasks in PROBE_TASKS order."""
+    panels: dict[str, pl.DataFrame] = {}
+    if transfer.is_empty():
+        return panels
+    tasks = _task_order(
+        transfer["Train Dataset"].unique().to_list() + transfer["Eval Dataset"].unique().to_list()
+    )
+    rank = {t: i for i, t in enumerate(tasks)}
+    subscripts = list(SETUP_OF_SUBSCRIPT)  # F then D, as Table 4's columns
+    configs = sorted(
+        transfer.select("Config", "Eval Setup").unique().iter_rows(),
+        key=lambda k: (
+            CONFIG_ORDER.index(k[0]) if k[0] in CONFIG_ORDER else 99,
+            subscripts.index(k[1]) if k[1] in subscripts else 99,
+            k,
+        ),
+    )
+    for config, setup in configs:
+        part = transfer.filter((pl.col("Config") == config) & (pl.col("Eval Setup") == setup))
+        wide = part.pivot(on="Eval Dataset", index="Train Dataset", values="Accuracy")
+        wide = wide.sort(pl.col("Train Dataset").replace_strict(rank, default=99))
+        present = [t for t in tasks if t in wide.columns]
+        name = f"{config}, {SETUP_OF_SUBSCRIPT.get(setup, setup)} test images"
+        panels[name] = wide.select("Train Dataset", *present)
+    return panels
+
+
 def table5(df: pl.DataFrame, min_accuracy: float = 70.0) -> pl.DataFrame:
     """Paper Table 5: train task -> test task -> "UD/F (75.0), FF/D (71.0)" (acc >= min)."""
     cross = transfer_matrix(df).filter(

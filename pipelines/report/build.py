@@ -1,13 +1,16 @@
 """`python -m pipelines report RESULTS --out DIR`: the tables and figures a paper would show.
 
 Reads the run records (provenance: items, models, settings, software), RESULTS/noregeo
-(Tables 2-3, task figures with the setups side by side, MSE, gaps, pair consistency,
-intervals, engine-error and invalid-output rates; `human` from `human-import` and the
-baselines appear as marked rows, outside every across-model statistic), RESULTS/geobuild,
-the solver audit (RESULTS/audit/audit.csv, or `--audit FILE`) and RESULTS/probes (Tables
-4-5). Writes DIR/index.html and DIR/samples.html (static, no network assets),
-DIR/figures/*.png, DIR/samples/*.png and DIR/tables/*.{csv,md}. A part with no results
-becomes a section that says so. docs/report.md explains each part.
+(binary and multiple-choice headline accuracy, Table 2 with its best cells marked, Table 3
+over Table 2's cells as the paper computes it and the pooled variant, task figures with the
+setups side by side, MSE, gaps (Figures 2, 6, 7), pair consistency, intervals, engine-error
+and invalid-output rates; `human` from `human-import` and the baselines appear as marked
+rows, outside every across-model statistic), RESULTS/geobuild, the solver audit
+(RESULTS/audit/audit.csv, or `--audit FILE`) and RESULTS/probes (Tables 4-5 with
+`--min-accuracy`, the transfer matrix as Figure 8). Writes DIR/index.html and
+DIR/samples.html (static, no network assets), DIR/figures/*.png, DIR/samples/*.png and
+DIR/tables/*.{csv,md}. A part with no results becomes a section that says so.
+docs/report.md explains each part.
 """
 
 from __future__ import annotations
@@ -50,7 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"audit.csv of `geobuild-solve` (default: RESULTS/{AUDIT_PATH} when present)",
     )
     parser.add_argument(
-        "--min-accuracy", type=percent, default=70.0, help="probe Table 5 threshold (%%)"
+        "--min-accuracy",
+        type=percent,
+        default=70.0,
+        help="probe Table 5 threshold (%%): cross-task transfers at or above it are listed",
     )
 
 
@@ -136,7 +142,7 @@ def _write_report(
     sections += [
         geobuild_section(results),
         audit_section(audit, audit_note),
-        *probe_sections(results, min_accuracy),
+        *probe_sections(results, min_accuracy, out),
     ]
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     subtitle = f"Results from {results.resolve()}, report built {stamp}."

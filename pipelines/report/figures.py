@@ -133,15 +133,19 @@ def _row_key(label: str) -> tuple[int, str]:
 
 
 def gap_distribution(
-    per_category: pl.DataFrame, path: Path, references: list[str] | tuple[str, ...] = ()
+    per_category: pl.DataFrame,
+    path: Path,
+    references: list[str] | tuple[str, ...] = (),
+    key: str = "code",
 ) -> Path:
-    """Per category: a box over the models under test, and every model's gap as a point,
-    one colour per model (legend); baselines as hollow grey markers, outside the box."""
-    codes = sorted(per_category["code"].unique().to_list())
+    """Per category (`key` = code; Figure 2) or per task (`key` = task; Figure 7): a box
+    over the models under test, and every model's gap as a point, one colour per model
+    (legend); baselines as hollow grey markers, outside the box."""
+    codes = sorted(per_category[key].unique().to_list())
     models = sorted(m for m in per_category["model"].unique().to_list() if m not in references)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(codes) + 3), 4))
+    fig, ax = plt.subplots(figsize=(max(6.0, (0.8 if key == "code" else 0.45) * len(codes) + 3), 4))
     tested = [
-        per_category.filter((pl.col("code") == c) & pl.col("model").is_in(models))["gap"].to_numpy()
+        per_category.filter((pl.col(key) == c) & pl.col("model").is_in(models))["gap"].to_numpy()
         for c in codes
     ]
     if models:
@@ -152,7 +156,7 @@ def gap_distribution(
         [*models, *[r for r in references if r in set(per_category["model"])]]
     ):
         part = per_category.filter(pl.col("model") == model)
-        x = np.array([codes.index(c) + 1 for c in part["code"].to_list()], dtype=float)
+        x = np.array([codes.index(c) + 1 for c in part[key].to_list()], dtype=float)
         x += jitter.uniform(-0.15, 0.15, len(x))
         if model in references:
             marker = "s^Dv"[references.index(model) % 4]  # one shape per baseline
@@ -166,19 +170,75 @@ def gap_distribution(
             style = {"color": palette(k % 10)}
             label = model
         ax.scatter(x, part["gap"].to_numpy(), s=16, alpha=0.8, label=label, **style)
-    ax.set_xticks(range(1, len(codes) + 1), codes, **PLAIN)
+    slanted = {"rotation": 60, "ha": "right", "fontsize": 7}  # task IDs are long
+    rotation: dict[str, Any] = {} if key == "code" else slanted
+    ax.set_xticks(range(1, len(codes) + 1), codes, **rotation, **PLAIN)
     ax.axhline(0, color="grey", linewidth=0.8)
-    ax.set_xlabel("task category")
+    ax.set_xlabel("task category" if key == "code" else "task")
     ax.set_ylabel("accuracy(full) - accuracy(dotted), points")
     box = (
         "boxes: models under test (quartiles, whiskers 1.5 IQR)"
         if models
         else "no models under test, baselines only"
     )
-    ax.set_title(f"Full-minus-dotted gap per category; {box}", fontsize=9)
+    per = "category" if key == "code" else "task"
+    ax.set_title(f"Full-minus-dotted gap per {per}; {box}", fontsize=9)
     legend = ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     for text in legend.get_texts():
         text.set(**PLAIN)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def transfer_heatmap(panels: dict[str, pl.DataFrame], title: str, path: Path) -> Path:
+    """The probe transfer matrix (the paper's Figure 8): one panel per config and test
+    images, rows the training task, columns the test task, colour the accuracy (0-100).
+
+    Every frame has the training task in its first column and one column per test task.
+    Panels go in a grid of at most four per row, so eight configs x images stay readable."""
+    frames = list(panels.values())
+    rows_of = sorted({str(v) for f in frames for v in f[f.columns[0]].to_list()})
+    columns: list[str] = []
+    for frame in frames:
+        columns += [c for c in frame.columns[1:] if c not in columns]
+    across = min(4, len(panels))
+    down = -(-len(panels) // across)
+    side = 1.2 + 0.42 * max(len(rows_of), len(columns))
+    fig, axes = plt.subplots(
+        down, across, figsize=(across * side + 1.2, down * side + 0.8), squeeze=False,
+        layout="constrained",
+    )  # fmt: skip
+    norm = Normalize(0, 100)
+    image = None
+    for ax, (name, frame) in zip(axes.flat, panels.items(), strict=False):
+        index = {str(v): i for i, v in enumerate(frame[frame.columns[0]].to_list())}
+        values = np.full((len(rows_of), len(columns)), np.nan)
+        for c, column in enumerate(columns):
+            if column in frame.columns:
+                data = frame[column].cast(pl.Float64).to_numpy()
+                for r, label in enumerate(rows_of):
+                    if label in index:
+                        values[r, c] = data[index[label]]
+        image = ax.imshow(np.ma.masked_invalid(values), cmap="RdYlGn", norm=norm, aspect="auto")
+        ax.set_facecolor(MISSING)
+        ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right", fontsize=7, **PLAIN)
+        ax.set_yticks(range(len(rows_of)), rows_of, fontsize=7, **PLAIN)
+        ax.set_title(name, fontsize=9, **PLAIN)
+        ax.set_xlabel("test task", fontsize=7)
+        ax.set_ylabel("training task", fontsize=7)
+        for (r, c), v in np.ndenumerate(values):
+            if np.isfinite(v):
+                red, green, blue, _ = image.cmap(norm(v))
+                dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
+                ax.text(c, r, f"{v:.0f}", ha="center", va="center", fontsize=6,
+                        color="w" if dark else "k")  # fmt: skip
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    assert image is not None  # callers pass at least one panel
+    bar = fig.colorbar(image, ax=list(axes.flat), shrink=0.8, pad=0.01)
+    bar.set_label("accuracy (%)", fontsize=8)
+    fig.suptitle(title, fontsize=10, **PLAIN)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path

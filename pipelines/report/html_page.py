@@ -28,7 +28,8 @@ class Table:
     """A table of the report; `name` is its file stem under tables/.
 
     `folded`: shown closed under a one-line summary (None: when it has more than FOLD_ROWS
-    rows). `references`: model names shown as reference rows/columns (the baselines)."""
+    rows). `references`: model names shown as reference rows/columns (the baselines).
+    `marks`: {(row index, column): "best" | "second"}, cells shown bold / underlined."""
 
     name: str
     title: str
@@ -36,6 +37,7 @@ class Table:
     note: str = ""
     folded: bool | None = None
     references: tuple[str, ...] = ()
+    marks: dict[tuple[int, str], str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,12 @@ def write_table(out: Path, table: Table) -> None:
     write_bytes_atomic(out / "tables" / f"{table.name}.md", markdown(frame).encode())
 
 
+def _mark(table: Table, row: int, column: str) -> str:
+    """` best` / ` second` for a marked cell (a CSS class), else nothing."""
+    mark = table.marks.get((row, column))
+    return f" {mark}" if mark else ""
+
+
 def _table_html(table: Table) -> str:
     columns = table.frame.columns
     references = set(table.references)
@@ -103,10 +111,12 @@ def _table_html(table: Table) -> str:
     )
     model_at = columns.index("model") if "model" in columns else None
     rows = []
-    for row in table.frame.iter_rows():
+    for r, row in enumerate(table.frame.iter_rows()):
         tds = "".join(
             f'<td class="{"num" if isinstance(v, int | float) else "txt"}'
-            f'{" ref" if columns[i] in references else ""}">{html.escape(cell(v))}</td>'
+            f"{' ref' if columns[i] in references else ''}"
+            f"{_mark(table, r, columns[i])}"
+            f'">{html.escape(cell(v))}</td>'
             for i, v in enumerate(row)
         )
         reference = model_at is not None and row[model_at] in references
@@ -154,6 +164,7 @@ margin:1.6em 0 .4em}h3{font-size:1em;margin:1em 0 .3em}p{margin:.3em 0}
 table{border-collapse:collapse;font-size:.8em;margin:.3em 0 .8em}
 th,td{border:1px solid #ccc;padding:.15em .45em}th{background:#f3f3f3;position:sticky;top:0}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.best{font-weight:700}td.second{text-decoration:underline}
 tr.ref td,td.ref,th.ref{font-style:italic;color:#666;background:#f7f7f2}
 tr.ref:first-of-type td,tr:not(.ref)+tr.ref td{border-top:2px solid #999}
 figure{margin:.6em 0 1.2em;overflow-x:auto}
@@ -222,8 +233,9 @@ def table_blocks(
     note: str = "",
     folded: bool | None = None,
     references: list[str] | tuple[str, ...] = (),
+    marks: dict[tuple[int, str], str] | None = None,
 ) -> list[Block]:
     """[the Table] for a frame with rows, [] for an empty one (its section then says why)."""
     if frame.is_empty():
         return []
-    return [Table(name, title, frame, note, folded, tuple(references))]
+    return [Table(name, title, frame, note, folded, tuple(references), marks or {})]

@@ -12,7 +12,7 @@ from pipelines.noregeo.summarize import answered, missing_rows
 from pipelines.report import provenance as prov
 from pipelines.report import tables as rt
 from pipelines.report.figures import gap_distribution, panel_heatmap
-from pipelines.report.html_page import Block, Figure, Section
+from pipelines.report.html_page import Block, Figure, Heading, Section
 from pipelines.report.html_page import table_blocks as _tables
 from pipelines.report.provenance import Record
 from store.storage import Location
@@ -91,19 +91,28 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
             references=refs,
         ),
     )
-    table2 = Section(
+    table2 = rt.table2(scored)
+    table2_section = Section(
         "Table 2: accuracy per category, setup and model",
         "Columns are kind-category (C: classification, N: numeric, U: unstable; the category "
-        "code is the middle of the task ID). Cells: accuracy (%) over the group's items."
+        "code is the middle of the task ID). Cells: accuracy (%) over the group's items. "
+        "Bold: the best model of the setup in that column, underlined: the second best (ties "
+        "share a mark; only models under test compete, not human or the baselines)."
         + human
         + baselines,
         _tables(
-            "table2", "Table 2 (accuracy, %)", rt.table2(scored), folded=False, references=refs
+            "table2",
+            "Table 2 (accuracy, %)",
+            table2,
+            folded=False,
+            references=refs,
+            marks=rt.table2_marks(table2, refs),
         ),
     )
     return [
         overview,
-        table2,
+        headline_section(scored, refs),
+        table2_section,
         table3_section(scored, refs),
         task_figure_section(scored, out, refs, "accuracy"),
         task_figure_section(scored, out, refs, "mse"),
@@ -131,17 +140,72 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
     ]
 
 
-def table3_section(scored: pl.DataFrame, refs: list[str]) -> Section:
-    """Table 3 over the models under test; says so when only baselines (and human) ran."""
-    long3 = rt.table3_long(scored)
+def headline_section(scored: pl.DataFrame, refs: list[str]) -> Section:
+    """The paper's headline numbers: accuracy over binary items and over multiple-choice
+    items, per setup and model; `human` and the baselines as reference rows."""
+    table = rt.answer_format_accuracy(scored)
+    references = [rt.HUMAN, *refs]
     section = Section(
-        "Table 3: mean ± std across models",
-        "Per category and setup: mean and sample standard deviation (ddof=1) across models of "
-        "each model's category accuracy (%). Counted: the models under test only; `human` "
-        "and the baselines are not models.",
-        _tables("table3", "Table 3 (mean ± std, %)", rt.table3(long3), folded=False)
-        + _tables("table3_long", "Table 3 as numbers, with the model count", long3, folded=True),
+        "Headline: binary and multiple-choice accuracy",
+        "Accuracy (%) over the binary items (choice items with two options, yes/no) and over "
+        "every multiple-choice item (binary ones included), per setup and model, over items "
+        "(not a mean of tasks); `_n` is the item count. These are the paper's headline "
+        "numbers (best model about 65% on binary tasks, humans 74.5% on multiple-choice "
+        "tasks). `human` and the baselines are reference rows.",
+        empty="no multiple-choice results",
     )
+    if table.is_empty():
+        return section
+    best = rt.best_answer_format(table, refs)
+    section.blocks += _tables(
+        "headline_best",
+        "Best model under test per setup (and human on multiple-choice items)",
+        best,
+        folded=False,
+    )
+    section.blocks += _tables(
+        "headline_answer_formats",
+        "Binary and multiple-choice accuracy per setup and model (%)",
+        table,
+        references=references,
+    )
+    return section
+
+
+def table3_section(scored: pl.DataFrame, refs: list[str]) -> Section:
+    """Table 3 as the paper computes it (over Table 2's cells), and the pooled-items variant
+    after it; says so when only baselines (and human) ran."""
+    long3 = rt.table3_long(scored)
+    pooled = rt.table3_pooled_long(scored)
+    section = Section(
+        "Table 3: mean ± std per category",
+        "As the paper computes it: per category and setup, the mean and sample standard "
+        "deviation (ddof=1) over the Table 2 cells of the category, one per model under test "
+        "and kind (C-BCT and N-BCT are two cells of BCT), so the spread holds both the "
+        "differences between models and between the kinds of task in a category. Counted: "
+        "the models under test only; `human` and the baselines are not models.",
+        _tables("table3", "Table 3 (mean ± std over Table 2 cells, %)", rt.table3(long3),
+                folded=False)
+        + _tables("table3_long", "Table 3 as numbers, with the cell and model counts", long3,
+                  folded=True),
+    )  # fmt: skip
+    if not pooled.is_empty():
+        section.blocks += [
+            Heading(
+                "Pooled variant (not the paper's)",
+                "Each model's accuracy over all of the category's items, every kind pooled, "
+                "then mean and sample std across models: a category with one classification "
+                "and five numeric tasks is mostly numeric here, and the spread is only "
+                "between models.",
+            )
+        ]
+        section.blocks += _tables(
+            "table3_pooled", "Table 3, pooled items (mean ± std across models, %)",
+            rt.table3(pooled), folded=False,
+        ) + _tables(
+            "table3_pooled_long", "Pooled Table 3 as numbers, with the model count", pooled,
+            folded=True,
+        )  # fmt: skip
     if refs:
         section.empty = (
             f"only baselines ({', '.join(refs)}) have results, no model under test: a mean "
@@ -240,7 +304,9 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
     section = Section(
         "Full minus dotted images",
         "Accuracy(full) - accuracy(dotted) in points for models that ran both setups: blue, "
-        "full images help; red, they hurt. The last heatmap row is the mean over tasks.",
+        "full images help; red, they hurt. Figure 6: tasks x models (the last row is the mean "
+        "over tasks); Figure 7: the same gaps summarised per task over the models; Figure 2: "
+        "per category.",
         empty="no model has both dotted and full results",
     )
     gap = rt.gap_by_task(df)
@@ -256,8 +322,19 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
     section.blocks.append(
         Figure(
             f"figures/{path.name}",
-            "Gap per task and model",
+            "Figure 6: gap per task and model",
             "Colour bar: points; blue above 0 (full images help), red below.",
+        )
+    )
+    per_task = rt.gap_by_task_long(gap)
+    path = gap_distribution(per_task, out / "figures/gap_task_summary.png", refs, key="task")
+    section.blocks.append(
+        Figure(
+            f"figures/{path.name}",
+            "Figure 7: gap per task",
+            "The task-level summary: per task, a box over the models under test (quartiles, "
+            "whiskers to 1.5 IQR) and one coloured point per model; baselines as hollow grey "
+            "markers, not in the box.",
         )
     )
     per_category = rt.gap_by_category(df)
@@ -265,7 +342,7 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
     section.blocks.append(
         Figure(
             f"figures/{path.name}",
-            "Gap per category",
+            "Figure 2: gap per category",
             "Box: the models under test (quartiles, whiskers to 1.5 IQR); one coloured point "
             "per model (legend); baselines as hollow grey markers, not in the box.",
         )
@@ -279,6 +356,12 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
         per_category,
         folded=True,
         references=refs,
+    )
+    section.blocks += _tables(
+        "gap_task_summary",
+        "Gap distribution per task, over the models under test (Figure 7)",
+        rt.gap_summary(per_task, refs, keys=("task",)),
+        folded=True,
     )
     section.blocks += _tables(
         "gap_category_summary",

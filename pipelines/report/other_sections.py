@@ -9,7 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.cli_args import read_utf8
-from pipelines.report.html_page import Heading, Section
+from pipelines.report.figures import transfer_heatmap
+from pipelines.report.html_page import Figure, Heading, Section
 from pipelines.report.html_page import table_blocks as _tables
 from store.errors import UsageError
 from store.storage import Location
@@ -124,15 +125,19 @@ def audit_section(frame: pl.DataFrame | None, why_none: str = "") -> Section:
     return section
 
 
-def probe_sections(results: Location, min_accuracy: float = 70.0) -> list[Section]:
-    """Paper Tables 4-5 per probed encoder."""
+def probe_sections(
+    results: Location, min_accuracy: float = 70.0, out: Path | None = None
+) -> list[Section]:
+    """Paper Tables 4-5 per probed encoder, and (with `out`, the report folder the figure
+    goes to) Figure 8, the transfer matrix."""
     intro = (
         "Linear probes on vision encoders (paper Appendix B). Table 4: accuracy (%) per "
         "training regime and config (U/F: unfrozen/frozen; F/D: full/dot training images), "
         "tested on full (F) and dot (D) images. Table 5: cross-task transfers at or above "
-        f"{min_accuracy:g}%."
+        f"{min_accuracy:g}% (report --min-accuracy). Figure 8: every separate probe on every "
+        "task."
     )
-    from probes.tables import summarize
+    from probes.tables import summarize, transfer_panels
 
     if not isinstance(results, Path):
         return [Section("Probes (Tables 4-5)", intro, empty="probes write local folders only")]
@@ -162,6 +167,29 @@ def probe_sections(results: Location, min_accuracy: float = 70.0) -> list[Sectio
             Heading("Table 5: cross-task transfer", none or "Configs as config/test images.")
         ]
         section.blocks += _tables(f"probe_table5_{slug}", f"Table 5, {encoder}", table5)
+        panels = transfer_panels(parts["transfer"])
+        if panels and out is not None:
+            path = transfer_heatmap(
+                panels,
+                f"Probe transfer matrix, {encoder}",
+                out / f"figures/probe_transfer_{slug}.png",
+            )
+            section.blocks.append(
+                Figure(
+                    f"figures/{path.name}",
+                    "Figure 8: transfer matrix",
+                    "One panel per config and test images: rows the task a separate probe was "
+                    "trained on, columns the task it was tested on, cells accuracy (%); the "
+                    "diagonal is Table 4's Separate rows, the rest the transfers Table 5 "
+                    "filters. Grey: not run.",
+                )
+            )
+        section.blocks += _tables(
+            f"probe_transfer_{slug}",
+            f"Transfer matrix, {encoder} (accuracy %, long)",
+            parts["transfer"].with_columns(pl.col("Accuracy").round(1)),
+            folded=True,
+        )
         section.empty = f"no probe accuracies for {encoder}"
         sections.append(section)
     return sections

@@ -66,16 +66,26 @@ def _percent(expr: pl.Expr) -> pl.Expr:
     return (expr * 100).round(1)
 
 
+def _group_order(groups: list[str]) -> list[str]:
+    """Kind-category heads in the paper's order: C, N, U, each by category code."""
+    return sorted(groups, key=lambda g: ("CNU".index(g[0]), g.split("-")[1]))
+
+
+def table2_cells(df: pl.DataFrame) -> pl.DataFrame:
+    """Table 2 as long cells: setup, model, group (`C-ACM`), accuracy (%, unrounded)."""
+    coded = with_codes(df)
+    return coded.group_by("setup", "model", "group").agg(
+        (pl.col("correct").mean() * 100).alias("accuracy")
+    )
+
+
 def table2(df: pl.DataFrame) -> pl.DataFrame:
     """Paper Table 2: rows (setup, model), columns kind-category (`C-ACM` ... `U-SYM`)."""
-    coded = with_codes(df)
-    groups = sorted(
-        coded["group"].unique().to_list(), key=lambda g: ("CNU".index(g[0]), g.split("-")[1])
-    )
-    cells = coded.group_by("setup", "model", "group").agg(_percent(pl.col("correct").mean()))
-    wide = cells.pivot(on="group", index=["setup", "model"], values="correct")
+    cells = table2_cells(df).with_columns(pl.col("accuracy").round(1))
+    wide = cells.pivot(on="group", index=["setup", "model"], values="accuracy")
     rank = {s: i for i, s in enumerate(SETUPS)}
     models = model_order(df)
+    groups = _group_order(cells["group"].unique().to_list())
     return (
         wide.select("setup", "model", *[g for g in groups if g in wide.columns])
         .with_columns(
@@ -87,6 +97,68 @@ def table2(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def table2_marks(table: pl.DataFrame, references: list[str]) -> dict[tuple[int, str], str]:
+    """Best and second-best cell of each Table 2 column within each setup: {(row, column):
+    "best" | "second"}. Only the models under test compete (`human` and `references`, the
+    baselines, do not); ties share a mark, and "second" is the next lower distinct value."""
+    marks: dict[tuple[int, str], str] = {}
+    if table.is_empty():
+        return marks
+    outside = {HUMAN, *references}
+    rows = list(enumerate(table.iter_rows(named=True)))
+    for setup in table["setup"].unique().to_list():
+        block = [(i, r) for i, r in rows if r["setup"] == setup and r["model"] not in outside]
+        for column in table.columns[2:]:
+            values = sorted({r[column] for _, r in block if r[column] is not None}, reverse=True)
+            for i, r in block:
+                if values and r[column] == values[0]:
+                    marks[(i, column)] = "best"
+                elif len(values) > 1 and r[column] == values[1]:
+                    marks[(i, column)] = "second"
+    return marks
+
+
+def category_names(df: pl.DataFrame) -> dict[str, str]:
+    """Category code -> the category's name, as the rows spell it (`BCT` -> `Basic ...`)."""
+    return dict(with_codes(df).select("code", "category").unique("code").iter_rows())
+
+
+def table3_over_cells(cells: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame:
+    """Paper Table 3 as the paper computes it: per category and setup, the mean and sample
+    std (ddof=1) over the Table 2 cells of that category, one cell per model and kind
+    (`C-BCT` and `N-BCT` are two cells of BCT). `cells` has setup, model, group and
+    accuracy (%); the spread is thus across models *and* across the kinds of tasks in a
+    category, as the paper's text reads it ("the varying difficulty of tasks within each
+    category"). Columns: category, code, setup, cells, models, mean, std."""
+    if cells.is_empty():
+        return pl.DataFrame()
+    coded = cells.with_columns(code=pl.col("group").str.split("-").list.get(1))
+    return (
+        coded.group_by("code", "setup")
+        .agg(
+            pl.len().alias("cells"),
+            pl.col("model").n_unique().alias("models"),
+            pl.col("accuracy").mean().round(1).alias("mean"),
+            pl.col("accuracy").std(ddof=1).round(1).alias("std"),
+        )
+        .with_columns(
+            pl.col("code").replace_strict(names, default=pl.col("code")).alias("category")
+        )
+        .select("category", "code", "setup", "cells", "models", "mean", "std")
+        .sort("code", "setup")
+    )
+
+
+def table3_long(df: pl.DataFrame) -> pl.DataFrame:
+    """Paper Table 3 as numbers, as the paper computes it (table3_over_cells) over the
+    Table 2 cells of the models under test (`human` and the baselines are not models;
+    empty when no other model has results)."""
+    models = compared_models(df)
+    if models.is_empty():
+        return pl.DataFrame()
+    return table3_over_cells(table2_cells(models), category_names(models))
+
+
 def category_accuracy(df: pl.DataFrame) -> pl.DataFrame:
     """Per model, setup and category: accuracy (%, unrounded) over the category's items."""
     coded = with_codes(df)
@@ -95,10 +167,12 @@ def category_accuracy(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def table3_long(df: pl.DataFrame) -> pl.DataFrame:
-    """Paper Table 3 as numbers: per category and setup, mean and sample std (ddof=1) across
-    models of each model's category accuracy. `human` and the baselines are left out: they
-    are not models under test (empty when no other model has results)."""
+def table3_pooled_long(df: pl.DataFrame) -> pl.DataFrame:
+    """Table 3's pooled variant (not the paper's): per category and setup, mean and sample
+    std (ddof=1) across models of each model's accuracy over all the category's items, every
+    kind pooled (a category with one classification and five numeric tasks is then mostly
+    numeric). `human` and the baselines are left out (empty when no other model has
+    results)."""
     models = compared_models(df)
     if models.is_empty():
         return pl.DataFrame()
@@ -115,20 +189,71 @@ def table3_long(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def table3(long: pl.DataFrame) -> pl.DataFrame:
-    """Paper Table 3 layout: one row per category, `mean ± std` per setup."""
+    """Paper Table 3 layout: one row per category, `mean ± std` per setup (from either
+    table3_long or table3_pooled_long)."""
     if long.is_empty():
         return pl.DataFrame()
+    # The paper's way counts cells, the pooled one models: a lone value has no spread.
+    unit = "cell" if "cells" in long.columns else "model"
     cells = long.with_columns(
         pl.format("{} ({})", pl.col("category"), pl.col("code")).alias("Task category"),
-        # One model has no spread (ddof=1 gives null): say so rather than print "± 0.0".
+        # One value has no spread (ddof=1 gives null): say so rather than print "± 0.0".
         pl.when(pl.col("std").is_null())
-        .then(pl.format("{} (1 model)", pl.col("mean")))
+        .then(pl.format(f"{{}} (1 {unit})", pl.col("mean")))
         .otherwise(pl.format("{} ± {}", pl.col("mean"), pl.col("std")))
         .alias("cell"),
     )
     wide = cells.pivot(on="setup", index="Task category", values="cell").sort("Task category")
     present = [s for s in SETUPS if s in wide.columns]
     return wide.select("Task category", *present).rename({s: SETUP_TITLES[s] for s in present})
+
+
+def answer_format_accuracy(df: pl.DataFrame) -> pl.DataFrame:
+    """The paper's headline aggregates: per setup and model, accuracy (%) over the binary
+    items (choice items with two options: yes/no) and over all multiple-choice items
+    (every choice item, binary ones included), each over items (not a mean of tasks), with
+    its item count. Rows in Table 2's order: models, `human`, baselines."""
+    choice = df.filter(pl.col("answer_type") == "choice")
+    if choice.is_empty():
+        return pl.DataFrame()
+    binary = pl.col("options").list.len() == 2
+    cells = choice.group_by("setup", "model").agg(
+        _percent(pl.col("correct").filter(binary).mean()).alias("binary"),
+        binary.sum().cast(pl.Int64).alias("binary_n"),
+        _percent(pl.col("correct").mean()).alias("multiple_choice"),
+        pl.len().cast(pl.Int64).alias("multiple_choice_n"),
+    )
+    rank = {s: i for i, s in enumerate(SETUPS)}
+    models = {m: i for i, m in enumerate(model_order(df))}
+    return (
+        cells.with_columns(
+            _s=pl.col("setup").replace_strict(rank, return_dtype=pl.Int64),
+            _m=pl.col("model").replace_strict(models, return_dtype=pl.Int64),
+        )
+        .sort("_s", "_m")
+        .drop("_s", "_m")
+    )
+
+
+def best_answer_format(table: pl.DataFrame, references: list[str]) -> pl.DataFrame:
+    """Per setup: the best model under test on binary and on multiple-choice items (the
+    paper's "max 65% on binary tasks"), and `human`'s multiple-choice accuracy when it ran
+    (the paper's "human 74.5% on MC tasks")."""
+    models = table.filter(~pl.col("model").is_in([HUMAN, *references]))
+    if models.is_empty():
+        return pl.DataFrame()
+    rows = []
+    for setup in [s for s in SETUPS if s in set(table["setup"])]:
+        part = models.filter(pl.col("setup") == setup)
+        human = table.filter((pl.col("setup") == setup) & (pl.col("model") == HUMAN))
+        row: dict[str, object] = {"setup": setup}
+        for column in ("binary", "multiple_choice"):
+            top = part.drop_nulls(column).sort(column, "model", descending=[True, False])
+            row[f"best_{column}"] = top[column][0] if top.height else None
+            row[f"best_{column}_model"] = top["model"][0] if top.height else None
+        row["human_multiple_choice"] = human["multiple_choice"][0] if human.height else None
+        rows.append(row)
+    return pl.DataFrame(rows)
 
 
 def task_by_model(df: pl.DataFrame, setup: str, value: str) -> pl.DataFrame:
@@ -186,14 +311,27 @@ def gap_by_category(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def gap_summary(per_category: pl.DataFrame, references: list[str]) -> pl.DataFrame:
-    """Distribution of the per-model category gaps: models, mean, median, min, max; over the
-    models under test only (`references`, the baselines, and `human` are left out)."""
+def gap_by_task_long(gap: pl.DataFrame) -> pl.DataFrame:
+    """gap_by_task's wide table (without its `mean` row) as rows: task, model, gap."""
+    if gap.is_empty():
+        return pl.DataFrame()
+    tasks = gap.filter(pl.col("task") != "mean")
+    return tasks.unpivot(index="task", variable_name="model", value_name="gap").drop_nulls("gap")
+
+
+def gap_summary(
+    per_category: pl.DataFrame, references: list[str], keys: tuple[str, ...] = ("code", "category")
+) -> pl.DataFrame:
+    """Distribution of the per-model gaps per `keys` (a category; or `("task",)`): models,
+    mean, median, min, max; over the models under test only (`references`, the baselines,
+    and `human` are left out)."""
+    if per_category.is_empty():
+        return pl.DataFrame()
     models = per_category.filter(~pl.col("model").is_in([HUMAN, *references]))
     if models.is_empty():
         return pl.DataFrame()
     return (
-        models.group_by("code", "category")
+        models.group_by(*keys)
         .agg(
             pl.len().alias("models"),
             pl.col("gap").mean().round(1).alias("mean"),
@@ -201,7 +339,7 @@ def gap_summary(per_category: pl.DataFrame, references: list[str]) -> pl.DataFra
             pl.col("gap").min().alias("min"),
             pl.col("gap").max().alias("max"),
         )
-        .sort("code")
+        .sort(keys[0])
     )
 
 

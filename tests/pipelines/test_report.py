@@ -168,10 +168,36 @@ def test_only_baselines_means_no_table3(report) -> None:
     assert "only baselines (oracle, random, constant) have results" in page
 
 
-def test_table3_is_mean_and_sample_std_across_models(model_report) -> None:
+def test_table3_is_mean_and_sample_std_over_table2_cells(model_report) -> None:
+    """The paper's way: one value per model and kind-category (C-BCT, N-BCT...)."""
     results, out = model_report
     raw = load_results(results).filter(pl.col("engine_error").is_null())
     long = _csv(out, "table3_long")
+    assert long.height
+    for row in long.iter_rows(named=True):
+        cells = []
+        for model in MODELS:
+            part = raw.filter(
+                (pl.col("model") == model)
+                & (pl.col("setup") == row["setup"])
+                & (pl.col("task").str.split("-").list.get(1) == row["code"])
+            )
+            for kind in sorted(set(part["task"].str.slice(0, 1).to_list())):
+                of_kind = part.filter(pl.col("task").str.starts_with(kind))
+                cells.append(of_kind["correct"].to_numpy().mean() * 100)
+        assert row["cells"] == len(cells)
+        assert row["mean"] == pytest.approx(round(np.mean(cells), 1), abs=0.051)
+        assert row["std"] == pytest.approx(round(np.std(cells, ddof=1), 1), abs=0.051)
+    display = _csv(out, "table3")
+    first = long.filter(pl.col("code") == "ACM", pl.col("setup") == "full").row(0, named=True)
+    acm = display.filter(pl.col("Task category").str.contains("ACM"))
+    assert acm["Text with full images"][0] == f"{first['mean']} ± {first['std']}"
+
+
+def test_table3_pooled_is_mean_and_sample_std_across_models(model_report) -> None:
+    results, out = model_report
+    raw = load_results(results).filter(pl.col("engine_error").is_null())
+    long = _csv(out, "table3_pooled_long")
     for row in long.iter_rows(named=True):
         per_model = []
         for model in MODELS:
@@ -183,7 +209,7 @@ def test_table3_is_mean_and_sample_std_across_models(model_report) -> None:
             per_model.append(part["correct"].to_numpy().mean() * 100)
         assert row["mean"] == pytest.approx(round(np.mean(per_model), 1), abs=0.051)
         assert row["std"] == pytest.approx(round(np.std(per_model, ddof=1), 1), abs=0.051)
-    display = _csv(out, "table3")
+    display = _csv(out, "table3_pooled")
     first = long.filter(pl.col("code") == "ACM", pl.col("setup") == "full").row(0, named=True)
     acm = display.filter(pl.col("Task category").str.contains("ACM"))
     assert acm["Text with full images"][0] == f"{first['mean']} ± {first['std']}"
@@ -310,8 +336,9 @@ def test_provenance_from_run_records_and_manifest(model_report, small_items: Pat
 def test_figures_are_valid_pngs_referenced_by_the_page(report) -> None:
     _results, out = report
     figures = sorted((out / "figures").glob("*.png"))
-    # accuracy and MSE (setups side by side), the gap heatmap and the category distribution
-    assert len(figures) == 4
+    # accuracy and MSE (setups side by side), the gap heatmap (Figure 6), the per-task gap
+    # summary (Figure 7) and the category distribution (Figure 2)
+    assert len(figures) == 5
     html = (out / "index.html").read_text()
     for figure in figures:
         with Image.open(figure) as image:
@@ -443,3 +470,40 @@ def test_audit_found_in_results_without_flag(report, tmp_path: Path, monkeypatch
     out = tmp_path / "r"
     assert cli.main(["report", str(copy), "--out", str(out)]) == 0
     assert dict(_csv(out, "audit_status").select("status", "problems").iter_rows()) == {"solved": 1}
+
+
+def test_headline_binary_and_multiple_choice_recomputed(model_report) -> None:
+    results, out = model_report
+    raw = load_results(results).filter(pl.col("engine_error").is_null())
+    table = _csv(out, "headline_answer_formats")
+    assert {"model-a", "model-b", "human", *BASELINES} == set(table["model"].to_list())
+    for row in table.iter_rows(named=True):
+        part = raw.filter(
+            (pl.col("model") == row["model"])
+            & (pl.col("setup") == row["setup"])
+            & (pl.col("answer_type") == "choice")
+        )
+        binary = part.filter(pl.col("options").list.len() == 2)
+        assert row["multiple_choice_n"] == part.height and row["binary_n"] == binary.height
+        assert row["multiple_choice"] == pytest.approx(round(part["correct"].mean() * 100, 1))
+        if binary.is_empty():  # the human's few voted items may hold no binary one
+            assert row["binary"] is None
+        else:
+            assert row["binary"] == pytest.approx(round(binary["correct"].mean() * 100, 1))
+    best = _csv(out, "headline_best")
+    for row in best.iter_rows(named=True):
+        models = table.filter(
+            (pl.col("setup") == row["setup"]) & pl.col("model").is_in(list(MODELS))
+        )
+        assert row["best_binary"] == pytest.approx(models["binary"].max())
+        assert row["best_multiple_choice"] == pytest.approx(models["multiple_choice"].max())
+
+
+def test_table2_best_cells_are_bold_models_only(model_report) -> None:
+    _results, out = model_report
+    page = (out / "index.html").read_text()
+    table2 = page.split('id="table2"')[1].split("</table>")[0]
+    for row in table2.split("<tr")[2:]:
+        if 'class="ref"' in row or ">human<" in row:
+            assert "best" not in row and "second" not in row
+    assert 'class="num best"' in table2
