@@ -173,6 +173,10 @@ def check_protocol(args: argparse.Namespace) -> None:
         raise UsageError("--public-repo applies to --protocol public only")
     if (args.stratified_sample is None) != (args.stratify_from is None):
         raise UsageError("--stratified-sample and --stratify-from go together")
+    if args.stratify_from is not None:
+        from pipelines.geobuild.stratified import prior_folder
+
+        prior_folder(args.stratify_from)  # before the data set is read
 
 
 def run(args: argparse.Namespace) -> int:

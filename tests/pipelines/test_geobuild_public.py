@@ -245,3 +245,20 @@ def test_stratified_sample_is_seeded_and_seventy_thirty() -> None:
     # Too few solved problems: the failed side makes up the difference.
     few = {str(i): i < 5 for i in range(50)}
     assert sum(few[p] for p in stratified_ids(few, 20, seed=1)) == 5
+
+
+@needs_data
+def test_stratified_sample_draws_on_an_earlier_runs_outcomes(
+    public_run: tuple[Path, pl.DataFrame],
+) -> None:
+    from geometry.dsl.dataset import load_problems
+    from pipelines.geobuild.loop import stratified_problems
+
+    out, rows = public_run
+    solved = set(rows.filter(pl.col("success"))["problem_id"])
+    assert solved == {"367"}  # 370 and 380 never passed
+    problems = load_problems(DATA)
+    for seed in range(5):
+        picked = [p.id for p in stratified_problems(problems, str(out), 2, seed)]
+        # int(2 x 0.7) = 1 solved, the rest failed; only the earlier run's problems.
+        assert len(picked) == 2 and "367" in picked and set(picked) <= {"367", "370", "380"}
