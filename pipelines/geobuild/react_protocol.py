@@ -8,7 +8,8 @@ so what this module rebuilds from the rows of earlier rounds:
 - the history: a progress summary over every earlier step, then the last 3 steps in full
   (thought, action, DSL, execution result, error with the hint file of its kind,
   validation scores, missing objects, failed conditions);
-- at most one image: the figure of the latest step, when vision is on;
+- at most one image: the figure of the latest step, when vision is on and that step's
+  program ran (the public executor renders nothing for a program that fails);
 - the reply parsed into thought, action (`generate_dsl`, `modify_dsl`, `final_answer`) and
   DSL as the public agent parses it (first ``` or ```dsl block, else the `->` lines);
   `final_answer` re-submits the last program that executed, and ends the problem;
@@ -92,7 +93,8 @@ class Step:
     category: str | None  # our error category, which picks the hint file
     error: str | None
     verdict: dict[str, Any] | None  # only for a program that executed, as the public agent
-    image: bytes | None
+    has_image: bool  # a figure was rendered: the public executor renders programs that ran
+    image: bytes | None  # its bytes, when read (the latest step's only)
 
     @classmethod
     def of_row(cls, row: dict[str, Any]) -> Step:
@@ -110,7 +112,8 @@ class Step:
             category=row["error_category"],
             error=error,
             verdict=json.loads(row["verdict"]) if executed and row.get("verdict") else None,
-            image=row.get("feedback_image"),
+            has_image=executed and row.get("feedback_image_sha256") is not None,
+            image=row.get("feedback_image") if executed else None,
         )
 
     @property
@@ -173,7 +176,7 @@ def format_step(step: Step, prompts: PublicPrompts) -> str:
     parts.append("**Observation:**")
     if step.executed:
         parts.append("- Execution successful")
-        if step.image is not None:
+        if step.has_image:
             parts.append("- Image rendered successfully")
     else:
         parts.append("- Execution failed")

@@ -8,6 +8,7 @@ The CLI takes its defaults from here, so `python -m pipelines geobuild` and `swe
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,7 +68,7 @@ class GeoBuildSettings(BaseModel):
             limit=args.first,
             ids=args.ids,
             protocol=args.protocol,
-            public_repo=args.public_repo,
+            public_repo=None if args.public_repo is None else str(Path(args.public_repo).resolve()),
             stratified_sample=args.stratified_sample,
             stratify_from=args.stratify_from,
             sample_seed=args.sample_seed,

@@ -5,12 +5,14 @@ The public script reads an earlier run's per-problem outcome (its run_info.json)
 N problems, 70% from those the run solved and 30% from those it failed, with Python's
 `random` seeded by the seed: `random.sample` of the solved, then of the failed, then one
 shuffle. When a side has too few problems, the other side makes up the difference. Here the
-earlier run is a `geobuild` results folder; a problem counts as solved when any of its rows
-is a success.
+earlier run is a `geobuild` results folder; a problem counts as solved when one of its rows
+passed by the public script's own rule (the program ran, and object and condition scores
+are both >= 0.9), or by ours (rows written before the verdict held the public rule).
 """
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -40,17 +42,29 @@ def prior_folder(path: str) -> Path:
 
 
 def prior_outcomes(path: str) -> dict[str, bool]:
-    """Problem id -> solved, from an earlier run's rows (any round a success)."""
+    """Problem id -> solved, from an earlier run's rows (see the module docstring)."""
     folder = prior_folder(path)
     files = sorted(folder.glob("round=*/part-*.parquet"))
     if not files:
         raise UsageError(f"--stratify-from {path}: no result rows under {folder}")
     try:
-        rows = pl.read_parquet(files, columns=["problem_id", "success"])
+        rows = pl.read_parquet(
+            files, columns=["problem_id", "success", "error_category", "verdict"]
+        )
     except (pl.exceptions.PolarsError, OSError) as err:
         raise UsageError(f"--stratify-from {path}: unreadable rows ({err})") from err
-    solved = rows.group_by("problem_id", maintain_order=True).agg(pl.col("success").any())
-    return dict(zip(solved["problem_id"], solved["success"], strict=True))
+    solved: dict[str, bool] = {}
+    for row in rows.iter_rows(named=True):
+        passed = bool(row["success"]) or (
+            row["error_category"] is None and _public_pass(row["verdict"])
+        )
+        solved[row["problem_id"]] = solved.get(row["problem_id"], False) or passed
+    return solved
+
+
+def _public_pass(verdict: str | None) -> bool:
+    """The verdict's public rule (False for a verdict written before it was recorded)."""
+    return bool(verdict) and bool(json.loads(verdict or "{}").get("success_public"))
 
 
 def stratified_ids(
