@@ -41,6 +41,16 @@ from pipelines.geobuild.engines import (
     resolve_engine,
     valid_engines,
 )
+from pipelines.geobuild.public_prompts import PublicPrompts, load_public_prompts
+from pipelines.geobuild.react_protocol import (
+    FINAL_DSL_COLUMN,
+    PROTOCOLS,
+    Step,
+    final_dsl,
+    restore_reply,
+    to_public_program,
+)
+from pipelines.geobuild.react_protocol import messages as public_messages
 from pipelines.geobuild.rows import RoundWriter, finished_problems, read_round, round_dir
 from pipelines.geobuild.settings import GeoBuildSettings, default
 from store.errors import UsageError
@@ -51,7 +61,12 @@ from store.storage import Location
 
 BENCHMARK = "geobuild"
 # Settings that change what a round asks; a results directory holds one choice of them.
-FIXED_SETTINGS = ("engine", "revision", "lang", "feedback", "with_image", "sampling", "image_size")
+# `protocol` and `public_prompts` are recorded only for --protocol public, so the folders of
+# earlier (geosee) runs still match.
+FIXED_SETTINGS = (
+    "engine", "revision", "lang", "feedback", "with_image", "sampling", "image_size",
+    "protocol", "public_prompts",
+)  # fmt: skip
 
 
 # -- the loop ------------------------------------------------------------------------------
@@ -75,7 +90,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--feedback", default=default("feedback"), choices=FEEDBACK_MODES,
         help="what the next round is told: the error, plus the conditions, plus the figure",
     )  # fmt: skip
-    parser.add_argument("--no-image", action="store_true", help="never attach the figure")
+    parser.add_argument(
+        "--no-image", action="store_true",
+        help="never attach the figure (with --protocol public: its vision-off arm)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--protocol", default=default("protocol"), choices=PROTOCOLS,
+        help="geosee: our multi-turn chat with feedback; public: the GeoBuildBench ReAct "
+        "agent's prompts, 3-step memory and latest figure (needs --public-repo)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--public-repo", default=None, metavar="PATH",
+        help="a GeoBuildBench checkout: --protocol public reads its prompts/ files",
+    )  # fmt: skip
+    parser.add_argument(
+        "--stratified-sample", type=positive_int, default=None, metavar="N",
+        help="N problems, 70%% solved and 30%% failed in --stratify-from (the public "
+        "vision ablation's sample)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--stratify-from", default=None, metavar="PRIOR",
+        help="an earlier geobuild --out (or its geobuild/model=NAME folder) whose outcomes "
+        "--stratified-sample draws on",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sample-seed", type=int_at_least(0), default=default("sample_seed"),
+        help="seed of --stratified-sample",
+    )  # fmt: skip
     parser.add_argument(
         "--first", type=positive_int, help="the first N problems only (in data order, after --ids)"
     )
@@ -120,11 +161,34 @@ def select_problems(problems: list[Problem], ids: str | None, limit: int | None)
     return chosen[:limit] if limit is not None else chosen
 
 
+def check_protocol(args: argparse.Namespace) -> None:
+    """The protocol's and the sample's flags agree; UsageError naming the flag otherwise."""
+    if args.protocol == "public":
+        if args.public_repo is None:
+            raise UsageError("--protocol public needs --public-repo PATH (a GeoBuildBench clone)")
+        if args.feedback != default("feedback"):
+            raise UsageError("--feedback applies to --protocol geosee only")
+        load_public_prompts(args.public_repo)  # a missing prompt file: before anything else
+    elif args.public_repo is not None:
+        raise UsageError("--public-repo applies to --protocol public only")
+    if (args.stratified_sample is None) != (args.stratify_from is None):
+        raise UsageError("--stratified-sample and --stratify-from go together")
+    if args.stratify_from is not None:
+        from pipelines.geobuild.stratified import prior_folder
+
+        prior_folder(args.stratify_from)  # before the data set is read
+
+
 def run(args: argparse.Namespace) -> int:
     """Run `geobuild` with parsed options and print its summary; the exit code."""
+    check_protocol(args)
     problems = load_dataset(args.dataset, args.lang)
     settings = GeoBuildSettings.from_args(args, str(Path(args.dataset).resolve()))
     chosen = select_problems(problems, settings.ids, settings.limit)
+    if settings.stratified_sample is not None and settings.stratify_from is not None:
+        chosen = stratified_problems(
+            chosen, settings.stratify_from, settings.stratified_sample, settings.sample_seed
+        )
     engine = resolve_engine(args.engine, args.model, args.revision)
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
@@ -141,6 +205,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def stratified_problems(problems: list[Problem], prior: str, n: int, seed: int) -> list[Problem]:
+    """The stratified sample of `problems` (in data order) by an earlier run's outcomes."""
+    from pipelines.geobuild.stratified import prior_outcomes, stratified_ids
+
+    known = {p.id for p in problems}
+    outcomes = {pid: ok for pid, ok in prior_outcomes(prior).items() if pid in known}
+    if not outcomes:
+        raise UsageError(f"--stratify-from {prior}: none of its problems are in this selection")
+    picked = set(stratified_ids(outcomes, n, seed))
+    solved = sum(outcomes[pid] for pid in picked)
+    print(f"stratified sample: {len(picked)} problem(s), {solved} solved in {prior}")
+    return [p for p in problems if p.id in picked]
+
+
 class Loop:
     """One GeoBuild run: its settings, and the rounds that carry them out."""
 
@@ -154,6 +232,12 @@ class Loop:
         self.with_image = (
             settings.attach_image and self.cfg.modality == "image-text" and self.feedback == "full"
         )
+        self.protocol = settings.protocol
+        self.prompts: PublicPrompts | None = None
+        if self.protocol == "public":
+            if settings.public_repo is None:
+                raise UsageError("--protocol public needs --public-repo PATH")
+            self.prompts = load_public_prompts(settings.public_repo)
         self.opts, self.executors = settings.engine_options(), settings.executors
         self.image_size, self.shard_rows = settings.image_size, settings.shard_rows
         self.root = model_dir(out, BENCHMARK, self.cfg.name)
@@ -170,7 +254,13 @@ class Loop:
             "with_image": self.with_image,
             "sampling": self.sampling,
             "image_size": self.image_size,
-        }
+        } | self.protocol_settings()
+
+    def protocol_settings(self) -> dict[str, Any]:
+        """The public protocol and its prompt files' digest; nothing for ours (FIXED_SETTINGS)."""
+        if self.prompts is None:
+            return {}
+        return {"protocol": self.protocol, "public_prompts": self.prompts.digest}
 
     def run(self, problems: list[Problem]) -> None:
         """Rounds 1..max_rounds; each skips what the results directory already holds."""
@@ -233,6 +323,8 @@ class Loop:
 
     def requests(self, round_number: int, by_id: dict[str, Problem]) -> list[dict[str, Any]]:
         """Request rows of a round: unsolved conversations this round does not hold yet."""
+        if self.prompts is not None:
+            return self.public_requests(round_number, by_id, self.prompts)
         done = finished_problems(self.root, round_number)
         if round_number == 1:
             conversations = {pid: self.opening(p) for pid, p in by_id.items()}
@@ -243,6 +335,38 @@ class Loop:
             for pid, messages in conversations.items()
             if pid not in done
         ]
+
+    def public_requests(
+        self, round_number: int, by_id: dict[str, Problem], prompts: PublicPrompts
+    ) -> list[dict[str, Any]]:
+        """--protocol public: each unfinished problem's next iteration, its prompt rebuilt
+        from the steps earlier rounds recorded (react_protocol)."""
+        done = finished_problems(self.root, round_number)
+        steps = self.public_steps(round_number - 1, set(by_id))
+        out = []
+        for pid, problem in by_id.items():
+            past = steps.get(pid, [])
+            if pid in done or (round_number > 1 and not past):
+                continue
+            if past and (past[-1].iteration != round_number - 1 or past[-1].ends_problem):
+                continue
+            asked = public_messages(
+                problem, past, prompts, vision=self.with_image, text_only=self.text_only
+            )
+            request = self.request(problem, round_number, asked)
+            out.append(request | {FINAL_DSL_COLUMN: final_dsl(past)})
+        return out
+
+    def public_steps(self, last: int, ids: set[str]) -> dict[str, list[Step]]:
+        """The steps of rounds 1..last by problem, in round order (figures: round `last` only,
+        the one figure the public agent sends)."""
+        steps: dict[str, list[Step]] = {}
+        for k in range(1, last + 1):
+            rows = read_round(self.root, k, with_images=self.with_image and k == last)
+            for row in rows.iter_rows(named=True):
+                if row["problem_id"] in ids:
+                    steps.setdefault(row["problem_id"], []).append(Step.of_row(row))
+        return steps
 
     def opening(self, problem: Problem) -> list[dict[str, Any]]:
         """A problem's first messages: the system prompt and the problem."""
@@ -312,6 +436,8 @@ class Loop:
         # A quarter CPU, as the engine's light steps: at the default whole CPU it could not
         # start next to vLLM's stage actors and the executors on two CPUs (seen here).
         ds = ds.map_batches(_drop_messages, num_cpus=LIGHT_CPUS)
+        if self.prompts is not None:  # the program the public agent parses out of the reply
+            ds = ds.map_batches(to_public_program, num_cpus=LIGHT_CPUS)
         ds = ds.map_batches(
             DSLExecutor,
             fn_constructor_kwargs={
@@ -326,6 +452,8 @@ class Loop:
             compute=ray.data.ActorPoolStrategy(size=self.executors),
             num_cpus=0.5,
         )
+        if self.prompts is not None:
+            ds = ds.map_batches(restore_reply, num_cpus=LIGHT_CPUS)
         ds = ds.map_batches(
             RoundWriter,
             fn_constructor_kwargs={

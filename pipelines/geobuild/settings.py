@@ -8,6 +8,7 @@ The CLI takes its defaults from here, so `python -m pipelines geobuild` and `swe
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,6 +38,17 @@ class GeoBuildSettings(BaseModel):
     shard_rows: int = Field(default=64, ge=1, description="rows per shard")
     limit: int | None = Field(default=None, ge=1, description="the first N problems only")
     ids: str | None = Field(default=None, description="comma-separated problem ids")
+    protocol: str = Field(
+        default="geosee", description="geosee (our chat loop) or public (GeoBuildBench's ReAct)"
+    )
+    public_repo: str | None = Field(
+        default=None, description="GeoBuildBench checkout: --protocol public reads its prompts"
+    )
+    stratified_sample: int | None = Field(
+        default=None, ge=1, description="N problems, 70% solved / 30% failed in --stratify-from"
+    )
+    stratify_from: str | None = Field(default=None, description="earlier geobuild results")
+    sample_seed: int = Field(default=42, ge=0, description="seed of the stratified sample")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, dataset: str) -> GeoBuildSettings:
@@ -55,6 +67,11 @@ class GeoBuildSettings(BaseModel):
             shard_rows=args.shard_rows,
             limit=args.first,
             ids=args.ids,
+            protocol=args.protocol,
+            public_repo=None if args.public_repo is None else str(Path(args.public_repo).resolve()),
+            stratified_sample=args.stratified_sample,
+            stratify_from=args.stratify_from,
+            sample_seed=args.sample_seed,
         )
 
     def engine_options(self) -> EngineOptions:

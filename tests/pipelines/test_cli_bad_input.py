@@ -56,6 +56,15 @@ geobuild-pool-size--2                --pool-size        geobuild G --pool-size -
 geobuild-shard-rows-0                --shard-rows       geobuild G --shard-rows 0
 geobuild-max-tokens-0                --max-tokens       geobuild G --max-tokens 0
 geobuild-first-0                     --first            geobuild G --first 0
+geobuild-stratified-sample-0         --stratified-sample geobuild G --stratified-sample 0
+geobuild-sample-seed--1              --sample-seed      geobuild G --sample-seed -1
+geobuild-protocol-unknown            --protocol         geobuild G --protocol nope
+geobuild-public-without-repo         --public-repo      geobuild G --protocol public
+geobuild-public-repo-missing         --public-repo      geobuild G --protocol public --public-repo {tmp}/none
+geobuild-public-repo-no-prompts      prompts/system_prompt.txt geobuild G --protocol public --public-repo {dir}
+geobuild-stratify-from-alone         --stratified-sample geobuild G --stratify-from {dir}
+geobuild-stratify-from-missing       --stratify-from    geobuild G --stratified-sample 5 --stratify-from {tmp}/none
+geobuild-stratify-from-no-rows       --stratify-from    geobuild G --stratified-sample 5 --stratify-from {dir}
 geobuild-temperature-nan             --temperature      geobuild G --temperature nan
 geobuild-sampling-seed--3            --sampling-seed    geobuild G --sampling-seed -3
 geobuild-solve-solve-seconds-nan     --solve-seconds    geobuild-solve S --solve-seconds nan
