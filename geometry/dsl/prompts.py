@@ -20,7 +20,8 @@ from geometry.dsl.errors import DSLError
 from geometry.dsl.validator import Verdict
 
 PROMPTS_PATH = Path(__file__).with_name("prompts.yaml")
-# Feedback detail, the ablation axis: each level adds to the one before.
+# Feedback detail (geosee's own levels, not an ablation of either source): each level adds to
+# the one before.
 FEEDBACK_MODES = ("errors", "conditions", "full")
 
 
