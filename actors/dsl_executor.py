@@ -22,8 +22,8 @@ from geometry.dsl.dataset import Problem, load_problems
 from geometry.dsl.errors import DSLError
 from geometry.dsl.executor import execute
 from geometry.dsl.program_extract import extract_program
-from geometry.dsl.public_categories import ENGINE_ERROR, NO_PROGRAM, public_kind
 from geometry.dsl.prompts import FEEDBACK_MODES, feedback_text
+from geometry.dsl.public_categories import ENGINE_ERROR, NO_PROGRAM, public_kind
 from geometry.dsl.render import render_scene
 from geometry.dsl.validator import Verdict, validate
 

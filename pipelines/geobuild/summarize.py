@@ -129,9 +129,7 @@ def _normalised(rows: pl.DataFrame) -> pl.DataFrame:
     return rows.with_columns(
         pl.col("round").cast(pl.Int64),
         pl.col("success").cast(pl.Boolean),
-        pl.coalesce(pl.col("success_public").cast(pl.Boolean), public_rule).alias(
-            "success_public"
-        ),
+        pl.coalesce(pl.col("success_public").cast(pl.Boolean), public_rule).alias("success_public"),
         pl.coalesce(pl.col("error_category_public").cast(pl.String), mapped).alias(
             "error_category_public"
         ),
@@ -149,7 +147,7 @@ def read_rows(results: Location, model: str | None = None) -> Rows:
         empty = {c: pl.String for c in [*_COLUMNS, *_OPTIONAL]}
         rows = _normalised(read if read is not None else pl.DataFrame(schema=empty))
         rows = rows.join(problems.select("problem_id"), on="problem_id", how="semi")
-        max_rounds = max(recorded_rounds, rows["round"].max() or 0)  # type: ignore[operator]
+        max_rounds = max(recorded_rounds, rows["round"].max() or 0)
         final = (
             rows.sort("round")
             .group_by("problem_id")
@@ -328,9 +326,7 @@ def error_transitions(rounds: pl.DataFrame) -> pl.DataFrame:
     counts = pairs.group_by("model", "from_kind", "to_kind").len("count")
     return counts.with_columns(
         share_of_from=pl.col("count") / pl.col("count").sum().over("model", "from_kind")
-    ).sort(
-        "model", "from_kind", "count", "to_kind", descending=[False, False, True, False]
-    )
+    ).sort("model", "from_kind", "count", "to_kind", descending=[False, False, True, False])
 
 
 def summary_tables(results: Location, model: str | None = None) -> dict[str, pl.DataFrame]:

@@ -77,7 +77,9 @@ def test_by_category_and_difficulty(results: Path) -> None:
 def test_final_round_errors_and_failures(results: Path) -> None:
     tables = summary_tables(results)
     errors = dict(tables["error_categories"].select("error_category", "count").iter_rows())
-    public = dict(tables["error_categories"].select("error_category", "error_category_public").iter_rows())
+    public = dict(
+        tables["error_categories"].select("error_category", "error_category_public").iter_rows()
+    )
     assert public == {"none": "none", "not_run": "not_run", "geometric": "other_error"}
     assert errors == {
         "none": 1,
