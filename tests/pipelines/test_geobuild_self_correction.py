@@ -62,8 +62,8 @@ ROWS_B = [
 MODELS = {"a": (ROWS_A, ["p1", "p2", "p3", "p4"], 3), "b": (ROWS_B, ["q1", "q2", "q3", "q4"], 2)}
 
 
-@pytest.fixture
-def results(tmp_path: Path) -> Path:
+def write_results(tmp_path: Path) -> Path:
+    """MODELS' rows and run records under `tmp_path`/geobuild; returns `tmp_path`."""
     for model, (rows, ids, rounds) in MODELS.items():
         root = tmp_path / "geobuild" / f"model={model}"
         problems = [{"id": i, "category": "c", "difficulty": 1} for i in ids]
@@ -80,6 +80,11 @@ def results(tmp_path: Path) -> Path:
             batch["sampling_params"] = np.array([{}] * len(part), dtype=object)
             RoundWriter(str(root / f"round={k}"), {"model": model})(batch)
     return tmp_path
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    return write_results(tmp_path)
 
 
 def _expected(model: str) -> dict[str, object]:
