@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 from PIL import Image
 
+from pipelines import cli
 from pipelines.report.geobuild_sections import (
     audit_section,
     audit_upper_bound,
@@ -76,3 +77,18 @@ def test_an_audit_from_before_the_columns_still_reports(tmp_path: Path) -> None:
     audit.write_text("id,status,conflicts,reason,restarts,residual,seconds\n1,solved,,,1,0,0.1\n")
     tables = _tables(audit_section(read_audit(audit)))
     assert "audit_status" in tables and "audit_upper_bound" not in tables
+
+
+def test_report_command_writes_the_geobuild_tables_and_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(cli.COMMANDS, "report", ("pipelines.report.build", "report"))
+    results = write_results(tmp_path / "results")
+    out = tmp_path / "report"
+    assert cli.main(["report", str(results), "--out", str(out)]) == 0
+    page = (out / "index.html").read_text()
+    assert 'src="figures/geobuild_rounds.png"' in page
+    overall = pl.read_csv(out / "tables" / "geobuild_overall.csv")
+    assert {"success % (all)", "public success % (clean data)"} <= set(overall.columns)
+    fixes = pl.read_csv(out / "tables" / "geobuild_feedback_fixes.csv").filter(model="a")
+    assert (fixes["first_round_failures"][0], fixes["fixed_later"][0]) == _expected("a")["fixed"]
