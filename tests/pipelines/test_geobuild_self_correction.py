@@ -8,11 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 from geometry.dsl.public_categories import PUBLIC_KIND
 from pipelines.geobuild.results_json import write_results_json
-from pipelines.geobuild.rows import RoundWriter
+from pipelines.geobuild.rows import ADDED_LATER, RoundWriter, read_round
 from pipelines.geobuild.summarize import FAILED_VALIDATION, SUCCESS, summary_tables
 from store.records import write_run_record
 
@@ -236,3 +237,20 @@ def test_shards_written_before_the_public_columns_are_judged_from_their_scores(
     }
     public = dict(problems.select("problem_id", "error_category_public").iter_rows())
     assert public["y"] == PUBLIC_KIND["geometric"]
+
+
+def test_a_round_written_before_the_public_columns_is_read_not_quarantined(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "geobuild" / "model=old"
+    rows = [{**_row("x", 1, None, 1.0, 1.0), "request_key": "k"}]
+    batch = {c: np.array([r[c] for r in rows], dtype=object) for c in rows[0]}
+    batch["sampling_params"] = np.array([{}], dtype=object)
+    RoundWriter(str(root / "round=1"), {"model": "old"})(batch)
+    (shard,) = (root / "round=1").glob("part-*.parquet")
+    table = pq.read_table(shard)
+    pq.write_table(table.drop_columns(list(ADDED_LATER)), shard)  # as written before them
+    read = read_round(root, 1)
+    assert read["problem_id"].to_list() == ["x"] and read["success"].to_list() == [True]
+    assert read["success_public"].to_list() == [None]
+    assert shard.is_file()  # still in place: not quarantined
