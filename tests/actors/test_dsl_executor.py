@@ -108,6 +108,9 @@ def test_batch_keeps_rows_and_adds_columns() -> None:
     assert set(OUTPUT_COLUMNS) <= set(out)
     assert list(out["success"]) == [True, False]
     assert list(out["error_category"]) == [None, NO_PROGRAM]
+    assert list(out["success_public"]) == [True, False]
+    assert list(out["error_category_public"]) == [None, PUBLIC_KIND[NO_PROGRAM]]
+    assert list(out["data_errors"]) == ["", ""]
     assert json.loads(out["verdict"][0])["id"] == "367"
 
 
