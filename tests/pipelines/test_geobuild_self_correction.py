@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -88,7 +89,7 @@ def results(tmp_path: Path) -> Path:
     return write_results(tmp_path)
 
 
-def _expected(model: str) -> dict[str, object]:
+def _expected(model: str) -> dict[str, Any]:
     """The metrics of one model, recomputed from its rows with plain Python."""
     rows, ids, max_rounds = MODELS[model]
     by_problem = {
