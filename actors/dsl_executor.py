@@ -23,25 +23,30 @@ from geometry.dsl.errors import DSLError
 from geometry.dsl.executor import execute
 from geometry.dsl.program_extract import extract_program
 from geometry.dsl.prompts import FEEDBACK_MODES, feedback_text
+from geometry.dsl.public_categories import ENGINE_ERROR, NO_PROGRAM, public_kind
 from geometry.dsl.render import render_scene
 from geometry.dsl.validator import Verdict, validate
 
 NEEDS = ("problem_id", "round", "generated_text", "engine_error")
-# Categories beyond the DSL's own: the engine failed, or the reply held no program.
-ENGINE_ERROR = "engine_error"
-NO_PROGRAM = "no_program"
+# ENGINE_ERROR and NO_PROGRAM, the categories beyond the DSL's own (the engine failed, the
+# reply held no program), live beside their public kinds in geometry.dsl.public_categories.
 # What the executor adds to each row, typed once (GeoBuild's results schema takes them too).
 JUDGED = pa.schema(
     [
         ("program", pa.string()),
         ("error_line", pa.int64()),
         ("error_category", pa.string()),
+        ("error_category_public", pa.string()),  # the public benchmark's kind of it
         ("error_message", pa.string()),
         ("verdict", pa.string()),  # Verdict.to_json() as JSON text
         ("object_score", pa.float64()),
         ("condition_score", pa.float64()),
         ("partial_score", pa.float64()),
         ("success", pa.bool_()),
+        # The public rule (both scores >= 0.9), also blocked by any error, as there.
+        ("success_public", pa.bool_()),
+        # The problem's data notes joined by "; ", "" when its data is clean.
+        ("data_errors", pa.string()),
         ("feedback_text", pa.string()),
         ("feedback_image", pa.binary()),  # the figure sent with the feedback, if any
         ("feedback_image_sha256", pa.string()),
@@ -60,6 +65,8 @@ class Judged:
     error_message: str | None
     verdict: Verdict
     success: bool
+    success_public: bool
+    data_errors: tuple[str, ...]
     feedback: str
     image: bytes | None
 
@@ -69,12 +76,15 @@ class Judged:
             "program": self.program,
             "error_line": self.error_line,
             "error_category": self.error_category,
+            "error_category_public": public_kind(self.error_category),
             "error_message": self.error_message,
             "verdict": json.dumps(self.verdict.to_json(), ensure_ascii=False, sort_keys=True),
             "object_score": self.verdict.object_score,
             "condition_score": self.verdict.condition_score,
             "partial_score": self.verdict.partial_score,
             "success": self.success,
+            "success_public": self.success_public,
+            "data_errors": "; ".join(self.data_errors),
             "feedback_text": self.feedback,
             "feedback_image": self.image,
             "feedback_image_sha256": None
@@ -108,6 +118,9 @@ def judge_reply(
     else:
         where = (None, None, None)
     success = where[1] is None and verdict.success
+    # The public agent validates only a program that executed without error
+    # (src/agent/react_agent.py: `if exec_result.success`), so an error blocks its success too.
+    success_public = where[1] is None and verdict.success_public
     image = None
     if with_image and mode == "full" and program.strip() and not success:
         image = render_scene(execution.scene, image_size)
@@ -121,7 +134,9 @@ def judge_reply(
         verdict=verdict,
         with_image=image is not None,
     )
-    return Judged(program, *where, verdict, success, feedback, image)
+    return Judged(
+        program, *where, verdict, success, success_public, problem.data_errors, feedback, image
+    )
 
 
 class DSLExecutor:

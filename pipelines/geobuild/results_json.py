@@ -1,10 +1,14 @@
 """`results.json` beside a model's GeoBuild shards: geobuild-summarize's numbers and where
 they came from.
 
-`results` holds the overall success % (over every attempted problem), problems solved,
-mean rounds to success and mean partial score, the same per category and per difficulty,
-and the final-round error categories (count and % of problems); `config` the model,
-sampling and loop settings and `provenance` the run record's (pipelines.results_file).
+`results` holds the overall success % by our rule and by the public one, each over every
+attempted problem (`_all`) and over the problems with clean data (`_clean`), problems solved
+(both rules), problems with broken data, mean rounds to success and mean partial score; the
+same per category and per difficulty; the final-round error categories (count, % of
+problems, the public benchmark's kind); and `self_correction`: success % by round, round-1
+failures fixed later, and the outcome transitions between consecutive rounds. `config` holds
+the model, sampling and loop settings and `provenance` the run record's
+(pipelines.results_file).
 `geobuild` rewrites it at the end of every run, over all the rows the folder holds.
 """
 
@@ -35,7 +39,7 @@ def write_results_json(out: Location, model: str) -> Location:
     tables = summary_tables(out, model)
     record_name, record = latest_run_record(root, BENCHMARK)
     (overall,) = tables["overall"].iter_rows(named=True)
-    errors = tables["error_categories"]
+    errors = tables["error_categories"].select("error_category", "error_category_public", "count")
     document = {
         "results": {
             "overall": _rates(overall),
@@ -43,11 +47,13 @@ def write_results_json(out: Location, model: str) -> Location:
             "by_difficulty": _grouped(tables["by_difficulty"], "difficulty"),
             "error_categories": {
                 str(kind): {
+                    "public_kind": public,
                     "count": int(count),
                     "problems_pct": percent_or_none(count / overall["problems"], DECIMALS),
                 }
-                for kind, count in errors.select("error_category", "count").iter_rows()
+                for kind, public, count in errors.iter_rows()
             },
+            "self_correction": _self_correction(tables),
         },
         "config": {k: record.get(k) for k in CONFIG_FIELDS},
         "provenance": provenance(record_name, record),
@@ -59,12 +65,45 @@ def _grouped(table: pl.DataFrame, by: str) -> dict[str, dict[str, Any]]:
     return {str(row[by]): _rates(row) for row in table.iter_rows(named=True)}
 
 
+def _self_correction(tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
+    by_round = [
+        {
+            "round": int(r["round"]),
+            "solved": int(r["solved_by_round"]),
+            "solved_public": int(r["solved_public_by_round"]),
+            "success_pct_all": percent_or_none(r["success_rate_by_round"], DECIMALS),
+            "public_success_pct_all": percent_or_none(r["public_success_rate_by_round"], DECIMALS),
+        }
+        for r in tables["success_by_round"].iter_rows(named=True)
+    ]
+    fixes: dict[str, Any] = {}
+    for r in tables["feedback_fixes"].iter_rows(named=True):  # one row: this model's
+        fixes = {
+            "first_round_failures": int(r["first_round_failures"]),
+            "fixed_later": int(r["fixed_later"]),
+            "fixed_pct": percent_or_none(r["fixed_rate"], DECIMALS),
+            "first_round_public_failures": int(r["first_round_public_failures"]),
+            "fixed_later_public": int(r["fixed_later_public"]),
+            "public_fixed_pct": percent_or_none(r["public_fixed_rate"], DECIMALS),
+        }
+    transitions = [
+        {"from": r["from_kind"], "to": r["to_kind"], "count": int(r["count"])}
+        for r in tables["error_transitions"].iter_rows(named=True)
+    ]
+    return {"success_by_round": by_round, "feedback_fixes": fixes, "transitions": transitions}
+
+
 def _rates(row: dict[str, Any]) -> dict[str, Any]:
     mean_rounds, partial = row["mean_rounds_to_success"], row["mean_partial_score"]
     return {
         "problems": int(row["problems"]),
+        "broken_data": int(row["broken_data"]),
         "solved": int(row["solved"]),
-        "success_pct": percent_or_none(row["success_rate"], DECIMALS),
+        "solved_public": int(row["solved_public"]),
+        "success_pct_all": percent_or_none(row["success_rate_all"], DECIMALS),
+        "success_pct_clean": percent_or_none(row["success_rate_clean"], DECIMALS),
+        "public_success_pct_all": percent_or_none(row["public_success_rate_all"], DECIMALS),
+        "public_success_pct_clean": percent_or_none(row["public_success_rate_clean"], DECIMALS),
         "mean_rounds_to_success": None if mean_rounds is None else round(mean_rounds, DECIMALS),
         "mean_partial_score": None if partial is None else round(partial, DECIMALS),
     }

@@ -39,6 +39,9 @@ RESULT_SCHEMA = pa.schema(
     + list(ENGINE_OUTPUT)
     + list(JUDGED)
 )
+# Result columns added after results were first written: a shard without them is read with
+# them null (not quarantined), so a run started before they existed resumes.
+ADDED_LATER = ("error_category_public", "success_public", "data_errors")
 
 
 def round_dir(root: Location, round_number: int) -> Location:
@@ -55,7 +58,9 @@ def read_round(root: Location, round_number: int, with_images: bool = False) -> 
     """Every row of a round (figure bytes only when asked for), one per request key;
     unreadable shards are quarantined with a warning (store.shards)."""
     columns = [n for n in RESULT_SCHEMA.names if with_images or n != "feedback_image"]
-    frame = read_shards(round_dir(root, round_number), columns)
+    required = [n for n in columns if n not in ADDED_LATER]
+    optional = [n for n in columns if n in ADDED_LATER]
+    frame = read_shards(round_dir(root, round_number), required, optional=optional)
     if frame is None:
         empty = pl.from_arrow(RESULT_SCHEMA.empty_table().select(columns))
         assert isinstance(empty, pl.DataFrame)

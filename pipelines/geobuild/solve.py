@@ -12,7 +12,11 @@ processes, under one results root: `--out RESULTS` writes `RESULTS/audit/`:
   pass `python -m pipelines geobuild-check` (reference programs, an upper-bound baseline);
 - `audit.csv`: id, status (solved / no_construction / data_error), conflicts (the
   conditions that cannot hold together, ` | `-separated), reason, restarts, residual,
-  seconds; one row per problem in the journal, in data-set order.
+  seconds, success_public (the solver's program passes the public benchmark's rule: it
+  executes without error and both scores reach 0.9; false without a program) and
+  broken_data (the problem's data has notes, `Problem.data_errors`: the problems the
+  clean-data success rates leave out); one row per problem in the journal, in data-set
+  order.
 
 The last two are rebuilt atomically from the whole journal at the end of every run (also
 one that solved nothing new), so they cover every problem solved in RESULTS so far.
@@ -29,7 +33,7 @@ import multiprocessing
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +42,9 @@ from typing import Any
 from tqdm import tqdm
 
 from geometry.dsl.dataset import Problem
+from geometry.dsl.executor import execute
 from geometry.dsl.solver import Budget, SolveResult, solve_problem
+from geometry.dsl.validator import validate
 from pipelines.cli_args import output_dir, positive_float, positive_int
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
 from store.atomic import write_bytes_atomic
@@ -48,7 +54,17 @@ from store.run_lock import RunLock
 from store.settings import check_settings, write_settings
 from store.solver_audit import AUDIT_DIR, JOURNAL
 
-AUDIT_COLUMNS = ("id", "status", "conflicts", "reason", "restarts", "residual", "seconds")
+AUDIT_COLUMNS = (
+    "id",
+    "status",
+    "conflicts",
+    "reason",
+    "restarts",
+    "residual",
+    "seconds",
+    "success_public",
+    "broken_data",
+)
 # The settings that change a problem's result; a rerun must match them to resume.
 RESULT_SETTINGS = ("dataset_sha256", "lang", "restarts", "solve_seconds", "conflict_seconds")
 
@@ -134,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         records, _ = read_journal(root / JOURNAL, "id")
         ordered = [records[p.id] for p in problems if p.id in records]
         write_bytes_atomic(root / "programs.jsonl", programs_jsonl(ordered))
-        write_bytes_atomic(root / "audit.csv", audit_csv(ordered))
+        write_bytes_atomic(root / "audit.csv", audit_csv(ordered, {p.id: p for p in problems}))
     counts = Counter(records[p.id]["status"] for p in chosen)
     shown = ", ".join(f"{status} {counts[status]}" for status in _STATUSES)
     print(
@@ -231,12 +247,14 @@ def programs_jsonl(records: Sequence[Record]) -> bytes:
     return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
-def audit_csv(records: Sequence[Record]) -> bytes:
-    """The audit table: one row per problem, columns AUDIT_COLUMNS."""
+def audit_csv(records: Sequence[Record], problems: Mapping[str, Problem]) -> bytes:
+    """The audit table: one row per problem, columns AUDIT_COLUMNS. `problems` (by id)
+    gives each record's problem, to judge its program by the public rule."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(AUDIT_COLUMNS)
     for r in records:
+        problem = problems[r["id"]]
         writer.writerow(
             [
                 r["id"],
@@ -246,6 +264,22 @@ def audit_csv(records: Sequence[Record]) -> bytes:
                 r["restarts"],
                 f"{float(r['residual']):.3g}",
                 f"{float(r['seconds']):.2f}",
+                _csv_bool(public_success(problem, r.get("program"))),
+                _csv_bool(bool(problem.data_errors)),
             ]
         )
     return buffer.getvalue().encode("utf-8")
+
+
+def public_success(problem: Problem, program: str | None) -> bool:
+    """Whether `program` passes the public benchmark's rule for `problem`: it executes
+    without error (the public agent validates nothing else) and both scores reach 0.9.
+    Judged again here, not assumed from `solved`, so the column means what it says."""
+    if program is None:
+        return False
+    execution = execute(program)
+    return execution.error is None and validate(problem, execution.scene).success_public
+
+
+def _csv_bool(value: bool) -> str:
+    return "true" if value else "false"

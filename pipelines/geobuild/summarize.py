@@ -2,8 +2,15 @@
 
 The denominator is every problem a run attempted, read from the run records, so a problem
 whose every round errored, or that has no row at all (a run killed early), still counts as
-unsolved. Error categories, missing objects and failed conditions are those of each
-problem's final round. Partial score = 0.3 x object score + 0.7 x condition score.
+unsolved. Each rate is given twice over: by our verdict (`success`: every object present,
+every condition holding) and by the public benchmark's (`success_public`: both scores at
+least 0.9), and over two denominators: every attempted problem (`all`) and the problems
+whose data is clean (`clean data`: the problem's `data_errors` empty; the public benchmark
+leaves problems it finds broken out of its success rate). Error categories, missing objects
+and failed conditions are those of each problem's final round. Partial score = 0.3 x object
+score + 0.7 x condition score. The self-correction tables follow each problem round by
+round: success by round, first-round failures fixed later, and the kind of each round's
+outcome against the next one's.
 """
 
 from __future__ import annotations
@@ -11,10 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import polars as pl
 
-from geometry.dsl.validator import CONDITION_WEIGHT, OBJECT_WEIGHT
+from geometry.dsl.public_categories import PUBLIC_KIND
+from geometry.dsl.validator import CONDITION_WEIGHT, OBJECT_WEIGHT, PUBLIC_SUCCESS_THRESHOLD
 from pipelines.cli_args import results_location
 from pipelines.terminal_output import add_table_arguments, chosen_tables, percent
 from pipelines.terminal_output import print_tables as print_output
@@ -33,6 +42,11 @@ _COLUMNS = [
     "condition_score",
     "success",
 ]
+# Columns older shards lack: derived from the others when absent (see _normalised).
+_OPTIONAL = ["success_public", "error_category_public", "data_errors"]
+# The outcome kind of a round that ran without error but was not solved (transitions).
+FAILED_VALIDATION = "failed_validation"
+SUCCESS = "success"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,67 +81,148 @@ def _model_dirs(results: Location, model: str | None) -> list[Location]:
 
 def attempted(model_root: Location) -> pl.DataFrame:
     """Every problem any run of this model attempted: problem_id, category, difficulty."""
+    return _attempted(model_root)[0]
+
+
+def _attempted(model_root: Location) -> tuple[pl.DataFrame, int]:
+    """The attempted problems, and the most rounds any run of this model allowed (0: none
+    recorded)."""
     seen: dict[str, dict[str, object]] = {}
+    max_rounds = 0
     for record in children(model_root / "runs", "*.json"):
-        for p in json.loads(record.read_text()).get("problems", []):
+        data = json.loads(record.read_text())
+        if isinstance(data.get("max_rounds"), int):
+            max_rounds = max(max_rounds, data["max_rounds"])
+        for p in data.get("problems", []):
             seen[str(p["id"])] = {
                 "problem_id": str(p["id"]),
                 "category": str(p.get("category", "")),
                 "difficulty": int(p.get("difficulty", 0)),
             }
     schema = {"problem_id": pl.String, "category": pl.String, "difficulty": pl.Int64}
-    return pl.DataFrame(list(seen.values()), schema=schema)
+    return pl.DataFrame(list(seen.values()), schema=schema), max_rounds
 
 
-def problem_outcomes(results: Location, model: str | None = None) -> pl.DataFrame:
-    """One row per model and attempted problem: its final round, success, scores."""
-    frames = []
+@dataclass(frozen=True)
+class Rows:
+    """A results root read once: one row per attempted problem (`outcomes`), and every
+    round row of those problems (`rounds`, typed and with the public columns filled)."""
+
+    outcomes: pl.DataFrame
+    rounds: pl.DataFrame
+
+
+def _normalised(rows: pl.DataFrame) -> pl.DataFrame:
+    """Round rows typed, with success_public, error_category_public and data_broken filled
+    in for shards written before those columns existed."""
+    category = pl.col("error_category")
+    public_rule = (
+        category.is_null()
+        & (pl.col("object_score").cast(pl.Float64) >= PUBLIC_SUCCESS_THRESHOLD)
+        & (pl.col("condition_score").cast(pl.Float64) >= PUBLIC_SUCCESS_THRESHOLD)
+    )
+    mapped = (
+        pl.when(category.is_null())
+        .then(pl.lit(None, pl.String))
+        .otherwise(category.replace_strict(PUBLIC_KIND, default="other_error"))
+    )
+    return rows.with_columns(
+        pl.col("round").cast(pl.Int64),
+        pl.col("success").cast(pl.Boolean),
+        pl.coalesce(pl.col("success_public").cast(pl.Boolean), public_rule).alias("success_public"),
+        pl.coalesce(pl.col("error_category_public").cast(pl.String), mapped).alias(
+            "error_category_public"
+        ),
+        (pl.col("data_errors").cast(pl.String).fill_null("") != "").alias("data_broken"),
+    )
+
+
+def read_rows(results: Location, model: str | None = None) -> Rows:
+    """The outcomes and round rows of every model (or `model`) under `results`."""
+    outcome_frames, round_frames = [], []
     for root in _model_dirs(results, model):
-        problems = attempted(root).with_columns(model_dir=pl.lit(root.name))
-        read = read_shards(root, _COLUMNS)
-        rows = read if read is not None else pl.DataFrame(schema={c: pl.String for c in _COLUMNS})
+        problems, recorded_rounds = _attempted(root)
+        problems = problems.with_columns(model_dir=pl.lit(root.name))
+        read = read_shards(root, _COLUMNS, optional=_OPTIONAL)
+        empty = {c: pl.String for c in [*_COLUMNS, *_OPTIONAL]}
+        rows = _normalised(read if read is not None else pl.DataFrame(schema=empty))
+        rows = rows.join(problems.select("problem_id"), on="problem_id", how="semi")
+        max_rounds = max(recorded_rounds, rows["round"].max() or 0)
         final = (
-            rows.with_columns(pl.col("round").cast(pl.Int64))
-            .sort("round")
+            rows.sort("round")
             .group_by("problem_id")
             .agg(
                 pl.col("model").last(),
                 pl.col("round").max().alias("rounds"),
-                pl.col("success").cast(pl.Boolean).any().alias("success"),
-                pl.col("round").filter(pl.col("success").cast(pl.Boolean)).min().alias("solved_at"),
+                pl.col("success").any().alias("success"),
+                pl.col("success_public").any().alias("success_public"),
+                pl.col("round").filter(pl.col("success")).min().alias("solved_at"),
+                pl.col("round").filter(pl.col("success_public")).min().alias("solved_public_at"),
+                pl.col("data_broken").any(),
                 pl.col("error_category").last(),
+                pl.col("error_category_public").last(),
                 pl.col("verdict").last(),
                 pl.col("object_score").cast(pl.Float64).last(),
                 pl.col("condition_score").cast(pl.Float64).last(),
             )
         )
-        frames.append(problems.join(final, on="problem_id", how="left"))
-    if not frames:
+        outcome_frames.append(
+            problems.join(final, on="problem_id", how="left").with_columns(
+                max_rounds=pl.lit(max_rounds, pl.Int64)
+            )
+        )
+        round_frames.append(rows.with_columns(model_dir=pl.lit(root.name)))
+    if not outcome_frames:
         raise UsageError(f"{results}/{BENCHMARK} holds no model directories")
-    out = pl.concat(frames, how="diagonal_relaxed")
-    return out.with_columns(
+    out = pl.concat(outcome_frames, how="diagonal_relaxed")
+    not_run = pl.col("rounds").is_null()
+    outcomes = out.with_columns(
         pl.col("model").fill_null(pl.col("model_dir").str.strip_prefix("model=")),
         pl.col("success").fill_null(False),
+        pl.col("success_public").fill_null(False),
+        # Data notes come with the rows: a problem with none is counted as clean.
+        pl.col("data_broken").fill_null(False),
         pl.col("rounds").fill_null(0),
         # "not_run": attempted but no row (a run killed early); "none": ran without error.
-        pl.when(pl.col("rounds").is_null())
+        pl.when(not_run)
         .then(pl.lit("not_run"))
         .otherwise(pl.col("error_category").fill_null("none"))
         .alias("error_category"),
+        pl.when(not_run)
+        .then(pl.lit("not_run"))
+        .otherwise(pl.col("error_category_public").fill_null("none"))
+        .alias("error_category_public"),
         partial_score=(
             OBJECT_WEIGHT * pl.col("object_score").fill_null(0.0)
             + CONDITION_WEIGHT * pl.col("condition_score").fill_null(0.0)
         ),
     ).drop("model_dir")
+    rounds = pl.concat(round_frames, how="diagonal_relaxed")
+    rounds = rounds.with_columns(
+        pl.col("model").fill_null(pl.col("model_dir").str.strip_prefix("model="))
+    ).drop("model_dir")
+    return Rows(outcomes, rounds)
+
+
+def problem_outcomes(results: Location, model: str | None = None) -> pl.DataFrame:
+    """One row per model and attempted problem: its final round, both verdicts, scores,
+    and whether its data is broken."""
+    return read_rows(results, model).outcomes
 
 
 def _rates(outcomes: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    clean = ~pl.col("data_broken")
     return (
         outcomes.group_by(by)
         .agg(
             pl.len().alias("problems"),
+            pl.col("data_broken").sum().alias("broken_data"),
             pl.col("success").sum().alias("solved"),
-            pl.col("success").mean().alias("success_rate"),
+            pl.col("success_public").sum().alias("solved_public"),
+            pl.col("success").mean().alias("success_rate_all"),
+            pl.col("success").filter(clean).mean().alias("success_rate_clean"),
+            pl.col("success_public").mean().alias("public_success_rate_all"),
+            pl.col("success_public").filter(clean).mean().alias("public_success_rate_clean"),
             pl.col("solved_at").mean().alias("mean_rounds_to_success"),
             pl.col("partial_score").mean().alias("mean_partial_score"),
         )
@@ -156,12 +251,91 @@ def _final_failures(outcomes: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     return count(missing, "object_type"), count(failed, "condition_type")
 
 
+def success_by_round(outcomes: pl.DataFrame) -> pl.DataFrame:
+    """Per model and round 1..max: problems solved by that round (ours and public), over
+    every attempted problem (the model's most rounds: its run records', else its rows')."""
+    frames = []
+    for model, part in outcomes.group_by("model"):
+        last = int(part["max_rounds"].max() or 0)  # type: ignore[arg-type]
+        for k in range(1, last + 1):
+            frames.append(
+                {
+                    "model": model[0],
+                    "round": k,
+                    "problems": part.height,
+                    "solved_by_round": int((part["solved_at"] <= k).sum()),
+                    "solved_public_by_round": int((part["solved_public_at"] <= k).sum()),
+                }
+            )
+    schema = {
+        "model": pl.String,
+        "round": pl.Int64,
+        "problems": pl.Int64,
+        "solved_by_round": pl.Int64,
+        "solved_public_by_round": pl.Int64,
+    }
+    table = pl.DataFrame(frames, schema=schema)
+    return table.with_columns(
+        success_rate_by_round=pl.col("solved_by_round") / pl.col("problems"),
+        public_success_rate_by_round=pl.col("solved_public_by_round") / pl.col("problems"),
+    ).sort("model", "round")
+
+
+def feedback_fixes(outcomes: pl.DataFrame, rounds: pl.DataFrame) -> pl.DataFrame:
+    """Per model: problems that failed round 1 and how many of them a later round fixed
+    (ours and public). A problem without a round-1 row is in neither count."""
+    first = rounds.filter(pl.col("round") == 1).select(
+        "model", "problem_id", first_success="success", first_public="success_public"
+    )
+    joined = outcomes.join(first, on=["model", "problem_id"], how="inner")
+    failed, failed_public = ~pl.col("first_success"), ~pl.col("first_public")
+    return (
+        joined.group_by("model")
+        .agg(
+            failed.sum().alias("first_round_failures"),
+            (failed & pl.col("success")).sum().alias("fixed_later"),
+            failed_public.sum().alias("first_round_public_failures"),
+            (failed_public & pl.col("success_public")).sum().alias("fixed_later_public"),
+        )
+        .with_columns(
+            fixed_rate=pl.col("fixed_later") / pl.col("first_round_failures"),
+            public_fixed_rate=pl.col("fixed_later_public") / pl.col("first_round_public_failures"),
+        )
+        .sort("model")
+    )
+
+
+def outcome_kind() -> pl.Expr:
+    """A round's outcome: `success`, else its error category, else failed_validation (ran
+    without error, but objects are missing or conditions fail)."""
+    return (
+        pl.when(pl.col("success"))
+        .then(pl.lit(SUCCESS))
+        .otherwise(pl.col("error_category").fill_null(FAILED_VALIDATION))
+    )
+
+
+def error_transitions(rounds: pl.DataFrame) -> pl.DataFrame:
+    """Per model: how often a round's outcome kind was followed by each kind in the next
+    round of the same problem, summed over every pair of consecutive rounds."""
+    kinds = rounds.select("model", "problem_id", "round", kind=outcome_kind())
+    following = kinds.with_columns(pl.col("round") - 1).rename({"kind": "to_kind"})
+    pairs = kinds.rename({"kind": "from_kind"}).join(
+        following, on=["model", "problem_id", "round"], how="inner"
+    )
+    counts = pairs.group_by("model", "from_kind", "to_kind").len("count")
+    return counts.with_columns(
+        share_of_from=pl.col("count") / pl.col("count").sum().over("model", "from_kind")
+    ).sort("model", "from_kind", "count", "to_kind", descending=[False, False, True, False])
+
+
 def summary_tables(results: Location, model: str | None = None) -> dict[str, pl.DataFrame]:
     """The GeoBuild tables by name (the report command reuses them)."""
-    outcomes = problem_outcomes(results, model)
+    rows = read_rows(results, model)
+    outcomes = rows.outcomes
     missing, failed = _final_failures(outcomes)
     errors = (
-        outcomes.group_by("model", "error_category")
+        outcomes.group_by("model", "error_category", "error_category_public")
         .len("count")
         .sort("model", "count", "error_category", descending=[False, True, False])
     )
@@ -172,29 +346,51 @@ def summary_tables(results: Location, model: str | None = None) -> dict[str, pl.
         "error_categories": errors,
         "missing_objects": missing,
         "failed_conditions": failed,
-        "problems": outcomes.drop("verdict").sort("model", "problem_id"),
+        "success_by_round": success_by_round(outcomes),
+        "feedback_fixes": feedback_fixes(outcomes, rows.rounds),
+        "error_transitions": error_transitions(rows.rounds),
+        "problems": outcomes.drop("verdict", "max_rounds").sort("model", "problem_id"),
     }
 
 
 # Table names (json keys, csv `# table:` names, --tables values) with their titles;
 # HEADLINE is what is printed without --all or --tables.
 TITLES = {
-    "overall": "success % over every attempted problem, mean rounds to success, mean partial "
-    "score (0.3 objects + 0.7 conditions, 0..1)",
+    "overall": "success % by our rule and by the public one (both scores >= 0.9), over every "
+    "attempted problem (all) and over those with clean data; mean rounds to success, mean "
+    "partial score (0.3 objects + 0.7 conditions, 0..1)",
     "by_category": "per problem category",
     "by_difficulty": "per difficulty",
-    "error_categories": "final-round error categories, % of the model's problems",
+    "error_categories": "final-round error categories (ours and the public benchmark's kind), "
+    "% of the model's problems",
     "missing_objects": "missing objects by type (final round)",
     "failed_conditions": "failed conditions by type (final round)",
+    "success_by_round": "self-correction: problems solved by each round, % of every attempted "
+    "problem",
+    "feedback_fixes": "self-correction: round-1 failures fixed in a later round",
+    "error_transitions": "self-correction: outcome of a round -> outcome of the next round "
+    "(error category, failed_validation or success), summed over rounds",
     "problems": "one row per attempted problem",
 }
 HEADLINE = ("overall", "by_category", "by_difficulty", "error_categories")
+# Share columns (0..1) and the percentage names they are shown under.
+PERCENT_NAMES = {
+    "success_rate_all": "success % (all)",
+    "success_rate_clean": "success % (clean data)",
+    "public_success_rate_all": "public success % (all)",
+    "public_success_rate_clean": "public success % (clean data)",
+    "success_rate_by_round": "success % by round (all)",
+    "public_success_rate_by_round": "public success % by round (all)",
+    "fixed_rate": "fixed %",
+    "public_fixed_rate": "public fixed %",
+    "share_of_from": "% of from_kind",
+}
 
 
 def shown_tables(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    """The tables as printed: success as a percentage, error categories with their share
+    """The tables as printed: rates as percentages, error categories with their share
     of each model's problems."""
-    shown = {name: percent(t, {"success_rate": "success %"}) for name, t in tables.items()}
+    shown = {name: percent(t, PERCENT_NAMES) for name, t in tables.items()}
     problems = shown["problems"]
     shown["problems"] = problems.select("model", pl.exclude("model"))
     errors = shown["error_categories"]

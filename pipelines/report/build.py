@@ -25,16 +25,16 @@ import polars as pl
 
 from pipelines.cli_args import existing_file, output_dir, percent, results_location
 from pipelines.noregeo.summarize import load_results
-from pipelines.report.html_page import Section, write_report
-from pipelines.report.noregeo_sections import missing_section, noregeo_sections, provenance_section
-from pipelines.report.other_sections import (
+from pipelines.report.geobuild_sections import (
     AUDIT_PATH,
     audit_section,
     found_audit,
     geobuild_section,
-    probe_sections,
     read_audit,
 )
+from pipelines.report.html_page import Section, write_report
+from pipelines.report.noregeo_sections import missing_section, noregeo_sections, provenance_section
+from pipelines.report.other_sections import probe_sections
 from pipelines.report.provenance import run_records
 from pipelines.report.samples import samples_page
 from store.errors import UsageError
@@ -140,7 +140,7 @@ def _write_report(
     else:
         audit_note = ""
     sections += [
-        geobuild_section(results),
+        geobuild_section(results, out),
         audit_section(audit, audit_note),
         *probe_sections(results, min_accuracy, out),
     ]

@@ -9,6 +9,7 @@ import pytest
 
 from actors.dsl_executor import ENGINE_ERROR, NO_PROGRAM, OUTPUT_COLUMNS, DSLExecutor, judge_reply
 from geometry.dsl.dataset import load_problems
+from geometry.dsl.public_categories import PUBLIC_KIND
 from tests.conftest import SHARED
 
 DATA = SHARED / "geobuildbench"
@@ -107,9 +108,32 @@ def test_batch_keeps_rows_and_adds_columns() -> None:
     assert set(OUTPUT_COLUMNS) <= set(out)
     assert list(out["success"]) == [True, False]
     assert list(out["error_category"]) == [None, NO_PROGRAM]
+    assert list(out["success_public"]) == [True, False]
+    assert list(out["error_category_public"]) == [None, PUBLIC_KIND[NO_PROGRAM]]
+    assert list(out["data_errors"]) == ["", ""]
     assert json.loads(out["verdict"][0])["id"] == "367"
 
 
 def test_unknown_feedback_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="verbose"):
         DSLExecutor(str(DATA), "en", "verbose", with_image=False, max_rounds=3)
+
+
+def test_an_error_blocks_public_success_even_when_the_scores_pass(problem_367) -> None:
+    # The whole right figure is built before the bad last line (c drawn twice): both
+    # scores pass.
+    judged = _judge(problem_367, RIGHT + "\ncircle : O A -> c", mode="errors")
+    assert judged.verdict.success_public and judged.error_category == "duplicate_label"
+    assert not judged.success_public and not judged.success
+    columns = judged.columns()
+    assert columns["success_public"] is False
+    assert columns["error_category_public"] == PUBLIC_KIND["duplicate_label"]
+    assert _judge(problem_367, RIGHT).columns()["success_public"] is True
+
+
+def test_rows_carry_the_problems_data_notes() -> None:
+    problems = {p.id: p for p in load_problems(DATA)}
+    broken = next(p for p in problems.values() if p.data_errors)
+    noted = _judge(broken, "point : 0 0 -> A").columns()["data_errors"]
+    assert noted == "; ".join(broken.data_errors) and noted
+    assert _judge(problems["367"], RIGHT).columns()["data_errors"] == ""

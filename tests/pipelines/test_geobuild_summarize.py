@@ -57,7 +57,7 @@ def results(tmp_path: Path) -> Path:
 def test_denominator_counts_every_attempted_problem(results: Path) -> None:
     overall = summary_tables(results)["overall"].row(0, named=True)
     assert overall["problems"] == 3 and overall["solved"] == 1
-    assert overall["success_rate"] == pytest.approx(1 / 3)
+    assert overall["success_rate_all"] == pytest.approx(1 / 3)
     assert overall["mean_rounds_to_success"] == pytest.approx(2.0)
     # Partial: 1.0 (solved), 0.3 x 0.5 (final round of 2), 0 (no row).
     assert overall["mean_partial_score"] == pytest.approx((1.0 + 0.15 + 0.0) / 3)
@@ -66,7 +66,7 @@ def test_denominator_counts_every_attempted_problem(results: Path) -> None:
 def test_by_category_and_difficulty(results: Path) -> None:
     tables = summary_tables(results)
     by_category = {r["category"]: r for r in tables["by_category"].iter_rows(named=True)}
-    assert by_category["Circles"]["success_rate"] == 0.5
+    assert by_category["Circles"]["success_rate_all"] == 0.5
     assert by_category["Angles"]["problems"] == 1 and by_category["Angles"]["solved"] == 0
     by_difficulty = {
         r["difficulty"]: r["problems"] for r in tables["by_difficulty"].iter_rows(named=True)
@@ -77,6 +77,10 @@ def test_by_category_and_difficulty(results: Path) -> None:
 def test_final_round_errors_and_failures(results: Path) -> None:
     tables = summary_tables(results)
     errors = dict(tables["error_categories"].select("error_category", "count").iter_rows())
+    public = dict(
+        tables["error_categories"].select("error_category", "error_category_public").iter_rows()
+    )
+    assert public == {"none": "none", "not_run": "not_run", "geometric": "other_error"}
     assert errors == {
         "none": 1,
         "not_run": 1,
@@ -99,7 +103,8 @@ def test_cli_prints_tables_and_refuses_empty_dirs(
     )
     assert pipelines.cli.main(["geobuild-summarize", str(results)]) == 0
     text = capsys.readouterr().out
-    assert "success %" in text and "## error_categories" in text
+    assert "success % (all)" in text and "public success % (clean data)" in text
+    assert "## error_categories" in text
     assert "## problems" not in text  # the per-problem table only with --all / --tables
     (tmp_path / "none").mkdir()  # a folder without GeoBuild results (a missing one: argparse)
     assert pipelines.cli.main(["geobuild-summarize", str(tmp_path / "none")]) == 2
@@ -123,10 +128,13 @@ def test_json_and_csv_give_the_printed_percentages(
         "error_categories",
         "missing_objects",
         "failed_conditions",
+        "success_by_round",
+        "feedback_fixes",
+        "error_transitions",
         "problems",
     ]
     (overall,) = tables["overall"]
-    assert overall["success %"] == pytest.approx(round(100 / 3, 1))
+    assert overall["success % (all)"] == pytest.approx(round(100 / 3, 1))
     assert {r["problem_id"] for r in tables["problems"]} == {"1", "2", "3"}
     shares = {r["error_category"]: r["problems %"] for r in tables["error_categories"]}
     assert shares == pytest.approx({"none": 33.3, "not_run": 33.3, "geometric": 33.3})
@@ -135,7 +143,8 @@ def test_json_and_csv_give_the_printed_percentages(
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "# table: by_category"
     rows = list(csv.DictReader(lines[1:]))
-    assert {r["category"]: float(r["success %"]) for r in rows} == {"Angles": 0.0, "Circles": 50.0}
+    shown = {r["category"]: float(r["success % (all)"]) for r in rows}
+    assert shown == {"Angles": 0.0, "Circles": 50.0}
 
 
 def test_results_json_holds_the_success_rates_of_every_attempted_problem(results: Path) -> None:
@@ -147,9 +156,9 @@ def test_results_json_holds_the_success_rates_of_every_attempted_problem(results
     overall = document["results"]["overall"]
     # Recomputed from the fixture: problem 1 solved at round 2; 2 failed; 3 never ran.
     assert overall["problems"] == len(PROBLEMS) and overall["solved"] == 1
-    assert overall["success_pct"] == pytest.approx(100 / 3, abs=1e-3)
+    assert overall["success_pct_all"] == pytest.approx(100 / 3, abs=1e-3)
     assert overall["mean_rounds_to_success"] == 2.0
-    assert document["results"]["by_category"]["Circles"]["success_pct"] == 50.0
+    assert document["results"]["by_category"]["Circles"]["success_pct_all"] == 50.0
     assert document["results"]["by_difficulty"]["3"]["solved"] == 0
     errors = document["results"]["error_categories"]
     assert {kind: e["count"] for kind, e in errors.items()} == {

@@ -1,0 +1,94 @@
+"""The report's GeoBuild part: both verdicts and denominators, the self-correction tables
+and figure, and the audit's upper bound, from hand-built results (no Ray)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from PIL import Image
+
+from pipelines import cli
+from pipelines.report.geobuild_sections import (
+    audit_section,
+    audit_upper_bound,
+    geobuild_section,
+    read_audit,
+)
+from pipelines.report.html_page import Figure, Table
+from tests.pipelines.test_geobuild_self_correction import _expected, write_results
+
+
+def _tables(section) -> dict[str, pl.DataFrame]:
+    return {b.name: b.frame for b in section.blocks if isinstance(b, Table)}
+
+
+def test_geobuild_section_shows_both_rates_and_self_correction(tmp_path: Path) -> None:
+    results = write_results(tmp_path / "results")
+    out = tmp_path / "report"
+    (out / "figures").mkdir(parents=True)
+    section = geobuild_section(results, out)
+    tables = _tables(section)
+    overall = {r["model"]: r for r in tables["geobuild_overall"].iter_rows(named=True)}
+    for model, row in overall.items():
+        want = _expected(model)
+        assert row["success % (all)"] == pytest.approx(round(100 * want["success_all"], 1))
+        assert row["public success % (clean data)"] == pytest.approx(
+            round(100 * want["public_clean"], 1)
+        )
+    by_round = tables["geobuild_success_by_round"].filter(model="a")
+    assert [r[2] for r in _expected("a")["by_round"]] == by_round[
+        "solved_public_by_round"
+    ].to_list()
+    assert {"geobuild_feedback_fixes", "geobuild_error_transitions"} <= set(tables)
+    (figure,) = [b for b in section.blocks if isinstance(b, Figure)]
+    with Image.open(out / figure.path) as image:
+        assert image.size[0] > 100 and image.size[1] > 100
+
+
+def test_audit_upper_bound_by_both_rules_and_denominators(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.csv"
+    rows = [  # id, status, success_public, broken_data
+        ("1", "solved", "true", "false"),
+        ("2", "solved", "true", "true"),
+        ("3", "no_construction", "false", "false"),
+        ("4", "data_error", "false", "true"),
+    ]
+    audit.write_text(
+        "id,status,conflicts,reason,restarts,residual,seconds,success_public,broken_data\n"
+        + "".join(f"{i},{s},,,1,0,0.1,{p},{b}\n" for i, s, p, b in rows)
+    )
+    bound = audit_upper_bound(read_audit(audit)).row(0, named=True)
+    clean = [r for r in rows if r[3] == "false"]
+    assert bound["problems"] == len(rows)
+    assert bound["broken_data"] == len(rows) - len(clean)
+    assert bound["success % (all)"] == pytest.approx(
+        round(100 * sum(r[1] == "solved" for r in rows) / len(rows), 1)
+    )
+    assert bound["public success % (clean data)"] == pytest.approx(
+        round(100 * sum(r[2] == "true" for r in clean) / len(clean), 1)
+    )
+    assert "audit_upper_bound" in _tables(audit_section(read_audit(audit)))
+
+
+def test_an_audit_from_before_the_columns_still_reports(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.csv"
+    audit.write_text("id,status,conflicts,reason,restarts,residual,seconds\n1,solved,,,1,0,0.1\n")
+    tables = _tables(audit_section(read_audit(audit)))
+    assert "audit_status" in tables and "audit_upper_bound" not in tables
+
+
+def test_report_command_writes_the_geobuild_tables_and_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(cli.COMMANDS, "report", ("pipelines.report.build", "report"))
+    results = write_results(tmp_path / "results")
+    out = tmp_path / "report"
+    assert cli.main(["report", str(results), "--out", str(out)]) == 0
+    page = (out / "index.html").read_text()
+    assert 'src="figures/geobuild_rounds.png"' in page
+    overall = pl.read_csv(out / "tables" / "geobuild_overall.csv")
+    assert {"success % (all)", "public success % (clean data)"} <= set(overall.columns)
+    fixes = pl.read_csv(out / "tables" / "geobuild_feedback_fixes.csv").filter(model="a")
+    assert (fixes["first_round_failures"][0], fixes["fixed_later"][0]) == _expected("a")["fixed"]
