@@ -34,7 +34,7 @@ from pipelines.report.geobuild_sections import (
 )
 from pipelines.report.html_page import Section, write_report
 from pipelines.report.noregeo_sections import missing_section, noregeo_sections, provenance_section
-from pipelines.report.other_sections import probe_sections
+from pipelines.report.probe_sections import probe_sections
 from pipelines.report.provenance import run_records
 from pipelines.report.samples import samples_page
 from store.errors import UsageError

@@ -442,7 +442,7 @@ def test_sample_browser_rows_images_and_verdicts(model_report) -> None:
 
 
 def test_probe_table4_heads_are_spelled_out() -> None:
-    from pipelines.report.other_sections import readable_probe_columns
+    from pipelines.report.probe_sections import readable_probe_columns
 
     table4 = pl.DataFrame(
         {"Train DS": ["All"], "Config": ["UF"], "AllF": [50.0], "AllD": [51.0],
