@@ -29,8 +29,9 @@ from geometry.thresholds import GRID_MAX, GRID_MIN
 GRID_UNITS = GRID_MAX - GRID_MIN
 MIN_SIZE = 64  # below this a unit is under 2 px and labels no longer fit
 DEFAULT_GRID_STEP = DEFAULT_OPTIONS.grid_step
-# A rotation's arc: this share of |OP|, within these bounds (grid units); never |OP| itself.
-ROTATION_ARC_SHARE, ROTATION_ARC_MIN, ROTATION_ARC_MAX = 0.4, 1.5, 4.0
+# A rotation's arc: half of |OP|, at most 4 grid units, so it ends at least |OP|/2 (>= 0.5)
+# away from P's image: it shows the turn without marking the answer.
+ROTATION_ARC_SHARE, ROTATION_ARC_MAX = 0.5, 4.0
 REFERENCE_LINES = {
     "x": ((GRID_MIN, 0), (GRID_MAX, 0)),
     "y": ((0, GRID_MIN), (0, GRID_MAX)),
@@ -322,9 +323,9 @@ def _semicircle(
 
 
 def rotation_arc_radius(p: tuple[int, int]) -> float:
-    """Radius (grid units) of the arc a `full` rotation figure draws about the origin: a
-    share of |OP| within bounds, so the arc shows the turn but never ends on P's image."""
-    return min(ROTATION_ARC_MAX, max(ROTATION_ARC_MIN, ROTATION_ARC_SHARE * math.hypot(*p)))
+    """Radius (grid units) of the arc a `full` rotation figure draws about the origin: half
+    of |OP|, at most ROTATION_ARC_MAX, so the arc shows the turn but never ends on P's image."""
+    return min(ROTATION_ARC_MAX, ROTATION_ARC_SHARE * math.hypot(*p))
 
 
 def _rotation(
