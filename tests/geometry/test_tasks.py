@@ -416,11 +416,12 @@ def test_full_figures_follow_the_options(task_id: str) -> None:
 
 
 def test_options_refuse_unknown_values_naming_the_option() -> None:
-    for field, value in (
+    bad: tuple[tuple[str, Any], ...] = (
         ("variants", "wide"),
         ("semicircle_prompt", "x"),
         ("semicircle_figure", "circle"),
         ("grid_step", 2.0),
-    ):
+    )
+    for field, value in bad:
         with pytest.raises(ValueError, match=field):
             GeneratorOptions(**{field: value})
