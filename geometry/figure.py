@@ -27,6 +27,11 @@ class Figure:
     polygons: tuple[tuple[str, ...], ...] = ()
     circles: tuple[tuple[str, float], ...] = ()  # (centre label, radius)
     axes: tuple[str, ...] = ()  # reference lines named in params: "x", "y", "y=x", "y=-x"
+    # (A, B, C): the half of the circle with diameter AB on C's side (semicircle_triangle).
+    semicircles: tuple[tuple[str, str, str], ...] = ()
+    # (P, degrees): the origin marked "O", segment OP and an arrowed arc of `degrees`
+    # counter-clockwise from ray OP, smaller than |OP| so it never ends on P's image.
+    rotations: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

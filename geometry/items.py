@@ -9,6 +9,9 @@ most 1; yes/no exactly half when per_task is even), in an order shuffled by a se
 U-tasks are built in pairs (items 2k and 2k+1, pair_id f"{task_id}-p{k:03d}", both rows
 carrying the pair's seed); an odd per_task ends with a lone item of the pair generator's
 first figure and pair_id None.
+
+Options: `GeneratorOptions` (geometry.tasks.options) choose where items follow the paper's
+wording; the defaults are the paper's. The grid step reaches the images through `render`.
 """
 
 from __future__ import annotations
@@ -20,10 +23,13 @@ from collections.abc import Callable, Sequence
 from geometry.figure import Draw, answer_json
 from geometry.item import IMAGE_SETUPS, SETUPS, Item
 from geometry.prompts import SYSTEM_PROMPT, build_prompt
+from geometry.tasks.options import DEFAULT_OPTIONS, GeneratorOptions
 from geometry.tasks.registry import TaskSpec, get_task
 
 # Bump whenever a generator, threshold or prompt change alters any item for a fixed seed.
-GENERATOR_VERSION = "noregeo-gen-1"
+# gen-2: GeneratorOptions (paper defaults: x-axis reflection, 90-degree rotation, the paper's
+# semicircle question, the semicircle and the rotation drawn in full images, half-unit grid).
+GENERATOR_VERSION = "noregeo-gen-2"
 
 Render = Callable[[Draw, str, int], bytes]
 
@@ -47,7 +53,9 @@ def balanced_labels(options: Sequence[str], count: int, rng: random.Random) -> l
     return [order[i % len(order)] for i in range(count)]
 
 
-def _labelled_draws(task: TaskSpec, per_task: int, seed: int) -> list[tuple[Draw, str | None, int]]:
+def _labelled_draws(
+    task: TaskSpec, per_task: int, seed: int, options: GeneratorOptions = DEFAULT_OPTIONS
+) -> list[tuple[Draw, str | None, int]]:
     """(draw, pair_id, item seed) for each of the task's `per_task` items, in index order."""
     label_rng = random.Random(item_seed(seed, task.task_id, "labels"))
     out: list[tuple[Draw, str | None, int]] = []
@@ -59,7 +67,7 @@ def _labelled_draws(task: TaskSpec, per_task: int, seed: int) -> list[tuple[Draw
         for index, label in enumerate(labels):
             s = item_seed(seed, task.task_id, index)
             assert task.generate is not None
-            out.append((task.generate(random.Random(s), label), None, s))
+            out.append((task.generate(random.Random(s), label, options), None, s))
         return out
     assert task.generate_pair is not None
     if set(task.options) == {"yes", "no"}:
@@ -73,7 +81,7 @@ def _labelled_draws(task: TaskSpec, per_task: int, seed: int) -> list[tuple[Draw
     for k, labels_pair in enumerate(pairs):
         index = 2 * k
         s = item_seed(seed, task.task_id, index)
-        first, second = task.generate_pair(random.Random(s), labels_pair)
+        first, second = task.generate_pair(random.Random(s), labels_pair, options)
         if index + 1 < per_task:
             pair_id = f"{task.task_id}-p{k:03d}"
             out += [(first, pair_id, s), (second, pair_id, s)]
@@ -82,9 +90,11 @@ def _labelled_draws(task: TaskSpec, per_task: int, seed: int) -> list[tuple[Draw
     return out
 
 
-def task_draws(task_id: str, per_task: int, seed: int) -> list[tuple[Draw, str | None, int]]:
+def task_draws(
+    task_id: str, per_task: int, seed: int, options: GeneratorOptions = DEFAULT_OPTIONS
+) -> list[tuple[Draw, str | None, int]]:
     """The draws behind `build_items` (draw, pair_id, item seed), without prompts or images."""
-    return _labelled_draws(get_task(task_id), per_task, seed)
+    return _labelled_draws(get_task(task_id), per_task, seed, options)
 
 
 def build_items(
@@ -94,11 +104,13 @@ def build_items(
     setups: Sequence[str] = SETUPS,
     image_size: int = 448,
     render: Render | None = None,
+    options: GeneratorOptions = DEFAULT_OPTIONS,
 ) -> list[Item]:
     """The item rows of one task: `per_task` items x `setups`, item-major.
 
     Rows of one item share `item_id` (f"{task_id}-{index:04d}"), answer, geometry and seed.
-    Image setups get `render(draw, setup, image_size)` (PNG bytes), or None without `render`.
+    Image setups get `render(draw, setup, image_size)` (PNG bytes), or None without `render`;
+    `options.grid_step` is the caller's to bind into `render` (see pipelines/noregeo/generate).
     """
     if per_task < 0:
         raise ValueError(f"per_task must be >= 0, got {per_task}")
@@ -107,7 +119,7 @@ def build_items(
         raise ValueError(f"unknown setups {unknown}; valid: {', '.join(SETUPS)}")
     task = get_task(task_id)
     rows: list[Item] = []
-    for index, (draw, pair_id, s) in enumerate(_labelled_draws(task, per_task, seed)):
+    for index, (draw, pair_id, s) in enumerate(_labelled_draws(task, per_task, seed, options)):
         answer, geometry = answer_json(draw.answer), draw.geometry_json()
         for setup in setups:
             image = render(draw, setup, image_size) if render and setup in IMAGE_SETUPS else None
@@ -122,7 +134,7 @@ def build_items(
                     options=list(task.options),
                     setup=setup,
                     system_prompt=SYSTEM_PROMPT,
-                    prompt=build_prompt(task, draw, setup),
+                    prompt=build_prompt(task, draw, setup, options),
                     image=image,
                     answer=answer,
                     geometry=geometry,

@@ -16,6 +16,7 @@ import yaml
 
 from geometry.figure import Draw
 from geometry.item import SETUPS
+from geometry.tasks.options import DEFAULT_OPTIONS, GeneratorOptions
 from geometry.tasks.registry import TaskSpec
 
 PROMPTS_PATH = Path(__file__).with_name("prompts.yaml")
@@ -64,21 +65,38 @@ def _variables(draw: Draw, setup: str) -> dict[str, str]:
     return values
 
 
-def question(task: TaskSpec, draw: Draw, setup: str) -> str:
+def _templates(task_id: str, options: GeneratorOptions) -> dict[str, str]:
+    """The task's question per setup; a worded variant (`variants` in prompts.yaml) when an
+    option asks for one."""
+    data = load_prompts()
+    if options.semicircle_prompt != "paper":
+        key = f"semicircle_prompt={options.semicircle_prompt}"
+        variant = data["variants"].get(task_id, {}).get(key)
+        if variant is not None:
+            return dict(variant)
+    if task_id not in data["tasks"]:
+        raise KeyError(f"prompts.yaml has no questions for task {task_id}")
+    return dict(data["tasks"][task_id])
+
+
+def question(
+    task: TaskSpec, draw: Draw, setup: str, options: GeneratorOptions = DEFAULT_OPTIONS
+) -> str:
     """The question of one item in one setup; image setups give no coordinates."""
     if setup not in SETUPS:
         raise ValueError(f"unknown setup {setup!r}; valid: {', '.join(SETUPS)}")
-    templates = load_prompts()["tasks"]
-    if task.task_id not in templates:
-        raise KeyError(f"prompts.yaml has no questions for task {task.task_id}")
+    templates = _templates(task.task_id, options)
     try:
-        return Template(templates[task.task_id][setup]).substitute(_variables(draw, setup))
+        return Template(templates[setup]).substitute(_variables(draw, setup))
     except KeyError as err:
         raise KeyError(
             f"prompt of {task.task_id} ({setup}) needs ${err.args[0]}, which this draw lacks"
         ) from err
 
 
-def build_prompt(task: TaskSpec, draw: Draw, setup: str) -> str:
+def build_prompt(
+    task: TaskSpec, draw: Draw, setup: str, options: GeneratorOptions = DEFAULT_OPTIONS
+) -> str:
     """Question + answer-format instruction: the user text of one item row."""
-    return f"{question(task, draw, setup)}\n{format_instruction(task.answer_type, task.options)}"
+    asked = question(task, draw, setup, options)
+    return f"{asked}\n{format_instruction(task.answer_type, task.options)}"

@@ -1,6 +1,10 @@
 """NoReGeo diagrams: a Cartesian grid over [-20, 20]^2 with labelled points, and in the
 `full` setup every object of the figure.
 
+The grid has lines every `grid_step` units (0.5, the paper's "grid step in visualizations",
+or 1): half-unit lines lightest, unit lines darker, every fifth unit darker still; tick
+numbers every 5 units.
+
 Images are palette ("P") PNGs with eight colours and no anti-aliasing, so each colour means
 one thing: a pixel of `POINT_COLOUR` is always part of a point's dot, which is what lets tests
 (and anyone auditing an item) find points by colour. The grid background is drawn once per
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -18,10 +23,15 @@ from PIL import Image, ImageDraw, ImageFont
 
 from geometry.figure import Draw
 from geometry.item import IMAGE_SETUPS
+from geometry.tasks.options import DEFAULT_OPTIONS, GRID_STEPS
 from geometry.thresholds import GRID_MAX, GRID_MIN
 
 GRID_UNITS = GRID_MAX - GRID_MIN
 MIN_SIZE = 64  # below this a unit is under 2 px and labels no longer fit
+DEFAULT_GRID_STEP = DEFAULT_OPTIONS.grid_step
+# A rotation's arc: half of |OP|, at most 4 grid units, so it ends at least |OP|/2 (>= 0.5)
+# away from P's image: it shows the turn without marking the answer.
+ROTATION_ARC_SHARE, ROTATION_ARC_MAX = 0.5, 4.0
 REFERENCE_LINES = {
     "x": ((GRID_MIN, 0), (GRID_MAX, 0)),
     "y": ((0, GRID_MIN), (0, GRID_MAX)),
@@ -38,6 +48,7 @@ TEXT_COLOUR: RGB = (0, 0, 0)
 OBJECT_COLOUR: RGB = (20, 90, 200)
 REFERENCE_COLOUR: RGB = (0, 150, 70)
 POINT_COLOUR: RGB = (225, 20, 50)
+GRID_HALF_COLOUR: RGB = (240, 240, 240)
 _PALETTE = (
     BACKGROUND_COLOUR,
     GRID_MINOR_COLOUR,
@@ -47,8 +58,9 @@ _PALETTE = (
     OBJECT_COLOUR,
     REFERENCE_COLOUR,
     POINT_COLOUR,
+    GRID_HALF_COLOUR,
 )
-_BG, _MINOR, _MAJOR, _AXIS, _TEXT, _OBJECT, _REFERENCE, _POINT = range(len(_PALETTE))
+_BG, _MINOR, _MAJOR, _AXIS, _TEXT, _OBJECT, _REFERENCE, _POINT, _HALF = range(len(_PALETTE))
 
 Box = tuple[float, float, float, float]
 
@@ -124,9 +136,17 @@ def _draw_text(
     canvas.text((round(x - left), round(y - top)), text, fill=fill, font=_font(px), anchor="lt")
 
 
+def _check_grid_step(grid_step: float) -> None:
+    if grid_step not in GRID_STEPS:
+        valid = ", ".join(f"{g:g}" for g in GRID_STEPS)
+        raise ValueError(f"grid_step={grid_step!r}; valid: {valid}")
+
+
 @lru_cache(maxsize=16)
-def _background(size: int) -> Image.Image:
-    """Grid, frame, axes, ticks and tick numbers; drawn once per size, copied per image."""
+def _background(size: int, grid_step: float = DEFAULT_GRID_STEP) -> Image.Image:
+    """Grid, frame, axes, ticks and tick numbers; drawn once per size and grid step, copied
+    per image."""
+    _check_grid_step(grid_step)
     layout = _layout(size)
     image = Image.new("P", (size, size), _BG)
     image.putpalette([channel for colour in _PALETTE for channel in colour])
@@ -134,6 +154,11 @@ def _background(size: int) -> Image.Image:
     x0, y0, x1, y1 = layout.plot_box
     minor_tick = max(2, layout.scale // 3)
     major_tick = 2 * minor_tick
+    if grid_step < 1:  # half-unit lines lightest and first: unit lines are drawn over them
+        for unit in range(GRID_MIN, GRID_MAX):
+            px, py = to_pixel(unit + 0.5, unit + 0.5, size)
+            canvas.line((round(px), y0, round(px), y1), fill=_HALF)
+            canvas.line((x0, round(py), x1, round(py)), fill=_HALF)
     # Minor lines first so the 5-unit lines and the axes are drawn over them.
     for major in (False, True):
         for unit in range(GRID_MIN, GRID_MAX + 1):
@@ -264,7 +289,76 @@ def _draw_objects(
         cx, cy = local(pixels[centre])
         r = float(radius) * layout.scale
         canvas.ellipse((cx - r, cy - r, cx + r, cy + r), outline=_OBJECT, width=width)
+    for a, b, side in figure.semicircles:
+        for label in (a, b, side):
+            _require_point(pixels, label, "semicircle")
+        _semicircle(canvas, local(pixels[a]), local(pixels[b]), local(pixels[side]), width)
+    for label, degrees in figure.rotations:
+        _require_point(pixels, label, "rotation")
+        _rotation(canvas, draw.points[label], degrees, layout, local)
     image.paste(region, (x0, y0))
+
+
+def _pixel_angle(centre: tuple[float, float], point: tuple[float, float]) -> float:
+    """Pillow's angle of `point` about `centre`: degrees from +x, clockwise (rows grow down)."""
+    return math.degrees(math.atan2(point[1] - centre[1], point[0] - centre[0]))
+
+
+def _semicircle(
+    canvas: ImageDraw.ImageDraw,
+    a: tuple[float, float],
+    b: tuple[float, float],
+    side: tuple[float, float],
+    width: int,
+) -> None:
+    """The half of the circle with diameter ab that lies on `side`'s side of ab (pixels)."""
+    centre = ((a[0] + b[0]) / 2, (a[1] + b[1]) / 2)
+    r = math.dist(a, b) / 2
+    start = _pixel_angle(centre, a)
+    # Pillow draws from start to end clockwise on screen: a -> b through `side`, or b -> a.
+    if (_pixel_angle(centre, side) - start) % 360 >= 180:
+        start += 180
+    box = (centre[0] - r, centre[1] - r, centre[0] + r, centre[1] + r)
+    canvas.arc(box, start, start + 180, fill=_OBJECT, width=width)
+
+
+def rotation_arc_radius(p: tuple[int, int]) -> float:
+    """Radius (grid units) of the arc a `full` rotation figure draws about the origin: half
+    of |OP|, at most ROTATION_ARC_MAX, so the arc shows the turn but never ends on P's image."""
+    return min(ROTATION_ARC_MAX, ROTATION_ARC_SHARE * math.hypot(*p))
+
+
+def _rotation(
+    canvas: ImageDraw.ImageDraw,
+    p: tuple[int, int],
+    degrees: int,
+    layout: _Layout,
+    local: Callable[[tuple[float, float]], tuple[float, float]],
+) -> None:
+    """Segment from the origin to P and an arrowed arc of `degrees` counter-clockwise from
+    ray OP about the origin; the origin's ring and "O" label are drawn by `render_image`."""
+    size, width = layout.size, layout.line_width
+    origin = local(to_pixel(0, 0, size))
+    canvas.line((origin, local(to_pixel(*p, size))), fill=_OBJECT, width=width)
+    r = rotation_arc_radius(p) * layout.scale
+    start = math.degrees(math.atan2(p[1], p[0]))  # counter-clockwise, y up
+    box = (origin[0] - r, origin[1] - r, origin[0] + r, origin[1] + r)
+    # Counter-clockwise by `degrees` from `start` (y up) is Pillow's -start-degrees .. -start.
+    canvas.arc(box, -start - degrees, -start, fill=_REFERENCE, width=width + 1)
+    end = math.radians(start + degrees)
+    tip = (origin[0] + r * math.cos(end), origin[1] - r * math.sin(end))
+    tangent = (-math.sin(end), -math.cos(end))  # direction of travel on screen at the tip
+    normal = (math.cos(end), -math.sin(end))
+    head = max(4.0, 0.6 * layout.scale)
+    base = (tip[0] - head * tangent[0], tip[1] - head * tangent[1])
+    canvas.polygon(
+        [
+            tip,
+            (base[0] + head / 2 * normal[0], base[1] + head / 2 * normal[1]),
+            (base[0] - head / 2 * normal[0], base[1] - head / 2 * normal[1]),
+        ],
+        fill=_REFERENCE,
+    )
 
 
 def _label_box(
@@ -318,18 +412,32 @@ def _place_labels(pixels: dict[str, tuple[float, float]], layout: _Layout) -> li
     return placed
 
 
-def render_image(draw: Draw, setup: str, size: int = 448) -> Image.Image:
-    """The diagram of `draw` as a palette image: points only (`dotted`) or the whole figure."""
+ORIGIN_LABEL = "O"  # the rotation centre a `full` rotation figure marks (not a labelled point)
+
+
+def render_image(
+    draw: Draw, setup: str, size: int = 448, grid_step: float = DEFAULT_GRID_STEP
+) -> Image.Image:
+    """The diagram of `draw` as a palette image: points only (`dotted`) or the whole figure,
+    on a grid with lines every `grid_step` units (0.5 or 1)."""
     if setup not in IMAGE_SETUPS:
         raise ValueError(f"setup={setup!r} has no image; use one of {IMAGE_SETUPS}")
     layout = _layout(size)
     pixels = _point_pixels(draw, size)
-    image = _background(size).copy()
+    image = _background(size, float(grid_step)).copy()
+    labelled = dict(pixels)
+    canvas = ImageDraw.Draw(image)
     if setup == "full":
         _draw_objects(image, draw, pixels, layout)
-    canvas = ImageDraw.Draw(image)
-    if pixels:
-        for label, box in _place_labels(pixels, layout):
+        if draw.figure.rotations:
+            # A ring, not a dot: POINT_COLOUR stays the labelled points' own.
+            ox, oy = to_pixel(0, 0, size)
+            ring = layout.dot_radius + 1
+            box = (ox - ring, oy - ring, ox + ring, oy + ring)
+            canvas.ellipse(box, outline=_OBJECT, width=layout.line_width)
+            labelled[ORIGIN_LABEL] = (ox, oy)
+    if labelled:
+        for label, box in _place_labels(labelled, layout):
             _draw_text(canvas, box[0], box[1], label, layout.label_font_px, _TEXT)
     # Dots last: nothing may cover a point, and nothing else uses POINT_COLOUR.
     r = layout.dot_radius
@@ -338,15 +446,18 @@ def render_image(draw: Draw, setup: str, size: int = 448) -> Image.Image:
     return image
 
 
-def render_png(draw: Draw, setup: str, size: int = 448) -> bytes:
-    """PNG bytes of the `dotted` or `full` diagram of `draw`, `size` x `size` px.
+def render_png(
+    draw: Draw, setup: str, size: int = 448, grid_step: float = DEFAULT_GRID_STEP
+) -> bytes:
+    """PNG bytes of the `dotted` or `full` diagram of `draw`, `size` x `size` px, grid lines
+    every `grid_step` units.
 
-    Deterministic: the same draw, setup and size always give the same bytes.
+    Deterministic: the same draw, setup, size and grid step always give the same bytes.
     """
     buffer = io.BytesIO()
     # Measured on busy 448 px figures: level 1 encodes in ~0.7 ms to ~7 KB; level 6 saves a
     # quarter of the bytes for +70% time, level 9 costs 8 ms. Images are small either way.
-    render_image(draw, setup, size).save(buffer, format="PNG", compress_level=1)
+    render_image(draw, setup, size, grid_step).save(buffer, format="PNG", compress_level=1)
     return buffer.getvalue()
 
 
@@ -360,6 +471,8 @@ __all__ = [
     "POINT_COLOUR",
     "OBJECT_COLOUR",
     "REFERENCE_COLOUR",
+    "GRID_HALF_COLOUR",
+    "rotation_arc_radius",
     "render_image",
     "render_png",
     "to_pixel",

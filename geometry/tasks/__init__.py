@@ -7,11 +7,14 @@ that the caller asked for a label the task has.
 
 from __future__ import annotations
 
+import inspect
 import random
 from collections.abc import Callable
+from typing import Any
 
 from geometry.figure import Draw
 from geometry.tasks import classification, numeric, special_lines, triangles, unstable
+from geometry.tasks.options import DEFAULT_OPTIONS, GeneratorOptions
 from geometry.tasks.registry import (
     AnswerType,
     GenerateOne,
@@ -24,21 +27,41 @@ from geometry.thresholds import draw_until_valid
 YES_NO = ("yes", "no")
 
 
-def _one(task_id: str, options: tuple[str, ...], make: GenerateOne) -> GenerateOne:
-    def generate(rng: random.Random, label: str | None) -> Draw:
-        if options and label not in options:
-            raise ValueError(f"task {task_id} needs a label of {options}, got {label!r}")
-        if not options and label is not None:
+def _caller(make: Callable[..., Any]) -> Callable[[random.Random, Any, GeneratorOptions], Any]:
+    """`make` called as (rng, label, options); generators without an `options` parameter
+    (most: the options change nothing of theirs) get (rng, label)."""
+    if "options" in inspect.signature(make).parameters:
+        return lambda rng, label, options: make(rng, label, options)
+    return lambda rng, label, options: make(rng, label)
+
+
+def _one(task_id: str, choices: tuple[str, ...], make: Callable[..., Draw]) -> GenerateOne:
+    call = _caller(make)
+
+    def generate(
+        rng: random.Random, label: str | None, options: GeneratorOptions = DEFAULT_OPTIONS
+    ) -> Draw:
+        if choices and label not in choices:
+            raise ValueError(f"task {task_id} needs a label of {choices}, got {label!r}")
+        if not choices and label is not None:
             raise ValueError(f"task {task_id} is numeric: its label must be None, got {label!r}")
-        return draw_until_valid(lambda r: make(r, label), rng, task=task_id)
+        draw: Draw = draw_until_valid(lambda r: call(r, label, options), rng, task=task_id)
+        return draw
 
     generate.__doc__ = make.__doc__
     return generate
 
 
-def _pair(task_id: str, make: GeneratePair) -> GeneratePair:
-    def generate_pair(rng: random.Random, labels: tuple[str, str]) -> tuple[Draw, Draw]:
-        return draw_until_valid(lambda r: make(r, labels), rng, task=task_id)
+def _pair(task_id: str, make: Callable[..., tuple[Draw, Draw]]) -> GeneratePair:
+    call = _caller(make)
+
+    def generate_pair(
+        rng: random.Random, labels: tuple[str, str], options: GeneratorOptions = DEFAULT_OPTIONS
+    ) -> tuple[Draw, Draw]:
+        pair: tuple[Draw, Draw] = draw_until_valid(
+            lambda r: call(r, labels, options), rng, task=task_id
+        )
+        return pair
 
     generate_pair.__doc__ = make.__doc__
     return generate_pair
@@ -46,18 +69,17 @@ def _pair(task_id: str, make: GeneratePair) -> GeneratePair:
 
 def _task(
     task_id: str,
-    make: Callable[..., object],
+    make: Callable[..., Any],
     category: str,
     answer_type: AnswerType,
     options: tuple[str, ...] = (),
 ) -> None:
     name = make.__name__
-    # The generators return their own Draw types through `make`'s loose signature.
     if task_id.startswith("U-"):
-        pair = _pair(task_id, make)  # type: ignore[arg-type]
+        pair = _pair(task_id, make)
         register(TaskSpec(task_id, name, category, answer_type, options, generate_pair=pair))
     else:
-        one = _one(task_id, options, make)  # type: ignore[arg-type]
+        one = _one(task_id, options, make)
         register(TaskSpec(task_id, name, category, answer_type, options, generate=one))
 
 

@@ -10,7 +10,6 @@ import random
 
 from geometry import exact
 from geometry.exact import (
-    AXES,
     length,
     line_angle_deg,
     line_intersection,
@@ -20,6 +19,12 @@ from geometry.exact import (
     rotate,
 )
 from geometry.figure import Draw, Figure
+from geometry.tasks.options import (
+    DEFAULT_OPTIONS,
+    REFLECTION_AXES,
+    ROTATION_ANGLES,
+    GeneratorOptions,
+)
 from geometry.tasks.sampling import (
     check_number_answer,
     check_point_answer,
@@ -30,8 +35,6 @@ from geometry.tasks.sampling import (
     random_triangle,
 )
 from geometry.thresholds import MIN_ANGLE_DEG, require
-
-ROTATION_ANGLES = (90, 180, 270)  # degrees, counter-clockwise about the origin
 
 _ABCD = Figure(polygons=(tuple("ABCD"),))
 _ABC = Figure(polygons=(tuple("ABC"),))
@@ -103,19 +106,25 @@ def segment_length(rng: random.Random, label: str | None) -> Draw:
     return Draw(points, answer, Figure(segments=(("A", "B"),)))
 
 
-def reflection(rng: random.Random, label: str | None) -> Draw:
-    """Image of P across params["axis"] in {"x", "y", "y=x", "y=-x"}; P is not on the axis."""
-    axis = rng.choice(AXES)
+def reflection(
+    rng: random.Random, label: str | None, options: GeneratorOptions = DEFAULT_OPTIONS
+) -> Draw:
+    """Image of P across params["axis"]: "x" (the paper's) or, with `extended` variants, one
+    of "x", "y", "y=x", "y=-x"; P is not on the axis."""
+    axis = rng.choice(REFLECTION_AXES[options.variants])
     p = random_point(rng)
     answer = reflect(p, axis)
     require(answer != p, "P lies on the axis")
     return Draw({"P": p}, answer, Figure(axes=(axis,)), {"axis": axis})
 
 
-def rotation_point(rng: random.Random, label: str | None) -> Draw:
-    """Image of P rotated about the origin by params["angle"] degrees counter-clockwise
-    (90, 180 or 270); P is not the origin."""
-    angle = rng.choice(ROTATION_ANGLES)
+def rotation_point(
+    rng: random.Random, label: str | None, options: GeneratorOptions = DEFAULT_OPTIONS
+) -> Draw:
+    """Image of P rotated about the origin by params["angle"] degrees counter-clockwise: 90
+    (the paper's) or, with `extended` variants, 90, 180 or 270; P is not the origin. The
+    full figure marks the origin, draws OP and the arc of the turn (never P's image)."""
+    angle = rng.choice(ROTATION_ANGLES[options.variants])
     p = random_point(rng)
     require(p != (0, 0), "P is the origin")
-    return Draw({"P": p}, rotate(p, angle), Figure(), {"angle": angle})
+    return Draw({"P": p}, rotate(p, angle), Figure(rotations=(("P", angle),)), {"angle": angle})

@@ -3,19 +3,36 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from geometry.figure import Draw
+from geometry.tasks.options import GeneratorOptions
 
 AnswerType = Literal["choice", "number", "point"]
 Kind = Literal["classification", "numeric", "unstable"]
 
-# (rng, label) -> Draw. `label` is the option the item must have (choice tasks) or None.
-GenerateOne = Callable[[random.Random, str | None], Draw]
-# (rng, (first label, second label)) -> the matched pair; U-tasks only.
-GeneratePair = Callable[[random.Random, tuple[str, str]], tuple[Draw, Draw]]
+
+class GenerateOne(Protocol):
+    """(rng, label[, options]) -> Draw. `label` is the option the item must have (choice
+    tasks) or None; `options` default to the paper's (`geometry.tasks.options`)."""
+
+    def __call__(
+        self, rng: random.Random, label: str | None, options: GeneratorOptions = ...
+    ) -> Draw:
+        """One item's draw."""
+        ...
+
+
+class GeneratePair(Protocol):
+    """(rng, (first label, second label)[, options]) -> the matched pair; U-tasks only."""
+
+    def __call__(
+        self, rng: random.Random, labels: tuple[str, str], options: GeneratorOptions = ...
+    ) -> tuple[Draw, Draw]:
+        """One pair's two draws."""
+        ...
+
 
 _KIND_BY_PREFIX: dict[str, Kind] = {"C": "classification", "N": "numeric", "U": "unstable"}
 

@@ -23,6 +23,7 @@ from geometry.exact import (
     reflect,
 )
 from geometry.figure import Draw, Figure, IntPoint
+from geometry.tasks.options import DEFAULT_OPTIONS, GeneratorOptions
 from geometry.tasks.sampling import (
     check_in_grid,
     check_segment,
@@ -162,9 +163,23 @@ def right_angle(rng: random.Random, labels: tuple[str, str]) -> tuple[Draw, Draw
     return yes_no_pair(rng, labels, Positive(points, figure, answer_of, _check_abc))
 
 
-def semicircle_triangle(rng: random.Random, labels: tuple[str, str]) -> tuple[Draw, Draw]:
-    """Is triangle ABC inscribed in a semicircle on AB, i.e. C on the circle with diameter AB
-    (Thales: angle ACB is right). The full image draws the triangle, not the circle."""
+def _check_semicircle(p: Points) -> None:
+    check_triangle(p["A"], p["B"], p["C"])
+    # The paper's question names no diameter: a right angle at A or B would make a "no"
+    # figure inscribed in the semicircle on BC or AC. Positives never have one (C is right).
+    require(
+        not is_right_angle(p["B"], p["A"], p["C"]) and not is_right_angle(p["A"], p["B"], p["C"]),
+        "right angle at A or B",
+    )
+
+
+def semicircle_triangle(
+    rng: random.Random, labels: tuple[str, str], options: GeneratorOptions = DEFAULT_OPTIONS
+) -> tuple[Draw, Draw]:
+    """Is triangle ABC inscribed in a semicircle, i.e. C on the circle with diameter AB
+    (Thales: angle ACB is right); no figure has a right angle at A or B, so the answer is
+    the same whether or not the question names AB as the diameter. The full image draws
+    the triangle and (`semicircle_figure="arc"`) the semicircle on AB on C's side."""
     u, v = right_angle_vectors(rng)
     a, b, c = place(rng, [u, v, (0, 0)])
     points = {"A": a, "B": b, "C": c}
@@ -172,8 +187,9 @@ def semicircle_triangle(rng: random.Random, labels: tuple[str, str]) -> tuple[Dr
     def answer_of(p: Points) -> str:
         return _yes(is_right_angle(p["A"], p["C"], p["B"]))
 
-    figure = Figure(polygons=(tuple("ABC"),))
-    return yes_no_pair(rng, labels, Positive(points, figure, answer_of, _check_abc))
+    arc = (("A", "B", "C"),) if options.semicircle_figure == "arc" else ()
+    figure = Figure(polygons=(tuple("ABC"),), semicircles=arc)
+    return yes_no_pair(rng, labels, Positive(points, figure, answer_of, _check_semicircle))
 
 
 def symmetry(rng: random.Random, labels: tuple[str, str]) -> tuple[Draw, Draw]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import logging
 import math
 import sys
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 
 from geometry.answers import grammar_for
 from geometry.item import IMAGE_SETUPS, SETUPS
+from geometry.tasks.options import DEFAULT_OPTIONS
 from pipelines.cli_args import (
     any_location,
     non_negative_float,
@@ -67,7 +69,7 @@ from pipelines.noregeo.run_settings import EXPECTED, EvaluateSettings, expected_
 from store.errors import UsageError
 from store.records import RETRY_ERRORS, finished_keys, model_dir, write_run_record
 from store.run_lock import RunLock
-from store.settings import check_settings, write_settings
+from store.settings import SETTINGS_FILE, check_settings, write_settings
 from store.storage import Location, children, location, read_table
 
 log = logging.getLogger(__name__)
@@ -308,13 +310,18 @@ def evaluate(
     # The lock comes before the finished-keys scan: once it is held, no other run (nor a
     # late writer of a dead one) adds rows, so the scan stays true for the whole run.
     with RunLock(root) as lock:
-        ours = settings(cfg, run.sampling)
-        check_settings(root, ours)
-        done = frozenset(finished_keys(root, retry=run.retry_errors))
         items = files[0].parent if files else None
-        expected = (
-            expected_rows(read_manifest(items, keys=("counts",)), run.tasks, run.setups, run.limit)
+        manifest = (
+            read_manifest(items, keys=("counts",))
             if items is not None and (items / MANIFEST).is_file()
+            else None
+        )
+        ours = settings(cfg, run.sampling, manifest)
+        _check_folder_settings(root, ours)
+        done = frozenset(finished_keys(root, retry=run.retry_errors))
+        expected = (
+            expected_rows(manifest, run.tasks, run.setups, run.limit)
+            if manifest is not None
             else None
         )
         record = {
@@ -322,6 +329,7 @@ def evaluate(
             "model": cfg.model_dump(),
             **run.model_dump(mode="json"),
             "grammar_sha256": grammar_hashes(),
+            "items": {k: v for k, v in ours.items() if k.startswith(ITEM_PREFIX)},
             "rows_already_done": len(done),
             "context": context,
             "argv": sys.argv,
@@ -371,15 +379,56 @@ def _anything_pending(
     return False
 
 
-def settings(cfg: ModelConfig, sampling: SamplingConfig) -> dict[str, Any]:
-    """What changes a NoReGeo answer: one choice of it per results folder (run_settings)."""
+ITEM_PREFIX = "item_"
+# Results folders written before the item fields were recorded held items of this version.
+LEGACY_GENERATOR_VERSION = "noregeo-gen-1"
+
+
+def item_settings(manifest: dict[str, Any] | None) -> dict[str, Any]:
+    """What of an item table changes its items (so its answers): generator version, item
+    seed, image size and every generator option, one flat `item_*` field each so that a
+    refused resume names the option. None where the manifest (or an older one) lacks it."""
+    manifest = manifest or {}
+    options = manifest.get("options") or {}
+    fields = {
+        "generator_version": manifest.get("generator_version"),
+        "seed": manifest.get("seed"),
+        "image_size": manifest.get("image_size"),
+        **{name: options.get(name) for name in DEFAULT_OPTIONS.as_dict()},
+    }
+    return {ITEM_PREFIX + name: value for name, value in fields.items()}
+
+
+def settings(
+    cfg: ModelConfig, sampling: SamplingConfig, manifest: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What changes a NoReGeo answer: one choice of it per results folder (run_settings),
+    the item table's generator settings (`item_settings` of its manifest) included."""
     return {
         "engine": cfg.engine,
         "repo": cfg.repo,
         "revision": cfg.revision,
         "sampling": sampling.model_dump(),
         "grammar_sha256": grammar_hashes(),
+        **item_settings(manifest),
     }
+
+
+def _check_folder_settings(root: Location, ours: dict[str, Any]) -> None:
+    """`check_settings`, except for a folder recorded before the item fields were: its rows
+    came from LEGACY_GENERATOR_VERSION items, so only items of that version may join them."""
+    path = root / SETTINGS_FILE
+    stored = json.loads(path.read_text()) if path.is_file() else {}
+    if not stored or f"{ITEM_PREFIX}generator_version" in stored:
+        check_settings(root, ours)
+        return
+    check_settings(root, ours, keys=tuple(k for k in ours if not k.startswith(ITEM_PREFIX)))
+    version = ours[f"{ITEM_PREFIX}generator_version"]
+    if version != LEGACY_GENERATOR_VERSION:
+        raise UsageError(
+            f"{root} holds a run with other settings: item_generator_version="
+            f"{LEGACY_GENERATOR_VERSION!r} (now {version!r}); use another --out"
+        )
 
 
 def _pipeline(

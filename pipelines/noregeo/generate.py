@@ -2,13 +2,15 @@
 
 A Ray Data pipeline: one row per task flows into a generator step that draws the task's
 items, renders their images and writes the task's shard atomically; the driver then writes
-`manifest.json` (counts per task, setup and label; seed; generator version; content hash).
-Shards and manifest are byte-for-byte functions of the arguments: same seed, same hash.
+`manifest.json` (counts per task, setup and label; seed; generator version and options;
+content hash). Shards and manifest are byte-for-byte functions of the arguments: same seed,
+same options, same hash.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 from collections import Counter
@@ -20,6 +22,14 @@ import pyarrow as pa
 from geometry.item import ITEM_SCHEMA, SETUPS, Item
 from geometry.items import GENERATOR_VERSION, build_items
 from geometry.render import render_png
+from geometry.tasks.options import (
+    DEFAULT_OPTIONS,
+    GRID_STEPS,
+    SEMICIRCLE_FIGURES,
+    SEMICIRCLE_PROMPTS,
+    VARIANTS,
+    GeneratorOptions,
+)
 from geometry.tasks.registry import all_tasks
 from pipelines.cli_args import (
     int_at_least,
@@ -53,6 +63,62 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument(
         "--image-size", type=int_at_least(MIN_IMAGE_SIZE), default=448, help="image side, pixels"
+    )
+    add_option_arguments(parser)
+
+
+def _grid_step(text: str) -> float:
+    """--grid-step: 0.5 or 1 (grid units)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if value not in GRID_STEPS:
+        raise argparse.ArgumentTypeError(
+            f"must be one of {', '.join(f'{g:g}' for g in GRID_STEPS)}, got {text}"
+        )
+    return value
+
+
+def add_option_arguments(parser: argparse.ArgumentParser) -> None:
+    """The generator options (geometry.tasks.options), defaults the paper's; docs/items.md
+    lists each place our items differ from the paper and the option that switches it."""
+    parser.add_argument(
+        "--variants",
+        choices=VARIANTS,
+        default=DEFAULT_OPTIONS.variants,
+        help="reflection and rotation: paper (across the x-axis, by 90 degrees, as the paper) "
+        "or extended (also the y-axis, y=x, y=-x; 180 and 270 degrees)",
+    )
+    parser.add_argument(
+        "--semicircle-prompt",
+        choices=SEMICIRCLE_PROMPTS,
+        default=DEFAULT_OPTIONS.semicircle_prompt,
+        help="semicircle_triangle question: paper ('inscribed in a semicircle?') or diameter "
+        "(adds 'with diameter AB')",
+    )
+    parser.add_argument(
+        "--semicircle-figure",
+        choices=SEMICIRCLE_FIGURES,
+        default=DEFAULT_OPTIONS.semicircle_figure,
+        help="semicircle_triangle full image: arc (the semicircle on AB drawn) or triangle",
+    )
+    parser.add_argument(
+        "--grid-step",
+        type=_grid_step,
+        default=DEFAULT_OPTIONS.grid_step,
+        help="grid line spacing of the images in units: 0.5 (the paper's 'grid step in "
+        "visualizations', equal to its answer tolerance) or 1",
+    )
+
+
+def options_from_args(args: argparse.Namespace) -> GeneratorOptions:
+    """The GeneratorOptions `add_option_arguments` read from the command line."""
+    return GeneratorOptions(
+        variants=args.variants,
+        semicircle_prompt=args.semicircle_prompt,
+        semicircle_figure=args.semicircle_figure,
+        grid_step=args.grid_step,
     )
 
 
@@ -116,16 +182,32 @@ def content_hash(table: pa.Table) -> str:
 class TaskShardWriter:
     """Ray Data step: task IDs in, one written shard summary per task out."""
 
-    def __init__(self, out: str, per_task: int, seed: int, setups: list[str], image_size: int):
+    def __init__(
+        self,
+        out: str,
+        per_task: int,
+        seed: int,
+        setups: list[str],
+        image_size: int,
+        options: dict[str, Any] | None = None,
+    ):
         self.out = location(out)
         self.per_task, self.seed, self.setups, self.size = per_task, seed, setups, image_size
+        self.options = GeneratorOptions(**options) if options else DEFAULT_OPTIONS
+        self.render = functools.partial(render_png, grid_step=self.options.grid_step)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list[Any]]:
         """Generate and write each task of the batch; one summary row per task."""
         summaries: dict[str, list[Any]] = {"task": [], "rows": [], "sha256": [], "labels": []}
         for task_id in batch["task"]:
             items = build_items(
-                str(task_id), self.per_task, self.seed, self.setups, self.size, render_png
+                str(task_id),
+                self.per_task,
+                self.seed,
+                self.setups,
+                self.size,
+                self.render,
+                self.options,
             )
             table = item_table(items)
             write_parquet_atomic(self.out / f"part-{task_id}.parquet", table)
@@ -152,7 +234,15 @@ def run(args: argparse.Namespace) -> int:
     tasks = parse_list(args.tasks, list(all_tasks()), "task IDs")
     setups = parse_list(args.setups, SETUPS, "setups")
     check_out_dir(args.out)
-    manifest = generate(args.out, tasks, args.per_task, args.item_seed, setups, args.image_size)
+    manifest = generate(
+        args.out,
+        tasks,
+        args.per_task,
+        args.item_seed,
+        setups,
+        args.image_size,
+        options_from_args(args),
+    )
     print(
         f"wrote {manifest['rows']} rows to {args.out} "
         f"(content sha256 {manifest['content_sha256'][:16]})"
@@ -161,7 +251,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def generate(
-    out: Location, tasks: list[str], per_task: int, seed: int, setups: list[str], image_size: int
+    out: Location,
+    tasks: list[str],
+    per_task: int,
+    seed: int,
+    setups: list[str],
+    image_size: int,
+    options: GeneratorOptions = DEFAULT_OPTIONS,
 ) -> dict[str, Any]:
     """Write the item shards and manifest; returns the manifest."""
     import ray
@@ -182,13 +278,14 @@ def generate(
             "seed": seed,
             "setups": setups,
             "image_size": image_size,
+            "options": options.as_dict(),
         },
         batch_size=1,
         num_cpus=1,
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=len(tasks)),
     )
     shards = sorted(ds.take_all(), key=lambda s: tasks.index(s["task"]))
-    manifest = build_manifest(shards, tasks, per_task, seed, setups, image_size)
+    manifest = build_manifest(shards, tasks, per_task, seed, setups, image_size, options)
     write_bytes_atomic(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
     return manifest
 
@@ -200,8 +297,10 @@ def build_manifest(
     seed: int,
     setups: list[str],
     image_size: int,
+    options: GeneratorOptions = DEFAULT_OPTIONS,
 ) -> dict[str, Any]:
-    """The item table's manifest: tasks, setups, counts and content hashes of its shards."""
+    """The item table's manifest: tasks, setups, generator options, counts and content
+    hashes of its shards."""
     combined = hashlib.sha256("".join(s["sha256"] for s in shards).encode()).hexdigest()
     return {
         "generator_version": GENERATOR_VERSION,
@@ -209,6 +308,7 @@ def build_manifest(
         "per_task": per_task,
         "setups": setups,
         "image_size": image_size,
+        "options": options.as_dict(),
         "tasks": tasks,
         "rows": sum(int(s["rows"]) for s in shards),
         "counts": {s["task"]: {setup: per_task for setup in setups} for s in shards},

@@ -13,11 +13,13 @@ from geometry import render
 from geometry.figure import Draw, Figure
 from geometry.item import IMAGE_SETUPS
 from geometry.render import (
+    GRID_HALF_COLOUR,
     OBJECT_COLOUR,
     POINT_COLOUR,
     REFERENCE_COLOUR,
     TEXT_COLOUR,
     render_png,
+    rotation_arc_radius,
     to_pixel,
 )
 from geometry.thresholds import GRID_MAX, GRID_MIN
@@ -232,3 +234,65 @@ def test_circle_without_positive_radius_raises(radius: float) -> None:
     draw = Draw(points={"O": (0, 0)}, answer="yes", figure=Figure(circles=(("O", radius),)))
     with pytest.raises(ValueError, match="radius"):
         render_png(draw, "full")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_grid_step_half_draws_half_unit_lines_and_one_does_not(size: int) -> None:
+    draw = Draw(points={}, answer="yes", figure=Figure())
+    half = np.asarray(Image.open(io.BytesIO(render_png(draw, "dotted", size, 0.5))).convert("RGB"))
+    unit = np.asarray(Image.open(io.BytesIO(render_png(draw, "dotted", size, 1))).convert("RGB"))
+    # The vertical line x = 7.5, away from the axes and the 5-unit lines.
+    assert colour_near(half, 7.5, 2.25, size, GRID_HALF_COLOUR)
+    assert not mask(unit, GRID_HALF_COLOUR).any()
+    assert render_png(draw, "dotted", size) == render_png(draw, "dotted", size, 0.5)  # default
+    with pytest.raises(ValueError, match="grid_step"):
+        render_png(draw, "dotted", size, 0.25)
+
+
+SEMICIRCLE = {"A": (-6, -2), "B": (6, -2), "C": (-3, 2)}  # C below the arc: not on it
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_semicircle_is_drawn_on_the_side_of_c_only(size: int) -> None:
+    figure = Figure(polygons=(("A", "B", "C"),), semicircles=(("A", "B", "C"),))
+    draw = Draw(points=SEMICIRCLE, answer="no", figure=figure)
+    full = pixels(draw, "full", size)
+    # Circle with diameter AB: centre (0, -2), radius 6. C's side is above AB.
+    for angle in (30, 90, 150):
+        x, y = 6 * math.cos(math.radians(angle)), -2 + 6 * math.sin(math.radians(angle))
+        assert colour_near(full, x, y, size, OBJECT_COLOUR), angle
+        assert not colour_near(full, x, -4 - y, size, OBJECT_COLOUR), angle  # the other half
+    assert not colour_near(pixels(draw, "dotted", size), 0, 4, size, OBJECT_COLOUR)
+    flipped = Draw(points={**SEMICIRCLE, "C": (-3, -6)}, answer="no", figure=figure)
+    assert colour_near(pixels(flipped, "full", size), 0, -8, size, OBJECT_COLOUR)
+    assert not colour_near(pixels(flipped, "full", size), 0, 4, size, OBJECT_COLOUR)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_rotation_marks_the_origin_and_the_turn_but_not_the_image(size: int) -> None:
+    p, degrees = (8, 6), 90  # |OP| = 10: the arc has radius 4; P's image is (-6, 8)
+    draw = Draw(points={"P": p}, answer=(-6, 8), figure=Figure(rotations=(("P", degrees),)))
+    full, dotted = pixels(draw, "full", size), pixels(draw, "dotted", size)
+    assert not np.array_equal(full, dotted)  # the full image was once the dotted one
+    assert colour_near(full, 4, 3, size, OBJECT_COLOUR)  # segment OP, halfway
+    r = rotation_arc_radius(p)
+    start = math.atan2(p[1], p[0])
+    middle = start + math.radians(degrees) / 2
+    assert colour_near(full, r * math.cos(middle), r * math.sin(middle), size, REFERENCE_COLOUR)
+    before = start - math.radians(20)  # clockwise of OP: not part of the turn
+    assert not colour_near(full, r * math.cos(before), r * math.sin(before), size,
+                           REFERENCE_COLOUR)  # fmt: skip
+    image = mask(full, OBJECT_COLOUR) | mask(full, REFERENCE_COLOUR)
+    column, row = (round(v) for v in to_pixel(-6, 8, size))
+    assert not image[row - 2 : row + 3, column - 2 : column + 3].any()  # nothing at the answer
+    assert not mask(dotted, OBJECT_COLOUR).any() and not mask(dotted, REFERENCE_COLOUR).any()
+    # The origin's ring is no labelled point: POINT_COLOUR stays with P alone.
+    ox, oy = (round(v) for v in to_pixel(0, 0, size))
+    assert not mask(full, POINT_COLOUR)[oy - 2 : oy + 3, ox - 2 : ox + 3].any()
+
+
+def test_rotation_arc_never_ends_on_the_image_of_a_lattice_point() -> None:
+    for x in range(GRID_MIN, GRID_MAX + 1):
+        for y in range(GRID_MIN, GRID_MAX + 1):
+            if (x, y) != (0, 0):  # the arc's end is |OP| - r from P's image: at least half a unit
+                assert math.hypot(x, y) - rotation_arc_radius((x, y)) >= 0.5, (x, y)

@@ -1,7 +1,8 @@
 """The 25 task generators, checked through the item table's `answer` and `geometry` columns.
 
 Answers are recomputed here with floats and textbook formulas, independently of
-geometry.exact and the generators (which work with Fractions and other constructions).
+geometry.exact and the generators (which work with Fractions and other constructions),
+for the paper's default options and for every non-default value of each generator option.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 
 from geometry.item import Item
 from geometry.items import build_items
+from geometry.tasks.options import GeneratorOptions
 from geometry.tasks.registry import all_tasks, get_task
 from geometry.thresholds import GRID_MAX, GRID_MIN
 
@@ -58,9 +60,20 @@ P = tuple[float, float]
 Geo = dict[str, Any]
 
 
+# The paper's defaults, and every option at its other value (the options are independent).
+OPTION_SETS = {
+    "paper": GeneratorOptions(),
+    "other": GeneratorOptions(
+        variants="extended", semicircle_prompt="diameter", semicircle_figure="triangle", grid_step=1
+    ),
+}
+with_options = pytest.mark.parametrize("option_set", list(OPTION_SETS))
+
+
 @cache
-def items(task_id: str) -> tuple[Item, ...]:
-    return tuple(build_items(task_id, PER_TASK, SEED, ("text",), 64, None))
+def items(task_id: str, option_set: str = "paper") -> tuple[Item, ...]:
+    options = OPTION_SETS[option_set]
+    return tuple(build_items(task_id, PER_TASK, SEED, ("text",), 64, None, options))
 
 
 def _pts(geo: Geo, labels: str) -> list[P]:
@@ -279,16 +292,18 @@ def test_registry_is_the_design_table() -> None:
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
-def test_answers_agree_with_float_recomputation(task_id: str) -> None:
-    for item in items(task_id):
+@with_options
+def test_answers_agree_with_float_recomputation(task_id: str, option_set: str) -> None:
+    for item in items(task_id, option_set):
         geo = json.loads(item.geometry)
         expected = RECOMPUTE[task_id](geo)
         assert _matches(item.answer, expected), (item.item_id, item.geometry, item.answer, expected)
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
-def test_figures_are_on_the_grid_and_not_degenerate(task_id: str) -> None:
-    for item in items(task_id):
+@with_options
+def test_figures_are_on_the_grid_and_not_degenerate(task_id: str, option_set: str) -> None:
+    for item in items(task_id, option_set):
         geo = json.loads(item.geometry)
         pts = list(geo["points"].values())
         for x, y in pts:
@@ -306,8 +321,9 @@ def test_figures_are_on_the_grid_and_not_degenerate(task_id: str) -> None:
 
 
 @pytest.mark.parametrize("task_id", [t for t in TASK_IDS if get_task(t).options])
-def test_labels_are_balanced(task_id: str) -> None:
-    counts = Counter(json.loads(item.answer)["answer"] for item in items(task_id))
+@with_options
+def test_labels_are_balanced(task_id: str, option_set: str) -> None:
+    counts = Counter(json.loads(item.answer)["answer"] for item in items(task_id, option_set))
     options = get_task(task_id).options
     assert set(counts) == set(options)
     assert sum(counts.values()) == PER_TASK
@@ -315,9 +331,10 @@ def test_labels_are_balanced(task_id: str) -> None:
 
 
 @pytest.mark.parametrize("task_id", [t for t in TASK_IDS if t.startswith("U-")])
-def test_pairs_differ_by_one_grid_step_and_flip_the_answer(task_id: str) -> None:
+@with_options
+def test_pairs_differ_by_one_grid_step_and_flip_the_answer(task_id: str, option_set: str) -> None:
     pairs: dict[str, list[Item]] = defaultdict(list)
-    for item in items(task_id):
+    for item in items(task_id, option_set):
         assert item.pair_id is not None
         pairs[item.pair_id].append(item)
     assert len(pairs) == PER_TASK // 2
@@ -342,3 +359,69 @@ def test_generators_reject_wrong_labels(task_id: str) -> None:
         else:
             assert spec.generate is not None
             spec.generate(random.Random(0), "maybe" if not spec.options else None)
+
+
+@pytest.mark.parametrize(
+    ("task_id", "param", "paper", "extended"),
+    [
+        ("N-GTR-RT", "axis", {"x"}, {"x", "y", "y=x", "y=-x"}),
+        ("N-GTR-RPT", "angle", {90}, {90, 180, 270}),
+    ],
+)
+def test_variants_choose_the_papers_transformation_or_all_of_them(
+    task_id: str, param: str, paper: set[Any], extended: set[Any]
+) -> None:
+    def asked(option_set: str) -> set[Any]:
+        return {json.loads(i.geometry)["params"][param] for i in items(task_id, option_set)}
+
+    assert asked("paper") == paper
+    assert asked("other") == extended  # 100 items: every value turns up
+
+
+@with_options
+def test_semicircle_answer_does_not_depend_on_which_side_is_the_diameter(option_set: str) -> None:
+    """The paper's question names no diameter: "yes" must mean a right angle somewhere
+    (then on the circle over the hypotenuse), "no" none at all, in either wording."""
+    for item in items("U-SCP-STT", option_set):
+        a, b, c = _pts(json.loads(item.geometry), "ABC")
+        right = [abs(_angle(*corner) - 90) < EPS for corner in ((b, a, c), (a, b, c), (a, c, b))]
+        assert json.loads(item.answer)["answer"] == _yes(any(right)), item.geometry
+        assert not right[0] and not right[1], item.geometry
+
+
+@with_options
+def test_semicircle_question_is_worded_as_the_option_says(option_set: str) -> None:
+    rows = build_items("U-SCP-STT", 2, SEED, ("text", "dotted", "full"), 64, None,
+                       OPTION_SETS[option_set])  # fmt: skip
+    for row in rows:
+        question = row.prompt.splitlines()[0]
+        if option_set == "paper":  # Table 1 of the paper, word for word after the points
+            assert question.endswith("Is it inscribed in a semicircle?") or question.endswith(
+                "Is triangle ABC inscribed in a semicircle?"
+            ), question
+        else:
+            assert question.endswith("inscribed in a semicircle with diameter AB?"), question
+
+
+@pytest.mark.parametrize("task_id", ["N-GTR-RPT", "U-SCP-STT"])
+def test_full_figures_follow_the_options(task_id: str) -> None:
+    from geometry.items import task_draws
+
+    paper = task_draws(task_id, 2, SEED, OPTION_SETS["paper"])[0][0].figure
+    other = task_draws(task_id, 2, SEED, OPTION_SETS["other"])[0][0].figure
+    if task_id == "U-SCP-STT":
+        assert paper.semicircles == (("A", "B", "C"),) and other.semicircles == ()
+    else:  # the rotation is drawn whatever the variants: the full figure was empty
+        assert paper.rotations[0][0] == "P" and other.rotations[0][0] == "P"
+
+
+def test_options_refuse_unknown_values_naming_the_option() -> None:
+    bad: tuple[tuple[str, Any], ...] = (
+        ("variants", "wide"),
+        ("semicircle_prompt", "x"),
+        ("semicircle_figure", "circle"),
+        ("grid_step", 2.0),
+    )
+    for field, value in bad:
+        with pytest.raises(ValueError, match=field):
+            GeneratorOptions(**{field: value})

@@ -35,6 +35,11 @@ generate-per-task-0                  --per-task         generate --out {out} --p
 generate-image-size-0                --image-size       generate --out {out} --image-size 0
 generate-item-seed-negative          --item-seed        generate --out {out} --item-seed -1
 generate-per-task-text               --per-task         generate --out {out} --per-task ten
+generate-grid-step-2                 --grid-step        generate --out {out} --grid-step 2
+generate-grid-step-text              --grid-step        generate --out {out} --grid-step half
+generate-variants-unknown            --variants         generate --out {out} --variants wide
+generate-semicircle-prompt-unknown   --semicircle-prompt generate --out {out} --semicircle-prompt x
+generate-semicircle-figure-unknown   --semicircle-figure generate --out {out} --semicircle-figure circle
 evaluate-batch-size-0                --batch-size       evaluate E --batch-size 0
 evaluate-shard-rows-0                --shard-rows       evaluate E --shard-rows 0
 evaluate-pool-size-0                 --pool-size        evaluate E --pool-size 0
@@ -84,6 +89,7 @@ sweep-shard-rows-0                   --shard-rows       sweep W --shard-rows 0
 sweep-baseline-delay-nan             --baseline-delay   sweep W --baseline-delay nan
 sweep-item-seed--1                   --item-seed        sweep W --item-seed -1
 sweep-sampling-seed--1               --sampling-seed    sweep W --sampling-seed -1
+sweep-temperature--1                 --temperature      sweep W --temperature -1
 geobuild-solve-conflict-seconds--inf --conflict-seconds geobuild-solve S --conflict-seconds=-inf
 tiny-model-weights-seed              --weights-seed     tiny-model --kind llm --out {out} --weights-seed -1
 report-min-accuracy-nan              --min-accuracy     report {dir} --out {out} --min-accuracy nan

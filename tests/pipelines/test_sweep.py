@@ -107,3 +107,12 @@ def test_a_model_whose_rows_are_mostly_engine_errors_fails_the_sweep(
     state = json.loads((out / "sweep" / "status.json").read_text())["states"]["tiny-llm"]
     assert state.startswith("failed: RuntimeError: 4 of 4 rows (100.0%) are engine errors"), state
     assert load_results(out, model="tiny-llm")["engine_error"].null_count() == 0
+
+
+def test_temperature_reaches_each_models_run_record(ray_local, tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    assert _sweep(out, "--only", "oracle", "--temperature", "0.6") == 0
+    root = out / "noregeo" / "model=oracle"
+    record = json.loads(next((root / "runs").glob("*.json")).read_text())
+    assert record["sampling"]["temperature"] == 0.6
+    assert json.loads((root / "settings.json").read_text())["sampling"]["temperature"] == 0.6
