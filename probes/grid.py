@@ -182,7 +182,8 @@ def encoder_dir(out: Path, arch: str, pretrained: str | None) -> Path:
     kind, name = parse_arch(arch)
     if kind == "hf":
         local = Path(name).name if Path(name).is_dir() else name
-        return out / "probes" / f"model={model_slug(f'hf-{local}-{pretrained or "main"}')}"
+        revision = pretrained or "main"
+        return out / "probes" / f"model={model_slug(f'hf-{local}-{revision}')}"
     weights = Path(pretrained).name if pretrained and Path(pretrained).exists() else pretrained
     slug = model_slug(f"{arch}-{weights or 'random'}")
     return out / "probes" / f"model={slug}"
