@@ -138,10 +138,11 @@ class Trial:
     @property
     def trial_id(self) -> str:
         """`<label>-<config>-<hash>`: the hash covers every field but the grid name, so a
-        trial repeated in another grid reuses the result file. token_norm ln_post, what every trial did before the switch
-        existed, is left out of the hash so those trials keep their IDs."""
+        trial repeated in another grid reuses the result file. token_norm ln_post, what every
+        trial did before the switch existed, is left out so those trials keep their IDs."""
         skip = {"grid"} | ({"token_norm"} if self.token_norm == "ln_post" else set())
-        payload = json.dumps({k: v for k, v in asdict(self).items() if k not in skip}, sort_keys=True)
+        fields = {k: v for k, v in asdict(self).items() if k not in skip}
+        payload = json.dumps(fields, sort_keys=True)
         digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
         return f"{self.label}-{self.config}-{digest}"
 
@@ -246,9 +247,8 @@ def run_trial(trial: Trial, out: Path) -> Path:
     tower = load_tower(trial.arch, trial.pretrained, trial.token_norm)  # type: ignore[arg-type]
     mean, std = tower.mean, tower.std
     torch.manual_seed(int(data["seed"]))
-    model = ProbeModel(
-        tower, frozen=trial.config[0] == "F", image_size=int(data["image_size"])
-    ).to(device)
+    frozen = trial.config[0] == "F"
+    model = ProbeModel(tower, frozen=frozen, image_size=int(data["image_size"])).to(device)
     setup = trial.config[1]
     train_set = [e for t in trial.train_tasks for e in splits[t]["train"]]
     val_set = [e for t in trial.train_tasks for e in splits[t]["val"]]

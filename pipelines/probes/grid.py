@@ -20,8 +20,8 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from pipelines.cli_args import existing_file, output_dir, positive_int
-from probes.towers import TOKEN_NORMS, EncoderError, check_encoder
 from probes.grid import GridSpec, Trial, encoder_dir, expand, load_grid, run_trial, trial_path
+from probes.towers import TOKEN_NORMS, EncoderError, check_encoder
 from store.atomic import sweep_temporaries
 from store.errors import UsageError
 from store.records import write_run_record

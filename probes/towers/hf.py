@@ -33,10 +33,12 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+import yaml
 from torch import nn
 
 from probes.towers.base import EncoderError, TokenNorm, Tower
 
+MODEL_CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "models"
 TOWER_PATHS = (
     "vision_tower",
     "visual",
@@ -61,20 +63,31 @@ class HFSource:
     dtype: str
 
 
+def _model_configs() -> list[dict[str, Any]]:
+    """configs/models/*.yaml as plain mappings (read here, not through pipelines/, which
+    probes/ may not import; pipelines/engines/model_config.py validates the same files)."""
+    configs = []
+    for path in sorted(MODEL_CONFIG_DIR.glob("*.yaml")):
+        with contextlib.suppress(OSError, UnicodeDecodeError, yaml.YAMLError):
+            data = yaml.safe_load(path.read_text())
+            if isinstance(data, dict):
+                configs.append(data)
+    return configs
+
+
 def resolve_source(name: str, revision: str | None) -> HFSource:
     """`name` as a configs/models entry (by repo or config name) or a bare repo/path."""
-    from pipelines.engines.model_config import CONFIG_DIR, ModelConfigError, load_configs
-
-    config = None
-    with contextlib.suppress(ModelConfigError, OSError):
-        config = next(
-            (c for c in load_configs(CONFIG_DIR) if name in (c.repo, c.name)),
-            None,
-        )
+    config = next((c for c in _model_configs() if name in (c.get("repo"), c.get("name"))), None)
     if config is None:
         return HFSource(name, name, revision, False, "auto")
-    pinned = revision or (config.revision if config.revision not in ("main", "none") else None)
-    return HFSource(name, config.repo, pinned, config.trust_remote_code, config.dtype or "auto")
+    pinned = str(config.get("revision") or "main")
+    return HFSource(
+        name,
+        str(config["repo"]),
+        revision or (None if pinned in ("main", "none", "local") else pinned),
+        bool(config.get("trust_remote_code", False)),
+        str(config.get("dtype") or "auto"),
+    )
 
 
 def _submodule(module: nn.Module, paths: tuple[str, ...]) -> tuple[str, nn.Module] | None:
@@ -161,8 +174,12 @@ def _image_stats(source: HFSource) -> tuple[tuple[float, ...], tuple[float, ...]
     mean, std = getattr(processor, "image_mean", None), getattr(processor, "image_std", None)
     if mean is None or std is None:
         raise EncoderError(f"hf:{source.name}: its image processor names no image_mean/std")
-    as_triple = (lambda v: (float(v),) * 3 if isinstance(v, int | float) else tuple(map(float, v)))
-    return as_triple(mean), as_triple(std)
+    return _per_channel(mean), _per_channel(std)
+
+
+def _per_channel(value: Any) -> tuple[float, ...]:
+    """An image processor's mean or std as one float per RGB channel."""
+    return (float(value),) * 3 if isinstance(value, int | float) else tuple(map(float, value))
 
 
 def load_model(source: HFSource) -> nn.Module:

@@ -100,9 +100,7 @@ def test_qwen_patches_are_its_image_processor_layout(qwen_dir: Path) -> None:
 
     processor = AutoImageProcessor.from_pretrained(qwen_dir)
     pictures = torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(1))
-    batch = processor(
-        images=list(pictures), do_resize=False, do_rescale=False, return_tensors="pt"
-    )
+    batch = processor(images=list(pictures), do_resize=False, do_rescale=False, return_tensors="pt")
     mean = torch.tensor(processor.image_mean).view(1, 3, 1, 1)
     std = torch.tensor(processor.image_std).view(1, 3, 1, 1)
     ours = _patchify((pictures - mean) / std, patch=4, merge=2, temporal=2)
