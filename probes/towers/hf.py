@@ -187,7 +187,7 @@ def load_model(source: HFSource) -> nn.Module:
     errors = []
     for auto in _auto_classes():
         try:
-            return auto.from_pretrained(  # type: ignore[no-any-return]
+            return auto.from_pretrained(
                 source.path,
                 revision=source.revision,
                 trust_remote_code=source.trust_remote_code,
@@ -233,8 +233,8 @@ def _tensor(output: Any) -> torch.Tensor:
     if isinstance(output, torch.Tensor):
         return output
     if hasattr(output, "last_hidden_state"):
-        return output.last_hidden_state  # type: ignore[no-any-return]
-    return output[0]  # type: ignore[no-any-return]
+        return output.last_hidden_state
+    return output[0]
 
 
 class ViTTower(Tower):
@@ -273,7 +273,7 @@ class ViTTower(Tower):
             self.tower(pixel_values=images.to(next(self.tower.parameters()).dtype))
         finally:
             hook.remove()
-        return self.norm(caught[-1])  # type: ignore[no-any-return]
+        return self.norm(caught[-1])
 
 
 def _patchify(images: torch.Tensor, patch: int, merge: int, temporal: int) -> torch.Tensor:
@@ -300,7 +300,7 @@ class QwenVisionTower(Tower):
     ):
         super().__init__(mean, std, token_norm)
         self.tower = tower
-        config = tower.config
+        config: Any = getattr(tower, "config")  # noqa: B009  # a transformers PretrainedConfig
         self.patch = int(config.patch_size)
         self.merge = int(config.spatial_merge_size)
         self.temporal = int(getattr(config, "temporal_patch_size", 2))
@@ -324,7 +324,7 @@ class QwenVisionTower(Tower):
         finally:
             hook.remove()
         tokens = caught[-1]
-        return self.norm(tokens.reshape(b, tokens.shape[0] // b, tokens.shape[-1]))  # type: ignore[no-any-return]
+        return self.norm(tokens.reshape(b, tokens.shape[0] // b, tokens.shape[-1]))
 
 
 def local_or_repo(name: str) -> str:
