@@ -138,12 +138,35 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+def _reachable(source: HFSource) -> None:
+    """A repo whose config is not cached needs the hub: find out in seconds, not in a
+    download's retries, as open_clip tags do (probes/encoder.py)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    from probes.encoder import hub_unreachable
+
+    if Path(source.path).is_dir():
+        return
+    try:
+        cached = try_to_load_from_cache(source.path, "config.json", revision=source.revision)
+    except ValueError:  # not a repo ID: AutoConfig says why
+        return
+    reason = None if isinstance(cached, str) else hub_unreachable()
+    if reason:
+        raise EncoderError(
+            f"hf:{source.name}: not cached and the model hub cannot be reached ({reason}); "
+            f"fill the Hugging Face cache where there is network access (`hf download "
+            f"{source.path}`) and copy it here"
+        )
+
+
 def check_source(source: HFSource) -> None:
     """Fail fast, without loading weights: the config loads and its model has a tower.
 
     The model is built on the meta device (no memory, no weights), so a text-only model or
     an unsupported architecture is refused before any trial starts.
     """
+    _reachable(source)
     config = _config(source)
     errors = []
     for auto in _auto_classes():

@@ -203,6 +203,23 @@ def test_text_only_model_is_refused_before_loading(tiny_llm_dir: Path) -> None:
         check_encoder(f"hf:{tiny_llm_dir}", None)
 
 
+def test_uncached_repo_without_hub_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(EncoderError, match="hf:no-org/no-such-vlm: not cached.*HF_HUB_OFFLINE"):
+        check_encoder("hf:no-org/no-such-vlm", None)
+
+
+def test_model_config_supplies_trust_remote_code_and_revision() -> None:
+    from probes.towers.hf import resolve_source
+
+    by_repo = resolve_source("OpenGVLab/InternVL3-2B", None)
+    assert by_repo.trust_remote_code and by_repo.path == "OpenGVLab/InternVL3-2B"
+    assert resolve_source("internvl3-2b", None) == dataclasses.replace(by_repo, name="internvl3-2b")
+    assert not resolve_source("Qwen/Qwen2-VL-2B-Instruct", None).trust_remote_code
+    assert resolve_source("Qwen/Qwen2-VL-2B-Instruct", "abc123").revision == "abc123"
+    assert not resolve_source("some/unlisted-repo", None).trust_remote_code
+
+
 @pytest.mark.parametrize("which", ["text-only", "missing"])
 def test_probe_refuses_a_tower_that_cannot_load(
     which: str, tiny_llm_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
