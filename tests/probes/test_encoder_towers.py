@@ -64,7 +64,8 @@ def test_open_clip_token_norm_switches_ln_post() -> None:
     plain = OpenClipTower(visual, mean, std, "none").eval()(images)
     normed = OpenClipTower(visual, mean, std, "ln_post").eval()(images)
     assert not torch.allclose(plain, normed)
-    assert torch.allclose(visual.ln_post(plain), normed, atol=1e-5)
+    ln_post = visual.get_submodule("ln_post")
+    assert torch.allclose(ln_post(plain), normed, atol=1e-5)
 
 
 def test_clip_tower_is_hf_last_hidden_state(tiny_vlm_dir: Path) -> None:
