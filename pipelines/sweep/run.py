@@ -14,6 +14,9 @@ Resumable at model x setup granularity: a setup whose request keys are all on di
 skipped; a partial one resumes through evaluate's key skipping. Models that cannot run here
 (more GPUs than the cluster can ever have, a tensor-parallel size wider than its largest
 node, no API key, no engine for them) are listed as not run and get no result rows.
+
+`--probes [GRID]` also trains the probe grid on each evaluated model's own vision tower
+(pipelines/sweep/probes.py, docs/probes.md), after the evaluations, one GPU per trial.
 """
 
 from __future__ import annotations
