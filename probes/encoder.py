@@ -5,6 +5,8 @@ file is not already cached needs the hub: that is checked before open_clip is as
 machine without network access fails at once with a message instead of hanging in a
 download. `ProbeTiny-ViT-32` is a small random ViT registered from
 `probes/model_configs/` so CPU tests and smoke grids can run the same code in seconds.
+`OpenClipTower` is the registry's `open_clip:<arch>` tower (probes/towers/); vision towers of
+vision-language models come from probes/towers/hf.py.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from probes.towers.base import EncoderError, TokenNorm, Tower
+
 MODEL_CONFIG_DIR = Path(__file__).resolve().parent / "model_configs"
 TINY_ARCH = "ProbeTiny-ViT-32"
 # CLIP's normalisation, used when the model carries no preprocess config of its own.
@@ -28,8 +32,7 @@ HUB_PROBE_SECONDS = 3.0
 NO_WEIGHTS = ("", "none", "random")
 
 
-class EncoderError(RuntimeError):
-    """The encoder cannot be built: unknown arch, unknown tag, missing file, no hub access."""
+__all__ = ["EncoderError", "OpenClipTower", "ProbeModel", "load_encoder", "resolve_weights"]
 
 
 def register_probe_models() -> None:
@@ -153,16 +156,18 @@ def load_encoder(
     return visual, mean, std
 
 
-def all_tokens(visual: Any, images: torch.Tensor) -> torch.Tensor:
-    """Every output token of the last block after the final norm: [B, 1 + patches, width].
+def all_tokens(visual: Any, images: torch.Tensor, normalize: bool = True) -> torch.Tensor:
+    """Every output token of the last block: [B, 1 + patches, width].
 
+    `normalize` applies open_clip's final norm (`ln_post`) to every token, as this function
+    always did before `--token-norm`; HF's CLIP `last_hidden_state` (the paper's) has none.
     open_clip's `output_tokens=True` returns the patch tokens only; the paper's head flattens
     the class token too, so the class token is concatenated back in front.
     """
     out = visual.forward_intermediates(
         images,
         indices=1,
-        normalize_intermediates=True,
+        normalize_intermediates=normalize,
         intermediates_only=True,
         output_fmt="NLC",
         output_extra_tokens=True,
@@ -176,14 +181,49 @@ def token_shape(visual: Any) -> tuple[int, int]:
     return 1 + int(grid[0]) * int(grid[1]), int(visual.class_embedding.shape[-1])
 
 
-class ProbeModel(nn.Module):
-    """Encoder + head: flatten all tokens -> Linear(T*W, W) -> Linear(W, 2) (paper App. B)."""
+class OpenClipTower(Tower):
+    """An open_clip VisionTransformer: class token + patch tokens of the last block."""
 
-    def __init__(self, visual: nn.Module, frozen: bool, num_classes: int = 2):
-        super().__init__()
+    def __init__(
+        self,
+        visual: nn.Module,
+        mean: tuple[float, ...] = CLIP_MEAN,
+        std: tuple[float, ...] = CLIP_STD,
+        token_norm: TokenNorm = "ln_post",
+    ):
+        super().__init__(mean, std, token_norm)
         self.visual = visual
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """[B, 1 + patches, width], through `ln_post` when token_norm is ln_post."""
+        return all_tokens(self.visual, images, normalize=self.token_norm == "ln_post")
+
+    def token_shape(self, image_size: int) -> tuple[int, int]:
+        """From the config: open_clip towers take one input size, whatever the grid's."""
+        return token_shape(self.visual)
+
+
+def load_open_clip_tower(arch: str, pretrained: str | None, token_norm: TokenNorm) -> Tower:
+    """`load_encoder`'s tower wrapped for the probe head, with `token_norm`."""
+    visual, mean, std = load_encoder(arch, pretrained)
+    return OpenClipTower(visual, mean, std, token_norm)
+
+
+class ProbeModel(nn.Module):
+    """Encoder + head: flatten all tokens -> Linear(T*W, W) -> Linear(W, 2) (paper App. B).
+
+    `visual` is a `Tower`; a bare open_clip visual (as `load_encoder` returns it) is wrapped
+    with its ln_post applied, as before towers existed. `image_size` sizes the head for towers
+    whose token count follows the input (Qwen2-VL); open_clip towers ignore it.
+    """
+
+    def __init__(
+        self, visual: nn.Module, frozen: bool, num_classes: int = 2, image_size: int = 224
+    ):
+        super().__init__()
+        self.visual = visual if isinstance(visual, Tower) else OpenClipTower(visual)
         self.frozen = frozen
-        tokens, width = token_shape(visual)
+        tokens, width = self.visual.token_shape(image_size)
         self.pool = nn.Linear(tokens * width, width)
         self.classify = nn.Linear(width, num_classes)
         if frozen:
@@ -200,7 +240,7 @@ class ProbeModel(nn.Module):
         """Class logits [batch, num_classes]; no gradients reach a frozen encoder."""
         if self.frozen:
             with torch.no_grad():
-                tokens = all_tokens(self.visual, images)
+                tokens = self.visual(images)
         else:
-            tokens = all_tokens(self.visual, images)
-        return self.classify(self.pool(tokens.flatten(1)))
+            tokens = self.visual(images)
+        return self.classify(self.pool(tokens.flatten(1).to(self.pool.weight.dtype)))

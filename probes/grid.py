@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from torch.utils.data import DataLoader
 
 from probes.data import PROBE_TASKS, SETUP_OF_SUBSCRIPT, Example, ProbeImages, task_splits
-from probes.encoder import ProbeModel, load_encoder
+from probes.encoder import ProbeModel
+from probes.towers import PAPER_TOKEN_NORM, TokenNorm, load_tower, parse_arch
 from probes.train import TrainConfig, predict, train_probe
 from store.atomic import TMP_PREFIX, write_parquet_atomic
 from store.records import model_slug
@@ -36,12 +37,15 @@ JOINT = "All"  # train_tasks label of a joint probe, as in the paper's tables
 
 
 class EncoderSpec(BaseModel):
-    """The grid's `encoder:` section: which open_clip vision tower, with which weights."""
+    """The grid's `encoder:` section: which vision tower (probes/towers), with which weights."""
 
     model_config = ConfigDict(extra="forbid")
-    arch: str = Field(description="open_clip model name, e.g. ViT-B-32 or ProbeTiny-ViT-32")
+    arch: str = Field(
+        description="open_clip name (ViT-B-32, open_clip:ProbeTiny-ViT-32) or hf:<repo|path>"
+    )
     pretrained: str | None = Field(
-        default=None, description="open_clip tag, weights file path, or null for random weights"
+        default=None,
+        description="open_clip: tag, weights file, or null for random weights; hf: revision",
     )
 
 
@@ -62,6 +66,15 @@ class GridSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(description="grid name, recorded on every result row")
     encoder: EncoderSpec = Field(description="the vision encoder probed")
+    token_norm: TokenNorm = Field(
+        default=PAPER_TOKEN_NORM,
+        description="none: last block's tokens as HF's last_hidden_state (paper); ln_post: "
+        "through the tower's final norm",
+    )
+    models: list[str] = Field(
+        default_factory=list,
+        description="sweep --probes: model configs whose own towers (hf:<repo>) get this grid",
+    )
     tasks: list[str] = Field(description="training tasks (task IDs)")
     eval_tasks: list[str] | None = Field(
         default=None, description="test tasks; null = the training tasks"
@@ -115,6 +128,7 @@ class Trial:
     all_tasks: tuple[str, ...]  # every task drawn, so test sets match across trials
     data: tuple[tuple[str, int], ...]
     train: tuple[tuple[str, float | int | bool], ...]
+    token_norm: str = PAPER_TOKEN_NORM
 
     @property
     def label(self) -> str:
@@ -124,8 +138,11 @@ class Trial:
     @property
     def trial_id(self) -> str:
         """`<label>-<config>-<hash>`: the hash covers every field but the grid name, so a
-        trial repeated in another grid reuses the result file."""
-        payload = json.dumps({k: v for k, v in asdict(self).items() if k != "grid"}, sort_keys=True)
+        trial repeated in another grid reuses the result file. token_norm ln_post, what every
+        trial did before the switch existed, is left out so those trials keep their IDs."""
+        skip = {"grid"} | ({"token_norm"} if self.token_norm == "ln_post" else set())
+        fields = {k: v for k, v in asdict(self).items() if k not in skip}
+        payload = json.dumps(fields, sort_keys=True)
         digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
         return f"{self.label}-{self.config}-{digest}"
 
@@ -152,6 +169,7 @@ def expand(spec: GridSpec) -> list[Trial]:
             # Without seed (it is in data): the trial IDs of grids written before TrainConfig
             # became the grid's train section stay the same.
             train=tuple(spec.train.model_dump(exclude={"seed"}).items()),
+            token_norm=spec.token_norm,
         )
         for regime in spec.regimes
         for tasks in sets[regime]
@@ -160,7 +178,13 @@ def expand(spec: GridSpec) -> list[Trial]:
 
 
 def encoder_dir(out: Path, arch: str, pretrained: str | None) -> Path:
-    """One encoder's results folder, `<out>/probes/model=<slug>`; a weights file counts by name."""
+    """One encoder's results folder, `<out>/probes/model=<slug>`; a weights file counts by name,
+    an hf: local directory by its name, an hf: repo with its revision (main when not pinned)."""
+    kind, name = parse_arch(arch)
+    if kind == "hf":
+        local = Path(name).name if Path(name).is_dir() else name
+        revision = pretrained or "main"
+        return out / "probes" / f"model={model_slug(f'hf-{local}-{revision}')}"
     weights = Path(pretrained).name if pretrained and Path(pretrained).exists() else pretrained
     slug = model_slug(f"{arch}-{weights or 'random'}")
     return out / "probes" / f"model={slug}"
@@ -203,6 +227,12 @@ def _loader(
     )
 
 
+def _no_weights(arch: str) -> str:
+    """A row's `pretrained` when the grid names none: random open_clip weights, or the hf
+    model's default revision."""
+    return "main" if parse_arch(arch)[0] == "hf" else "random"
+
+
 def run_trial(trial: Trial, out: Path) -> Path:
     """Train and test one probe; write its rows to `trial_path(out, trial)`."""
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -214,9 +244,11 @@ def run_trial(trial: Trial, out: Path) -> Path:
     # the same trial gave other numbers depending on which Ray worker ran it. Seeded again
     # after, so the head's init is what it was (and the same for every encoder).
     torch.manual_seed(int(data["seed"]))
-    visual, mean, std = load_encoder(trial.arch, trial.pretrained)
+    tower = load_tower(trial.arch, trial.pretrained, trial.token_norm)  # type: ignore[arg-type]
+    mean, std = tower.mean, tower.std
     torch.manual_seed(int(data["seed"]))
-    model = ProbeModel(visual, frozen=trial.config[0] == "F").to(device)
+    frozen = trial.config[0] == "F"
+    model = ProbeModel(tower, frozen=frozen, image_size=int(data["image_size"])).to(device)
     setup = trial.config[1]
     train_set = [e for t in trial.train_tasks for e in splits[t]["train"]]
     val_set = [e for t in trial.train_tasks for e in splits[t]["val"]]
@@ -240,7 +272,8 @@ def run_trial(trial: Trial, out: Path) -> Path:
                     "trial_id": trial.trial_id,
                     "grid": trial.grid,
                     "arch": trial.arch,
-                    "pretrained": trial.pretrained or "random",
+                    "pretrained": trial.pretrained or _no_weights(trial.arch),
+                    "token_norm": trial.token_norm,
                     "config": trial.config,
                     "frozen": trial.config[0] == "F",
                     "train_setup": trial.config[1],

@@ -20,13 +20,20 @@ REGIME_LABELS = {"joint": "All", "separate": "Separate"}
 
 
 def load_results(out: Path) -> pl.DataFrame:
-    """Every trial row under `out`/probes, with `encoder` = arch/pretrained."""
+    """Every trial row under `out`/probes, with `encoder` = arch/pretrained (+ /ln_post)."""
     files = result_files(out)
     if not files:
         raise FileNotFoundError(f"no probe results under {out / 'probes'}; run `probe` first")
     df = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+    if "token_norm" not in df.columns:
+        df = df.with_columns(pl.lit(None, dtype=pl.String).alias("token_norm"))
+    # Rows written before token_norm existed read ln_post tokens. The paper's choice (none)
+    # keeps the plain label; ln_post probes are another encoder in the tables.
+    norm = pl.col("token_norm").fill_null("ln_post")
+    suffix = pl.when(norm == "ln_post").then(pl.lit("/ln_post")).otherwise(pl.lit(""))
     return df.with_columns(
-        (pl.col("arch") + "/" + pl.col("pretrained")).alias("encoder"),
+        norm.alias("token_norm"),
+        (pl.col("arch") + "/" + pl.col("pretrained") + suffix).alias("encoder"),
         (pl.col("accuracy") * 100).alias("acc"),
     )
 

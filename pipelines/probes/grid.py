@@ -20,8 +20,8 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from pipelines.cli_args import existing_file, output_dir, positive_int
-from probes.encoder import EncoderError, resolve_weights
 from probes.grid import GridSpec, Trial, encoder_dir, expand, load_grid, run_trial, trial_path
+from probes.towers import TOKEN_NORMS, EncoderError, check_encoder
 from store.atomic import sweep_temporaries
 from store.errors import UsageError
 from store.records import write_run_record
@@ -37,8 +37,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", type=output_dir, required=True, metavar="RESULTS",
         help="results root; trials go under RESULTS/probes",
     )  # fmt: skip
-    parser.add_argument("--arch", help="override the grid's encoder arch (open_clip name)")
-    parser.add_argument("--pretrained", help="override the grid's weights: tag, file or none")
+    parser.add_argument(
+        "--arch", help="override the grid's encoder: open_clip name or hf:<repo|config|path>"
+    )
+    parser.add_argument(
+        "--pretrained", help="override the grid's weights: tag, file or none (hf: a revision)"
+    )
+    parser.add_argument(
+        "--token-norm", choices=TOKEN_NORMS, default=None,
+        help="tokens the head reads: none = the last block's output, as HF last_hidden_state "
+        "(the paper; grid default); ln_post = through the tower's final norm",
+    )  # fmt: skip
     parser.add_argument(
         "--executor", choices=("ray", "local"), default="ray",
         help="ray: trials as Ray actors (GPUs on a cluster); local: one after another here",
@@ -118,9 +127,12 @@ def run(args: argparse.Namespace) -> int:
         spec.encoder.arch = args.arch
     if args.pretrained is not None:
         spec.encoder.pretrained = args.pretrained
+    if args.token_norm is not None:
+        spec.token_norm = args.token_norm
     try:
-        # Fail before any trial starts: a missing file or an unreachable hub is a usage error.
-        resolve_weights(spec.encoder.arch, spec.encoder.pretrained)
+        # Fail before any trial starts: a missing file, an unreachable hub or a model without
+        # a vision tower is a usage error.
+        check_encoder(spec.encoder.arch, spec.encoder.pretrained)
     except EncoderError as err:
         raise UsageError(str(err)) from err
     trials = expand(spec)

@@ -14,6 +14,9 @@ Resumable at model x setup granularity: a setup whose request keys are all on di
 skipped; a partial one resumes through evaluate's key skipping. Models that cannot run here
 (more GPUs than the cluster can ever have, a tensor-parallel size wider than its largest
 node, no API key, no engine for them) are listed as not run and get no result rows.
+
+`--probes [GRID]` also trains the probe grid on each evaluated model's own vision tower
+(pipelines/sweep/probes.py, docs/probes.md), after the evaluations, one GPU per trial.
 """
 
 from __future__ import annotations
@@ -55,6 +58,13 @@ from pipelines.sweep.plan import (
     plan,
     prompt_chars,
     rows_on_disk,
+)
+from pipelines.sweep.probes import (
+    DEFAULT_GRID,
+    plan_probes,
+    print_probe_plan,
+    read_grid,
+    run_probes,
 )
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
@@ -120,6 +130,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "about 1 CPU of actors and needs 1 more for its read tasks)",
     )
     parser.add_argument("--progress-interval", type=positive_float, default=10.0, help="seconds")
+    parser.add_argument(
+        "--probes", type=existing_file, nargs="?", const=DEFAULT_GRID, default=None,
+        metavar="GRID",
+        help=f"also probe each evaluated model's own vision tower with GRID's trials "
+        f"(default {DEFAULT_GRID}; its `models:` says which); results in RESULTS/probes",
+    )  # fmt: skip
     parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
 
 
@@ -423,6 +439,7 @@ def run(args: argparse.Namespace) -> int:
     manifest, files = _items_state(items, args.per_task)
     limit = args.per_task if manifest and args.per_task < manifest["per_task"] else None
     sampling = SamplingConfig.from_args(args)
+    probe_grid = read_grid(args.probes) if args.probes else None
     if not args.dry_run:
         from pipelines.engines.ray_session import ensure_ray
 
@@ -458,6 +475,8 @@ def run(args: argparse.Namespace) -> int:
         where = f"in {items}" if manifest else "not generated yet"
         print(f"dry run: {len(jobs)} models, items {where}")
         print_plan(jobs, chars)
+        if probe_grid is not None:
+            print_probe_plan(plan_probes(probe_grid, configs, args.out, capacity), args.probes)
         if geobuild_note:
             print(geobuild_note)
         return 0
@@ -472,6 +491,9 @@ def run(args: argparse.Namespace) -> int:
         jobs = plan(configs, manifest, files, tasks, None, sampling, args.out, capacity, 0)
     geobuild = "geobuild" in benchmarks and geobuild_note is None
     states = execute(jobs, args, files, tasks, limit, capacity, geobuild)
+    if probe_grid is not None:
+        probe_jobs = plan_probes(probe_grid, configs, args.out, capacity)
+        states.update(run_probes(probe_jobs, args.probes, Path(args.out)))
     _report(states, args.out, geobuild_note)
     return 1 if any(s.startswith("failed") for s in states.values()) else 0
 

@@ -96,6 +96,7 @@ report-min-accuracy-nan              --min-accuracy     report {dir} --out {out}
 report-min-accuracy-101              --min-accuracy     report {dir} --out {out} --min-accuracy 101
 probe-summarize-min-accuracy         --min-accuracy     probe-summarize {dir} --min-accuracy -1
 probe-max-trials-0                   --max-trials       probe --grid {file} --out {out} --max-trials 0
+probe-token-norm-unknown             --token-norm       probe --grid {file} --out {out} --token-norm layer
 human-export-order-seed              --order-seed       human-export --items {dir} --out {out} --order-seed -1
 human-export-key-inside-out          --key              human-export --items {dir} --out {out} --key {out}/k.json
 show-item-image-size-0               --image-size       show-item C-BCT-CT-0001 --image-size 0 --out {out}
@@ -148,6 +149,7 @@ summarize-results-missing            results            summarize {tmp}/none
 report-results-missing               results            report {tmp}/none --out {out}
 report-audit-missing                 --audit            report {dir} --out {out} --audit {tmp}/none.csv
 probe-grid-missing                   --grid             probe --grid {tmp}/none.yaml --out {out}
+sweep-probes-missing                 --probes           sweep W --probes {tmp}/none.yaml
 geobuild-check-programs-missing      --programs         geobuild-check --dataset {dir} --programs {tmp}/none
 geobuild-check-dataset-missing       none               geobuild-check --dataset {tmp}/none --programs {file}
 geobuild-solve-dataset-missing       none               geobuild-solve --dataset {tmp}/none --out {out}
@@ -164,6 +166,7 @@ report-out-not-a-report              --out              report {dir} --out {item
 evaluate-model-yaml-latin1           latin1.yaml        evaluate --items {items_ok} --engine hf --model {latin1_yaml} --out {out}
 report-audit-latin1                  --audit            report {dir} --out {out} --audit {latin1}
 probe-grid-latin1                    --grid             probe --grid {latin1} --out {out}
+sweep-probes-latin1                  --probes           sweep W --probes {latin1}
 human-import-latin1                  latin1             human-import --annotations {latin1} --items {dir} --out {out}
 geobuild-check-programs-latin1       --programs         geobuild-check --dataset {dir} --programs {latin1}
 geobuild-check-dataset-latin1        --dataset          geobuild-check --dataset {latin1} --programs {file}
@@ -180,6 +183,7 @@ evaluate-model-yaml-malformed        bad.yaml           evaluate --items {items_
 geobuild-programs-malformed          badjson.txt        geobuild --dataset {nodata} --engine programs --model {badjson} --out {out}
 probe-grid-malformed                 --grid             probe --grid {badyaml} --out {out}
 probe-grid-wrong-shape               --grid             probe --grid {listyaml} --out {out}
+sweep-probes-malformed               --probes           sweep W --probes {badyaml}
 geobuild-check-dataset-malformed     --dataset          geobuild-check --dataset {badjson} --programs {file}
 report-audit-wrong-columns           --audit            report {dir} --out {out} --audit {file}
 report-audit-not-numeric             --audit            report {dir} --out {out} --audit {badaudit}

@@ -46,7 +46,7 @@ def test_unfrozen_encoder_changes() -> None:
         model, _bright_vs_dark(32, 0), _bright_vs_dark(16, 1), TrainConfig(lr=1e-3, epochs=1), CPU
     )
     changed = [k for k, v in before.items() if not torch.equal(v, model.visual.state_dict()[k])]
-    assert "conv1.weight" in changed and len(changed) > len(before) // 2
+    assert "visual.conv1.weight" in changed and len(changed) > len(before) // 2
 
 
 def test_probe_learns_a_separable_signal() -> None:
