@@ -147,7 +147,8 @@ def probe_sections(results: Location, min_accuracy: float = 70.0) -> list[Sectio
         section.blocks += [
             Heading(
                 "Table 4: probe accuracy (%)",
-                "Rows: training regime (All: one probe on every task; Separate: one per task) "
+                "Rows: training regime (All: one probe on every task; Separate: one per task; "
+                "Shuffled labels: one per task trained on permuted labels, a control at chance) "
                 "and config; columns: the test task and test images.",
             )
         ]
