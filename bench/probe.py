@@ -1,15 +1,25 @@
-"""Probe training throughput: images/s of forward + backward + AdamW step.
+"""Probe training throughput per tower, beside the bare tower's forward + backward.
 
-    .venv/bin/python bench/probe.py [--steps 20] [--batch 32]
+    .venv/bin/python bench/probe.py [--towers ProbeTiny-ViT-32,OTHER]
+                                    [--steps 20] [--batch 32] [--image-size 224]
 
-Measures the tiny ViT on CPU (one thread) with pre-rendered images, plus rendering alone
-(224 px, RGB tensor), and ViT-B-32 with bf16 autocast when CUDA is available.
+For each tower (an open_clip arch `probes.encoder.load_encoder` builds with random weights),
+on the same batch of random images, one CPU thread:
+- probe: a full training step of the unfrozen probe (tower + all-token head, cross-entropy,
+  backward, AdamW step), as `probes.train.train_probe` runs it;
+- tower: the bare tower's forward (its pooled output) and backward, no head, no optimizer;
+- ratio: tower images/s over probe images/s, i.e. how many times slower a probe step is than
+  the tower alone (the head's flatten-all-tokens Linear and the optimizer are the difference).
+Also rendering alone (full images to tensors), which feeds every step of a first epoch, and,
+with a GPU, ViT-B-32 probe training in bf16. Towers are a parameter so that other tiny towers
+(hf: towers, when registered) can be measured the same way.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -17,61 +27,103 @@ from torch import nn
 from probes.data import draw_splits, image_tensor
 from probes.encoder import TINY_ARCH, ProbeModel, load_encoder
 
+DEFAULT_TOWERS = (TINY_ARCH,)
 
-def train_images_per_s(
-    model: nn.Module, device: torch.device, batch: int, steps: int, amp: bool
-) -> float:
-    """Images/s of full training steps on random images (after two warm-up steps)."""
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
-    images = torch.randn(batch, 3, 224, 224, device=device)
-    labels = torch.randint(0, 2, (batch,), device=device)
-    model.train()
-    for step in range(steps + 2):
-        if step == 2:
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            start = time.perf_counter()
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
-            loss = nn.functional.cross_entropy(model(images).float(), labels)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+
+def images_per_s(step: Callable[[], None], batch: int, steps: int, device: torch.device) -> float:
+    """Images/s of `step` over `steps` calls, after two warm-up calls."""
+    for _ in range(2):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
     if device.type == "cuda":
         torch.cuda.synchronize()
     return steps * batch / (time.perf_counter() - start)
 
 
-def render_images_per_s(count: int = 200) -> float:
-    """Images/s of rendering 224-px full probe images to tensors (draws made beforehand)."""
+def probe_step(
+    model: nn.Module, images: torch.Tensor, labels: torch.Tensor, amp: bool
+) -> Callable[[], None]:
+    """One training step of a probe, as in probes.train.train_probe."""
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    model.train()
+
+    def step() -> None:
+        with torch.autocast(images.device.type, dtype=torch.bfloat16, enabled=amp):
+            loss = nn.functional.cross_entropy(model(images).float(), labels)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def tower_step(visual: nn.Module, images: torch.Tensor) -> Callable[[], None]:
+    """Forward (the tower's own pooled output) and backward of the bare tower."""
+    visual.train()
+
+    def step() -> None:
+        visual.zero_grad(set_to_none=True)
+        visual(images).float().square().mean().backward()
+
+    return step
+
+
+def compare_tower(arch: str, batch: int, steps: int, size: int) -> tuple[float, float]:
+    """(probe images/s, bare tower images/s) of `arch` on one random CPU batch."""
+    cpu = torch.device("cpu")
+    generator = torch.Generator().manual_seed(0)
+    images = torch.randn(batch, 3, size, size, generator=generator)
+    labels = torch.randint(0, 2, (batch,), generator=generator)
+    torch.manual_seed(0)
+    model = ProbeModel(load_encoder(arch, None)[0], frozen=False)
+    probe = images_per_s(probe_step(model, images, labels, amp=False), batch, steps, cpu)
+    torch.manual_seed(0)
+    tower = images_per_s(tower_step(load_encoder(arch, None)[0], images), batch, steps, cpu)
+    return probe, tower
+
+
+def render_images_per_s(size: int, count: int = 200) -> float:
+    """Images/s of rendering full probe images to tensors (draws made beforehand)."""
     examples = draw_splits("C-BCT-CT", {"train": count}, 0)["train"]
     start = time.perf_counter()
     for e in examples:
-        image_tensor(e.draw, "full", 224)
+        image_tensor(e.draw, "full", size)
     return count / (time.perf_counter() - start)
 
 
 def main() -> None:
-    """Print render speed, then tiny-ViT CPU and (with a GPU) ViT-B-32 training speed."""
+    """Print render speed, each tower's probe vs bare-tower CPU speed, then GPU ViT-B-32."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument(
+        "--towers", default=",".join(DEFAULT_TOWERS), help="comma-separated open_clip archs"
+    )
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per measurement")
+    parser.add_argument("--batch", type=int, default=32, help="images per step")
+    parser.add_argument("--image-size", type=int, default=224, help="image side in pixels")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    cpu = torch.device("cpu")
-    print(f"render 224 px full images: {render_images_per_s():.0f} images/s (1 thread)")
-    for frozen in (False, True):
-        torch.manual_seed(0)
-        model = ProbeModel(load_encoder(TINY_ARCH, None)[0], frozen=frozen)
-        rate = train_images_per_s(model, cpu, args.batch, args.steps, amp=False)
-        print(f"{TINY_ARCH} {'frozen' if frozen else 'unfrozen'} CPU train: {rate:.0f} images/s")
+    size = args.image_size
+    print(f"render {size} px full images: {render_images_per_s(size):.0f} images/s (1 thread)")
+    print(f"{'tower (CPU, 1 thread)':28} {'probe img/s':>12} {'tower img/s':>12} {'ratio':>6}")
+    for arch in [t.strip() for t in args.towers.split(",") if t.strip()]:
+        probe, tower = compare_tower(arch, args.batch, args.steps, size)
+        print(f"{arch:28} {probe:12.0f} {tower:12.0f} {tower / probe:6.2f}")
     if not torch.cuda.is_available():
-        print("ViT-B-32 GPU train (bf16 autocast): not measured: no GPU")
+        print("ViT-B-32 GPU probe train (bf16 autocast): not measured: no GPU")
         return
     gpu = torch.device("cuda")
+    images = torch.randn(args.batch, 3, 224, 224, device=gpu)
+    labels = torch.randint(0, 2, (args.batch,), device=gpu)
     for frozen in (False, True):
         model = ProbeModel(load_encoder("ViT-B-32", None)[0], frozen=frozen).to(gpu)
-        rate = train_images_per_s(model, gpu, args.batch, args.steps * 5, amp=True)
-        print(f"ViT-B-32 {'frozen' if frozen else 'unfrozen'} GPU train bf16: {rate:.0f} images/s")
+        step = probe_step(model, images, labels, amp=True)
+        rate = images_per_s(step, args.batch, args.steps * 5, gpu)
+        kind = "frozen" if frozen else "unfrozen"
+        print(f"ViT-B-32 {kind} GPU probe train bf16: {rate:.0f} images/s")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ Labels: yes = 1, no = 0.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -94,6 +95,23 @@ def task_splits(
 ) -> dict[str, dict[str, list[Example]]]:
     """`draw_splits` for each task: {task: {split: examples}}."""
     return {t: draw_splits(t, sizes, seed) for t in task_ids}
+
+
+def shuffle_labels(examples: Sequence[Example], seed: int, split: str) -> list[Example]:
+    """The examples with their labels permuted at random within each task (a control).
+
+    A permutation keeps each task's yes/no counts, so the split stays balanced, and the
+    labels it hands out are independent of the figures: a probe trained on them can learn
+    nothing about the task, and on a balanced test set its expected accuracy is 0.5.
+    """
+    out = list(examples)
+    for task in dict.fromkeys(e.task for e in out):
+        where = [i for i, e in enumerate(out) if e.task == task]
+        labels = [out[i].label for i in where]
+        random.Random(f"{seed}-{task}-{split}-shuffled-labels").shuffle(labels)
+        for i, label in zip(where, labels, strict=True):
+            out[i] = replace(out[i], label=label)
+    return out
 
 
 def image_tensor(draw: Draw, setup: str, size: int) -> torch.Tensor:

@@ -3,8 +3,12 @@
 A trial is one probe: an encoder config (UF/FF/UD/FD = unfrozen/frozen x full/dot training
 images), a training regime ("separate": one task; "joint": all grid tasks together), and the
 tasks it is tested on, each on full and dot images. A per-task probe tested on other tasks
-gives the cross-task transfer matrix. Each trial writes one Parquet file, atomically, named
-by a hash of everything that determines its result, so a rerun skips finished trials.
+gives the cross-task transfer matrix. The "shuffled" regime is a negative control: a per-task
+probe trained and validated on labels permuted at random (`probes.data.shuffle_labels`), so
+it can learn nothing about the task and must test at chance (0.5 on balanced test sets); one
+that does not shows a leak between the figures and the labels, not a seeing encoder.
+Each trial writes one Parquet file, atomically, named by a hash of everything that
+determines its result, so a rerun skips finished trials.
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch.utils.data import DataLoader
 
-from probes.data import PROBE_TASKS, SETUP_OF_SUBSCRIPT, Example, ProbeImages, task_splits
+from probes.data import (
+    PROBE_TASKS,
+    SETUP_OF_SUBSCRIPT,
+    Example,
+    ProbeImages,
+    shuffle_labels,
+    task_splits,
+)
 from probes.encoder import ProbeModel
 from probes.towers import PAPER_TOKEN_NORM, TokenNorm, load_tower, parse_arch
 from probes.train import TrainConfig, predict, train_probe
@@ -32,7 +43,7 @@ from store.atomic import TMP_PREFIX, write_parquet_atomic
 from store.records import model_slug
 
 ProbeConfig = Literal["UF", "FF", "UD", "FD"]
-Regime = Literal["separate", "joint"]
+Regime = Literal["separate", "joint", "shuffled"]
 JOINT = "All"  # train_tasks label of a joint probe, as in the paper's tables
 
 
@@ -80,7 +91,10 @@ class GridSpec(BaseModel):
         default=None, description="test tasks; null = the training tasks"
     )
     configs: list[ProbeConfig] = Field(description="UF/FF/UD/FD")
-    regimes: list[Regime] = Field(description="separate (per task) and/or joint")
+    regimes: list[Regime] = Field(
+        description="separate (per task), joint, and/or shuffled (per task, labels permuted: "
+        "a control at chance)"
+    )
     data: DataSpec = Field(description="split sizes and seed")
     train: TrainConfig = Field(
         default_factory=TrainConfig, description="optimiser settings; train.seed is data.seed"
@@ -132,7 +146,8 @@ class Trial:
 
     @property
     def label(self) -> str:
-        """The probe's name in the tables: its one training task, or "All" for a joint probe."""
+        """The probe's name in the tables: its one training task, or "All" for a joint probe
+        (a shuffled-label control is named by its task; its regime tells it apart)."""
         return JOINT if self.regime == "joint" else self.train_tasks[0]
 
     @property
@@ -154,6 +169,7 @@ def expand(spec: GridSpec) -> list[Trial]:
     sets: dict[str, list[tuple[str, ...]]] = {
         "separate": [(t,) for t in spec.tasks],
         "joint": [tuple(spec.tasks)],
+        "shuffled": [(t,) for t in spec.tasks],
     }
     return [
         Trial(
@@ -252,6 +268,9 @@ def run_trial(trial: Trial, out: Path) -> Path:
     setup = trial.config[1]
     train_set = [e for t in trial.train_tasks for e in splits[t]["train"]]
     val_set = [e for t in trial.train_tasks for e in splits[t]["val"]]
+    if trial.regime == "shuffled":  # validation too: early stopping must not see true labels
+        train_set = shuffle_labels(train_set, int(data["seed"]), "train")
+        val_set = shuffle_labels(val_set, int(data["seed"]), "val")
     cfg = TrainConfig.model_validate({**dict(trial.train), "seed": int(data["seed"])})
     log_dir = encoder_dir(out, trial.arch, trial.pretrained) / "tensorboard" / trial.trial_id
     result = train_probe(

@@ -1,9 +1,11 @@
 """Probe result tables laid out like the paper's Table 4 (accuracy) and Table 5 (transfer).
 
 Accuracies are percentages. Table 4 rows are (training regime, config): "All" is the joint
-probe, "Separate" uses, for each task column, the probe trained on that task alone. AllF /
-AllD average the task columns. Table 5 lists, per (train task, test task) pair with train !=
-test, the configs whose accuracy reaches `min_accuracy`, each tested on full and dot images.
+probe, "Separate" uses, for each task column, the probe trained on that task alone, and
+"Shuffled labels" the same per-task probe trained on permuted labels (the grid's chance-level
+control; not in the paper). AllF / AllD average the task columns. Table 5 lists, per
+(train task, test task) pair with train != test, the configs whose accuracy reaches
+`min_accuracy`, each tested on full and dot images.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from probes.data import PROBE_TASKS, SETUP_OF_SUBSCRIPT
 from probes.grid import JOINT, result_files
 
 CONFIG_ORDER = ("UF", "FF", "UD", "FD")
-REGIME_LABELS = {"joint": "All", "separate": "Separate"}
+REGIME_LABELS = {"joint": "All", "separate": "Separate", "shuffled": "Shuffled labels"}
 
 
 def load_results(out: Path) -> pl.DataFrame:
@@ -46,7 +48,8 @@ def table4(df: pl.DataFrame) -> pl.DataFrame:
     """Rows (Train DS, Config); columns AllF, AllD, then <task>F / <task>D."""
     joint = df.filter(pl.col("regime") == "joint")
     separate = df.filter(
-        (pl.col("regime") == "separate") & (pl.col("train_tasks") == pl.col("eval_task"))
+        pl.col("regime").is_in(["separate", "shuffled"])
+        & (pl.col("train_tasks") == pl.col("eval_task"))
     )
     cells = pl.concat([joint, separate]).select(
         pl.col("regime").replace_strict(REGIME_LABELS).alias("Train DS"),
@@ -70,7 +73,7 @@ def table4(df: pl.DataFrame) -> pl.DataFrame:
     wide = wide.select("Train DS", "Config", *[c for c in columns if c in wide.columns])
     order = {
         (r, c): i
-        for i, (r, c) in enumerate((r, c) for r in ("All", "Separate") for c in CONFIG_ORDER)
+        for i, (r, c) in enumerate((r, c) for r in REGIME_LABELS.values() for c in CONFIG_ORDER)
     }
     return (
         wide.with_columns(

@@ -40,7 +40,8 @@ def probe_sections(
         section.blocks += [
             Heading(
                 "Table 4: probe accuracy (%)",
-                "Rows: training regime (All: one probe on every task; Separate: one per task) "
+                "Rows: training regime (All: one probe on every task; Separate: one per task; "
+                "Shuffled labels: one per task trained on permuted labels, a control at chance) "
                 "and config; columns: the test task and test images.",
             )
         ]

@@ -52,7 +52,7 @@ def test_smoke_grid_runs_on_ray_and_summarizes(ray_local, tmp_path, capsys) -> N
     out = tmp_path / "results"
     assert cli.main(["probe", "--grid", str(SMOKE), "--out", str(out)]) == 0
     trials = expand(load_grid(SMOKE))
-    assert len(result_files(out)) == len(trials) == 6
+    assert len(result_files(out)) == len(trials) == 10
     tables = summarize(out, min_accuracy=0.0)
     (parts,) = tables.values()
     t4 = parts["table4"]
@@ -61,6 +61,8 @@ def test_smoke_grid_runs_on_ray_and_summarizes(ray_local, tmp_path, capsys) -> N
         ("All", "FD"),
         ("Separate", "UF"),
         ("Separate", "FD"),
+        ("Shuffled labels", "UF"),
+        ("Shuffled labels", "FD"),
     ]
     assert t4.columns[2:] == ["AllF", "AllD", "C-BCT-CTF", "C-BCT-CTD", "C-SYM-SSTF", "C-SYM-SSTD"]
     # The tiny random ViT is at chance on these tasks (see smoke.yaml): assert only what it

@@ -108,3 +108,35 @@ def test_a_trial_starts_from_the_same_weights_whatever_ran_before(
     first, second = starts
     assert len(first) == len(second) > 2  # the encoder's tensors and the head's
     assert all(torch.equal(a, b) for a, b in zip(first, second, strict=True))
+
+
+def test_shuffled_regime_trains_and_validates_on_permuted_labels(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from probes.data import task_splits
+
+    spec = grid.GridSpec.model_validate(
+        {**_smoke(train=40, val=20, test=2, seed=5), "regimes": ["separate", "shuffled"]}
+    )
+    trials = {t.regime: t for t in grid.expand(spec) if t.config == "UF" and t.label == "C-BCT-CT"}
+    seen: dict[str, tuple[list[int], list[int]]] = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_train(model: Any, train: Any, val: Any, *rest: Any) -> None:
+        labels = ([e.label for e in train.dataset.examples],
+                  [e.label for e in val.dataset.examples])  # fmt: skip
+        seen["shuffled" if "separate" in seen else "separate"] = labels
+        raise Stop
+
+    monkeypatch.setattr(grid, "train_probe", fake_train)
+    torch.set_num_threads(1)
+    for regime in ("separate", "shuffled"):  # in this order: fake_train names them so
+        with pytest.raises(Stop):
+            grid.run_trial(trials[regime], tmp_path)
+    truth = task_splits(["C-BCT-CT"], {"train": 40, "val": 20, "test": 2}, 5)["C-BCT-CT"]
+    assert seen["separate"] == ([e.label for e in truth["train"]], [e.label for e in truth["val"]])
+    for got, true in zip(seen["shuffled"], seen["separate"], strict=True):
+        assert sorted(got) == sorted(true) and got != true  # permuted, still balanced
+    assert trials["shuffled"].trial_id != trials["separate"].trial_id
