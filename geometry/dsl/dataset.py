@@ -112,6 +112,9 @@ def parse_problem(raw: Mapping[str, object], index: int = 0) -> Problem:
         conditions.append(condition)
         errors.extend(notes)
     required = _parse_required(raw.get("required_objects", {}), errors)
+    if not conditions and not required.count():
+        # Any program, the empty one included, would satisfy it: there is nothing to judge.
+        errors.append("nothing to judge: no required objects and no conditions")
     difficulty = raw.get("difficulty", 0)
     return Problem(
         id=str(raw.get("id", f"#{index}")),

@@ -132,3 +132,19 @@ def test_unreadable_parts_become_data_errors_not_exceptions() -> None:
     assert len(p.conditions) == 3 and all(c.error for c in p.conditions)
     assert len(p.data_errors) == 5
     assert p.required.segments == () and p.required.circles == ()
+
+
+def test_a_problem_with_nothing_to_judge_is_broken_data() -> None:
+    empty = parse_problem(_problem({}, []))
+    assert empty.data_errors == ("nothing to judge: no required objects and no conditions",)
+    # One required object, or one condition, is something to judge.
+    assert parse_problem(_problem({"points": ["A"]}, [])).data_errors == ()
+    one_condition = [{"type": "not_collinear", "points": ["A", "B", "C"]}]
+    assert parse_problem(_problem({}, one_condition)).data_errors == ()
+
+
+@needs_data
+def test_the_problems_with_data_notes() -> None:
+    # docs/geobuild.md "Questionable data" lists each of these with its reason.
+    noted = sorted((p.id for p in load_problems(DATA) if p.data_errors), key=int)
+    assert noted == ["136", "630", "645", "734", "1032", "1039", "1059"]
