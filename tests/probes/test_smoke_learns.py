@@ -38,3 +38,14 @@ def test_scratch_tower_learns_and_shuffled_control_stays_at_chance(tmp_path: Pat
     assert full.height == 1 and full["accuracy"][0] >= 0.75, learner
     for accuracy in control["accuracy"]:
         assert abs(accuracy - 0.5) <= 0.05, control
+
+
+def test_scratch_tower_is_checked_before_loading() -> None:
+    from probes.towers import EncoderError, check_encoder, load_tower
+
+    check_encoder("scratch:colour-moments", None)
+    with pytest.raises(EncoderError, match="scratch:nope: unknown"):
+        check_encoder("scratch:nope", None)
+    with pytest.raises(EncoderError, match="no pretrained weights"):
+        check_encoder("scratch:colour-moments", "openai")
+    assert load_tower("scratch:colour-moments", None, "none").token_shape(96) == (1, 64)
