@@ -5,6 +5,8 @@
 - `hf:<repo, config name or path>`: the vision tower of a vision-language model through
   transformers (probes/towers/hf.py); `pretrained` is a revision, or null for the model
   config's (else main).
+- `scratch:colour-moments`: a small from-scratch tower for CPU smoke grids
+  (probes/towers/scratch.py); `pretrained` must be null.
 
 `check_encoder` fails in seconds without loading weights (exit 2 at the CLI);
 `load_tower` builds the tower a trial trains.
@@ -20,7 +22,7 @@ from probes.towers.base import (
     Tower,
 )
 
-KINDS = ("open_clip", "hf")
+KINDS = ("open_clip", "hf", "scratch")
 
 __all__ = [
     "KINDS",
@@ -53,6 +55,11 @@ def check_encoder(arch: str, pretrained: str | None) -> None:
 
         resolve_weights(name, pretrained)
         return
+    if kind == "scratch":
+        from probes.towers.scratch import check_scratch
+
+        check_scratch(name, pretrained)
+        return
     from probes.towers.hf import check_source, resolve_source
 
     check_source(resolve_source(name, pretrained))
@@ -65,6 +72,10 @@ def load_tower(arch: str, pretrained: str | None, token_norm: TokenNorm) -> Towe
         from probes.encoder import load_open_clip_tower
 
         return load_open_clip_tower(name, pretrained, token_norm)
+    if kind == "scratch":
+        from probes.towers.scratch import load_scratch_tower
+
+        return load_scratch_tower(name, pretrained, token_norm)
     from probes.towers.hf import load_hf_tower
 
     return load_hf_tower(name, pretrained, token_norm)

@@ -118,7 +118,7 @@ def test_shuffled_regime_trains_and_validates_on_permuted_labels(
     spec = grid.GridSpec.model_validate(
         {**_smoke(train=40, val=20, test=2, seed=5), "regimes": ["separate", "shuffled"]}
     )
-    trials = {t.regime: t for t in grid.expand(spec) if t.config == "UF" and t.label == "C-BCT-CT"}
+    trials = {t.regime: t for t in grid.expand(spec) if t.config == "UF" and t.label == "C-SYM-SST"}
     seen: dict[str, tuple[list[int], list[int]]] = {}
 
     class Stop(Exception):
@@ -135,7 +135,7 @@ def test_shuffled_regime_trains_and_validates_on_permuted_labels(
     for regime in ("separate", "shuffled"):  # in this order: fake_train names them so
         with pytest.raises(Stop):
             grid.run_trial(trials[regime], tmp_path)
-    truth = task_splits(["C-BCT-CT"], {"train": 40, "val": 20, "test": 2}, 5)["C-BCT-CT"]
+    truth = task_splits(["C-SYM-SST"], {"train": 40, "val": 20, "test": 2}, 5)["C-SYM-SST"]
     assert seen["separate"] == ([e.label for e in truth["train"]], [e.label for e in truth["val"]])
     for got, true in zip(seen["shuffled"], seen["separate"], strict=True):
         assert sorted(got) == sorted(true) and got != true  # permuted, still balanced
