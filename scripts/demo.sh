@@ -62,7 +62,7 @@ else
   echo "== GeoBuild steps skipped: no data set at $GEOBUILD_DATA (set GEOBUILD_DATA)"
 fi
 
-run_step "probe: smoke grid, 10 trials incl. a shuffled-label control (at chance)" "2 min" \
+run_step "probe: smoke grid, 10 trials (a scratch tower that learns U-SYM-ST; a shuffled-label control)" "3 min" \
   "$PY" -m pipelines probe --grid configs/probes/smoke.yaml --out "$RESULTS"
 
 rm -rf "$DEMO_DIR/human" "$DEMO_DIR/human.key.json"  # an export refuses an existing key
