@@ -191,6 +191,7 @@ def _probe_results(root: Path) -> Path:
                     {
                         "arch": "ViT-T",
                         "pretrained": "none",
+                        "token_norm": "none",  # as probe runs write it (docs/probes.md)
                         "regime": regime,
                         "train_tasks": trained,
                         "config": "UF",

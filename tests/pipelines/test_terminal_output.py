@@ -180,6 +180,7 @@ def _probe_rows(out: Path) -> None:
                         {
                             "arch": "ViT-T",
                             "pretrained": "none",
+                            "token_norm": "none",  # as probe runs write it (docs/probes.md)
                             "regime": regime,
                             "train_tasks": trained,
                             "config": config,
