@@ -18,7 +18,7 @@ import probes.grid as grid
 from probes.encoder import TINY_ARCH, OpenClipTower, load_encoder
 from probes.towers import EncoderError, check_encoder, load_tower, parse_arch
 from probes.towers.hf import _patchify
-from tests.probes.tiny_towers import WIDTH, build_qwen2_vl, build_siglip
+from probes.towers.tiny import WIDTH, build_qwen2_vl, build_siglip
 
 torch.set_num_threads(1)
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "probes"

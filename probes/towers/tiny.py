@@ -1,4 +1,5 @@
-"""Tiny random vision-language checkpoints for `hf:` tower tests, built offline in seconds.
+"""Tiny random vision-language checkpoints for `hf:` tower tests and bench/probe.py, built
+offline in seconds.
 
 Each is saved with its image processor, as a hub repo would be, so `load_tower` reads the
 same files it reads for a real model. CLIP comes from pipelines/engines/tiny_model.py's
