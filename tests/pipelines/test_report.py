@@ -168,51 +168,32 @@ def test_only_baselines_means_no_table3(report) -> None:
     assert "only baselines (oracle, random, constant) have results" in page
 
 
-def test_table3_is_mean_and_sample_std_over_table2_cells(model_report) -> None:
-    """The paper's way: one value per model and kind-category (C-BCT, N-BCT...)."""
+def test_table3_is_mean_and_sample_std_over_model_task_values(model_report) -> None:
+    """TABLE3_METHOD: one value per model under test and task of the category."""
     results, out = model_report
     raw = load_results(results).filter(pl.col("engine_error").is_null())
     long = _csv(out, "table3_long")
     assert long.height
     for row in long.iter_rows(named=True):
-        cells = []
+        values = []
         for model in MODELS:
             part = raw.filter(
                 (pl.col("model") == model)
                 & (pl.col("setup") == row["setup"])
                 & (pl.col("task").str.split("-").list.get(1) == row["code"])
             )
-            for kind in sorted(set(part["task"].str.slice(0, 1).to_list())):
-                of_kind = part.filter(pl.col("task").str.starts_with(kind))
-                cells.append(of_kind["correct"].to_numpy().mean() * 100)
-        assert row["cells"] == len(cells)
-        assert row["mean"] == pytest.approx(round(np.mean(cells), 1), abs=0.051)
-        assert row["std"] == pytest.approx(round(np.std(cells, ddof=1), 1), abs=0.051)
+            for task in sorted(set(part["task"].to_list())):
+                values.append(part.filter(pl.col("task") == task)["correct"].mean() * 100)
+        assert row["values"] == len(values)
+        assert row["mean"] == pytest.approx(round(np.mean(values), 1), abs=0.051)
+        assert row["std"] == pytest.approx(round(np.std(values, ddof=1), 1), abs=0.051)
     display = _csv(out, "table3")
     first = long.filter(pl.col("code") == "ACM", pl.col("setup") == "full").row(0, named=True)
     acm = display.filter(pl.col("Task category").str.contains("ACM"))
     assert acm["Text with full images"][0] == f"{first['mean']} ± {first['std']}"
-
-
-def test_table3_pooled_is_mean_and_sample_std_across_models(model_report) -> None:
-    results, out = model_report
-    raw = load_results(results).filter(pl.col("engine_error").is_null())
-    long = _csv(out, "table3_pooled_long")
-    for row in long.iter_rows(named=True):
-        per_model = []
-        for model in MODELS:
-            part = raw.filter(
-                (pl.col("model") == model)
-                & (pl.col("setup") == row["setup"])
-                & (pl.col("task").str.split("-").list.get(1) == row["code"])
-            )
-            per_model.append(part["correct"].to_numpy().mean() * 100)
-        assert row["mean"] == pytest.approx(round(np.mean(per_model), 1), abs=0.051)
-        assert row["std"] == pytest.approx(round(np.std(per_model, ddof=1), 1), abs=0.051)
-    display = _csv(out, "table3_pooled")
-    first = long.filter(pl.col("code") == "ACM", pl.col("setup") == "full").row(0, named=True)
-    acm = display.filter(pl.col("Task category").str.contains("ACM"))
-    assert acm["Text with full images"][0] == f"{first['mean']} ± {first['std']}"
+    page = (out / "index.html").read_text()
+    assert "Method: model x task." in page and "Pooled variant" not in page
+    assert not (out / "tables" / "table3_pooled.csv").exists()
 
 
 def test_table3_cell_of_one_model_has_no_spread() -> None:
@@ -231,7 +212,7 @@ def test_table3_cell_of_one_model_has_no_spread() -> None:
     )
     row = table3(long).row(0, named=True)
     assert row["Text"] == "40.0 ± 5.0"
-    assert row["Text with dotted images"] == "37.5 (1 model)"
+    assert row["Text with dotted images"] == "37.5 (1 value)"
 
 
 def test_gap_is_full_minus_dotted_per_task(report) -> None:
@@ -497,6 +478,20 @@ def test_headline_binary_and_multiple_choice_recomputed(model_report) -> None:
         )
         assert row["best_binary"] == pytest.approx(models["binary"].max())
         assert row["best_multiple_choice"] == pytest.approx(models["multiple_choice"].max())
+    # The paper's definition: the mean of the Classification cells (C-ACM, C-BCT, C-SYM).
+    paper = _csv(out, "headline_paper")
+    assert paper.height
+    for row in paper.iter_rows(named=True):
+        part = raw.filter(
+            (pl.col("model") == row["model"])
+            & (pl.col("setup") == row["setup"])
+            & pl.col("task").str.starts_with("C-")
+        )
+        groups = part.group_by(pl.col("task").str.slice(0, 5)).agg(pl.col("correct").mean())
+        assert row["cells"] == groups.height
+        assert row["classification"] == pytest.approx(
+            round(groups["correct"].mean() * 100, 1), abs=0.051
+        )
 
 
 def test_table2_best_cells_are_bold_models_only(model_report) -> None:
