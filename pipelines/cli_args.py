@@ -45,14 +45,19 @@ non_negative_int = int_at_least(0)
 
 
 def finite_float(
-    low: float | None = None, high: float | None = None, *, above: bool = False
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    above: bool = False,
+    below: bool = False,
 ) -> Callable[[str], float]:
-    """A finite number (NaN and inf refused) within [low, high]; (low, high] with `above`."""
+    """A finite number (NaN and inf refused) within [low, high]; `above` excludes low,
+    `below` excludes high."""
     parts = ["a finite number"]
     if low is not None:
         parts.append(f"{'>' if above else '>='} {low:g}")
     if high is not None:
-        parts.append(f"{'and ' if low is not None else ''}<= {high:g}")
+        parts.append(f"{'and ' if low is not None else ''}{'<' if below else '<='} {high:g}")
     requirement = " ".join(parts)
 
     def parse(text: str) -> float:
@@ -61,7 +66,7 @@ def finite_float(
         except ValueError:
             raise _refuse(requirement, text) from None
         too_low = low is not None and (value <= low if above else value < low)
-        too_high = high is not None and value > high
+        too_high = high is not None and (value >= high if below else value > high)
         if not math.isfinite(value) or too_low or too_high:
             raise _refuse(requirement, text)
         return value
@@ -71,6 +76,7 @@ def finite_float(
 
 
 share = finite_float(0.0, 1.0)  # a fraction, 0..1
+share_below_one = finite_float(0.0, 1.0, below=True)  # a fraction that leaves something
 percent = finite_float(0.0, 100.0)
 non_negative_float = finite_float(0.0)
 positive_float = finite_float(0.0, above=True)

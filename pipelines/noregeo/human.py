@@ -5,15 +5,20 @@
 as static HTML pages of 10 (pipelines/noregeo/human_pages.py): DIR/index.html links
 DIR/page-NNN.html, each item with its figure embedded, its question and an answer field; a
 "Download CSV" button writes the annotator's answers as the CSV human-import reads.
-DIR/annotations-template.csv lists the item ids for annotating without a browser. The
-answers go only to the key file, outside DIR (`--key`, default DIR.key.json beside DIR), so
-DIR can be handed to annotators whole.
+`--control-share` mixes control items into every page, `--training-page` adds a page with
+the answers shown, `--page-time-limit` locks a page's fields when its time is up
+(pipelines/noregeo/human_quality.py). DIR/annotations-template.csv lists the page items
+for annotating without a browser. The answers and the item roles go only to the key file,
+outside DIR (`--key`, default DIR.key.json beside DIR), so DIR can be handed out whole.
 
-`human-import ANNOTATIONS.csv --items ITEMS --out RESULTS` reads rows (item_id, annotator,
-answer as typed), normalises every answer to the JSON answer format, takes the majority
-vote per item (a tie goes to the smallest normalised answer text, and is printed and
-recorded), scores the vote with the models' rules (pipelines.noregeo.scoring) and stores it as the
-model `human` in RESULTS/noregeo/model=human/setup=dotted/part-annotations.parquet.
+`human-import --annotations FILE... --items ITEMS --out RESULTS [--key KEY]` reads rows
+(item_id, annotator, answer as typed) from every file, normalises every answer to the JSON
+answer format, measures each annotator on the control items the key names and excludes
+those below `--min-control-accuracy`, takes the majority vote per item over the others (a
+tie goes to the smallest normalised answer text, and is printed and recorded), scores the
+vote with the models' rules (pipelines.noregeo.scoring) and stores it as the model `human`
+in RESULTS/noregeo/model=human/setup=dotted/part-annotations.parquet. Control and training
+items are not part of the human result.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ import csv
 import hashlib
 import io
 import json
-import random
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -35,9 +39,20 @@ import pyarrow.parquet as pq
 
 from geometry.answers import read_number
 from geometry.prompts import format_instruction
-from pipelines.cli_args import read_utf8
+from pipelines.cli_args import read_json_object, read_utf8
 from pipelines.noregeo.generate import SHARD_GLOB
-from pipelines.noregeo.human_pages import page_name, render_index, render_page
+from pipelines.noregeo.human_pages import TRAINING_PAGE, page_name, render_index, render_page
+from pipelines.noregeo.human_quality import (
+    DEFAULT_MIN_CONTROL_ACCURACY,
+    EXAM,
+    ROLES,
+    TRAINING,
+    Annotator,
+    Answer,
+    check_annotators,
+    overlap_counts,
+    plan_pages,
+)
 from pipelines.noregeo.results import RESULT_SCHEMA
 from pipelines.noregeo.scoring import score_row
 from store.atomic import write_bytes_atomic, write_parquet_atomic
@@ -47,7 +62,7 @@ from store.storage import Location
 
 HUMAN = "human"
 SETUP = "dotted"
-PAGE_SIZE = 10
+KEY_FORMAT = 2  # the key holds {"items": {id: {task, role, answer}}, "pages": ...}
 COLUMNS = ("item_id", "annotator", "answer")
 SHARD_NAME = "part-annotations.parquet"  # one fixed name: a new import replaces the old
 TIE_RULE = "majority vote; a tie goes to the smallest normalised answer text"
@@ -88,30 +103,69 @@ def default_key(out: Path) -> Path:
     return out.with_name(out.name + ".key.json")
 
 
-def export_pages(items: Path, out: Path, key: Path | None = None, seed: int = 0) -> int:
-    """Writes the HTML pages and template to `out` and the answers to `key`; the number of
-    pages. The key must lie outside `out`: the pages folder is what annotators get."""
+def answer_for_people(answer: str, answer_type: str) -> str:
+    """An answer as the training page shows it: `yes`, `12.5`, `(3, -2)`."""
+    value = json.loads(answer)
+    if answer_type == "point":
+        return f"({value['x']}, {value['y']})"
+    return str(value["answer"])
+
+
+def export_pages(
+    items: Path,
+    out: Path,
+    key: Path | None = None,
+    seed: int = 0,
+    control_share: float = 0.0,
+    training_page: bool = False,
+    page_time_limit: int | None = None,
+) -> int:
+    """Writes the HTML pages and template to `out` and the answers and item roles to
+    `key`; the number of exam pages. The key must lie outside `out`: the pages folder is
+    what annotators get."""
     key = key if key is not None else default_key(out)
     if key.resolve().is_relative_to(out.resolve()):
         raise UsageError(f"--key {key} is inside --out {out}; the answers must not ship with it")
     if key.exists():
         raise UsageError(f"--key {key} exists; give another --key or remove it")
-    rows = dotted_items(items)
+    by_id = {r["item_id"]: r for r in dotted_items(items)}
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out} is not empty; give a new directory")
-    random.Random(seed).shuffle(rows)
-    pages = [rows[i : i + PAGE_SIZE] for i in range(0, len(rows), PAGE_SIZE)]
+    plan = plan_pages(list(by_id), seed, control_share, training_page)
     header = ",".join(COLUMNS)
-    for number, page in enumerate(pages, start=1):
-        shown = [row | {"question": question_text(row)} for row in page]
-        text = render_page(number, len(pages), shown, header, HUMAN_FORMATS)
+
+    def shown(ids: list[str], with_answers: bool = False) -> list[dict[str, Any]]:
+        rows = [by_id[i] | {"question": question_text(by_id[i])} for i in ids]
+        if with_answers:
+            rows = [r | {"shown_answer": answer_for_people(r["answer"], r["answer_type"])}
+                    for r in rows]  # fmt: skip
+        return rows
+
+    pages = plan.pages
+    for number, ids in enumerate(pages, start=1):
+        text = render_page(number, len(pages), shown(ids), header, HUMAN_FORMATS, page_time_limit)
         write_bytes_atomic(out / page_name(number), text.encode("utf-8"))
-    ids = [[row["item_id"] for row in page] for page in pages]
-    write_bytes_atomic(out / "index.html", render_index(ids, header).encode("utf-8"))
-    template = "".join(f"{r['item_id']},,\n" for r in rows)
+    if plan.training:
+        text = render_page(0, len(pages), shown(plan.training, True), header, HUMAN_FORMATS)
+        write_bytes_atomic(out / TRAINING_PAGE, text.encode("utf-8"))
+    index = render_index(pages, header, bool(plan.training), page_time_limit)
+    write_bytes_atomic(out / "index.html", index.encode("utf-8"))
+    template = "".join(f"{i},,\n" for ids in pages for i in ids)
     write_bytes_atomic(out / "annotations-template.csv", (header + "\n" + template).encode())
-    answers = {r["item_id"]: {"task": r["task"], "answer": json.loads(r["answer"])} for r in rows}
-    write_bytes_atomic(key, _json(dict(sorted(answers.items()))))
+    record = {
+        "format": KEY_FORMAT,
+        "order_seed": seed,
+        "control_share": control_share,
+        "controls_per_page": plan.controls_per_page,
+        "page_time_limit": page_time_limit,
+        "training": plan.training,
+        "pages": pages,
+        "items": {
+            i: {"task": r["task"], "role": plan.roles[i], "answer": json.loads(r["answer"])}
+            for i, r in sorted(by_id.items())
+        },
+    }
+    write_bytes_atomic(key, _json(record))
     return len(pages)
 
 
@@ -203,40 +257,127 @@ def read_annotations(path: Path) -> list[dict[str, str]]:
     return rows
 
 
-def import_annotations(annotations: Path, items: Path, out: Path) -> tuple[Location, list[str]]:
-    """Votes, scores and writes the human results; returns (shard path, tied item ids)."""
-    rows = read_annotations(annotations)
-    by_id = {r["item_id"]: r for r in dotted_items(items)}
-    unknown = sorted({r["item_id"] for r in rows} - by_id.keys())
-    if unknown:
-        shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+def read_key(key: Path) -> dict[str, str]:
+    """Item id -> role (exam, control, training) from an export's key file."""
+    data = read_json_object(key, "--key", ("items",))
+    entries = data["items"]
+    if not isinstance(entries, dict) or not all(
+        isinstance(v, dict) and v.get("role") in ROLES for v in entries.values()
+    ):
         raise UsageError(
-            f"{len(unknown)} item id(s) of {annotations} are not {SETUP} items of {items}: {shown}"
+            f"--key {key} is not a human-export key: its items need a role "
+            f"({', '.join(ROLES)}); export again"
         )
-    answers: dict[str, list[str]] = {}
-    for r in rows:
-        item = by_id[r["item_id"]]
-        typed = normalise(r["answer"], item["answer_type"], list(item["options"] or []))
-        answers.setdefault(r["item_id"], []).append(typed if typed is not None else r["answer"])
-    revision = hashlib.sha256(annotations.read_bytes()).hexdigest()[:16]
+    return {str(i): v["role"] for i, v in entries.items()}
+
+
+def read_answers(
+    files: list[tuple[Path, list[dict[str, str]]]], by_id: dict[str, dict[str, Any]]
+) -> list[Answer]:
+    """Every file's answered rows (as read_annotations read them), normalised; one answer
+    per annotator and item (the same answer twice counts once, two different ones are a
+    UsageError). Unanswered rows are skipped; an unknown item id or an unnamed annotator is
+    a UsageError."""
+    found: dict[tuple[str, str], Answer] = {}
+    for path, read in files:
+        rows = [r for r in read if r["answer"]]
+        unknown = sorted({r["item_id"] for r in rows} - by_id.keys())
+        if unknown:
+            shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+            raise UsageError(
+                f"--annotations {path}: {len(unknown)} item id(s) are not {SETUP} items of "
+                f"--items: {shown}"
+            )
+        for r in rows:
+            if not r["annotator"]:
+                raise UsageError(
+                    f"--annotations {path}: item {r['item_id']} has no annotator; name who "
+                    "answered (votes are counted per annotator)"
+                )
+            item = by_id[r["item_id"]]
+            typed = normalise(r["answer"], item["answer_type"], list(item["options"] or []))
+            answer = Answer(r["item_id"], r["annotator"], typed or r["answer"], str(path))
+            earlier = found.setdefault((answer.item_id, answer.annotator), answer)
+            if earlier.text != answer.text:
+                raise UsageError(
+                    f"--annotations {path}: annotator {answer.annotator!r} answered "
+                    f"{answer.item_id} as {earlier.text} in {earlier.source} and as "
+                    f"{answer.text} here; keep one"
+                )
+    return list(found.values())
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What human-import did: where the votes went and how the annotators fared."""
+
+    shard: Location
+    ties: list[str]
+    annotators: dict[str, Annotator]
+    kept: set[str]
+    overlap: dict[str, int]  # exam item -> votes counted
+    training_answers: int
+
+
+def import_annotations(
+    annotations: list[Path],
+    items: Path,
+    out: Path,
+    key: Path | None = None,
+    min_control_accuracy: float = DEFAULT_MIN_CONTROL_ACCURACY,
+) -> ImportSummary:
+    """Checks the annotators on the key's control items, votes, scores and writes the
+    human results of the exam items (every item without a key)."""
+    roles = read_key(key) if key is not None else {}
+    files = [(path, read_annotations(path)) for path in annotations]
+    by_id = {r["item_id"]: r for r in dotted_items(items)}
+    strangers = sorted(roles.keys() - by_id.keys())
+    if strangers:
+        raise UsageError(
+            f"--key {key} names {len(strangers)} item(s) that are not {SETUP} items of "
+            f"--items (e.g. {strangers[0]}): it belongs to another item table"
+        )
+    answers = read_answers(files, by_id)
+
+    def is_right(answer: Answer) -> bool:
+        item = by_id[answer.item_id]
+        options = list(item["options"] or [])
+        return bool(score_row(answer.text, item["answer"], item["answer_type"], options)["correct"])
+
+    people, kept = check_annotators(answers, roles, is_right, min_control_accuracy)
+    training = sum(roles.get(a.item_id) == TRAINING for a in answers)
+    votes: dict[str, list[str]] = {}
+    for a in answers:
+        if a.annotator in kept and roles.get(a.item_id, EXAM) == EXAM:
+            votes.setdefault(a.item_id, []).append(a.text)
+    if not votes:
+        raise UsageError(
+            f"no exam answers left to vote: {len(people) - len(kept)} of {len(people)} "
+            f"annotator(s) below --min-control-accuracy {min_control_accuracy:g} "
+            "(or without control answers), and control and training items are not voted"
+        )
+    digest = hashlib.sha256()
+    for path in annotations:
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    revision = digest.hexdigest()[:16]
     results, ties = [], []
-    for item_id in sorted(answers):
-        item, vote = by_id[item_id], majority(answers[item_id])
+    for item_id in sorted(votes):
+        item, vote = by_id[item_id], majority(votes[item_id])
         if vote.tie:
             ties.append(item_id)
         record = {
-            "annotators": len(answers[item_id]),
+            "annotators": len(votes[item_id]),
             "votes": vote.votes,
             "tie": vote.tie,
             "rule": TIE_RULE,
         }
-        key = json.dumps({"item_id": item_id, "setup": SETUP, "model": HUMAN, "rev": revision})
+        request = {"item_id": item_id, "setup": SETUP, "model": HUMAN, "rev": revision}
         row = {name: item.get(name) for name in RESULT_SCHEMA.names} | {
             "model": HUMAN,
             "revision": revision,
             "engine": HUMAN,
             "sampling_params": json.dumps(record, sort_keys=True),
-            "request_key": hashlib.sha256(key.encode()).hexdigest(),
+            "request_key": hashlib.sha256(json.dumps(request).encode()).hexdigest(),
             "generated_text": vote.text,
         }
         row |= score_row(
@@ -246,10 +387,32 @@ def import_annotations(annotations: Path, items: Path, out: Path) -> tuple[Locat
     root = model_dir(out, "noregeo", HUMAN)
     shard = root / f"setup={SETUP}" / SHARD_NAME
     write_parquet_atomic(shard, pa.Table.from_pylist(results, schema=RESULT_SCHEMA))
+    overlap = {i: len(v) for i, v in votes.items()}
     write_run_record(
         root,
-        {"benchmark": "noregeo", "model": HUMAN, "annotations": str(annotations.resolve()),
-         "annotations_sha256": revision, "items": str(items.resolve()), "rule": TIE_RULE,
-         "annotation_rows": len(rows), "items_voted": len(results), "ties": ties},
-    )  # fmt: skip
-    return shard, ties
+        {
+            "benchmark": "noregeo",
+            "model": HUMAN,
+            "annotations": ", ".join(str(p.resolve()) for p in annotations),
+            "annotations_sha256": revision,
+            "key": str(key.resolve()) if key is not None else None,
+            "items": str(items.resolve()),
+            "rule": TIE_RULE,
+            "min_control_accuracy": min_control_accuracy,
+            "annotators": {
+                name: {
+                    "answers": p.answers,
+                    "controls": p.controls,
+                    "controls_right": p.controls_right,
+                    "kept": name in kept,
+                }
+                for name, p in sorted(people.items())
+            },  # fmt: skip
+            "annotation_rows": len(answers),
+            "training_answers": training,
+            "items_voted": len(results),
+            "overlap": {str(n): items for n, items in overlap_counts(overlap).items()},
+            "ties": ties,
+        },
+    )
+    return ImportSummary(shard, ties, people, kept, overlap, training)

@@ -1,15 +1,21 @@
-"""`python -m pipelines human-import --annotations FILE.csv --items ITEMS --out RESULTS`.
+"""`python -m pipelines human-import --annotations FILE... --items ITEMS --out RESULTS`.
 
-Majority vote per item, scored like a model and stored as the model `human` (dotted setup);
-see pipelines/noregeo/human.py.
+Annotators checked on the control items of `--key` (the export's key), majority vote per
+exam item over the annotators kept, scored like a model and stored as the model `human`
+(dotted setup); see pipelines/noregeo/human.py and pipelines/noregeo/human_quality.py.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from pipelines.cli_args import existing_dir, existing_file, output_dir
-from pipelines.noregeo.human import TIE_RULE, import_annotations
+from pipelines.cli_args import existing_dir, existing_file, output_dir, share
+from pipelines.noregeo.human import TIE_RULE, ImportSummary, import_annotations
+from pipelines.noregeo.human_quality import (
+    DEFAULT_MIN_CONTROL_ACCURACY,
+    overlap_counts,
+    share_text,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,8 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--annotations",
         type=existing_file,
         required=True,
+        nargs="+",
         metavar="FILE",
-        help="CSV with item_id, annotator, answer",
+        help="CSV file(s) with item_id, annotator, answer (one per annotator or page, or one "
+        "for all)",
     )
     parser.add_argument(
         "--items", type=existing_dir, required=True, help="the exported item directory"
@@ -28,12 +36,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", type=output_dir, required=True, metavar="RESULTS",
         help="results root; the votes go under RESULTS/noregeo/model=human",
     )  # fmt: skip
+    parser.add_argument(
+        "--key",
+        type=existing_file,
+        default=None,
+        help="the human-export key: which items are controls (annotators are measured on "
+        "them) and training (ignored); without it every item is voted and everyone kept",
+    )
+    parser.add_argument(
+        "--min-control-accuracy",
+        type=share,
+        default=DEFAULT_MIN_CONTROL_ACCURACY,
+        metavar="A",
+        help="annotators whose control accuracy is below A (0..1), or who answered no "
+        f"control item, are left out of the vote (default {DEFAULT_MIN_CONTROL_ACCURACY})",
+    )
+
+
+def print_summary(summary: ImportSummary) -> None:
+    """Each annotator's control record, the overlap per item and the ties."""
+    print("annotator\tanswers\tcontrols\tright\taccuracy\tvote")
+    for name, person in sorted(summary.annotators.items()):
+        vote = "kept" if name in summary.kept else "excluded"
+        print(
+            f"{name}\t{person.answers}\t{person.controls}\t{person.controls_right}\t"
+            f"{share_text(person.control_accuracy)}\t{vote}"
+        )
+    counts = overlap_counts(summary.overlap)
+    shown = ", ".join(f"{items} item(s) with {votes}" for votes, items in counts.items())
+    print(f"overlap (votes per item): {shown}")
+    if summary.training_answers:
+        print(f"{summary.training_answers} answer(s) to training items ignored")
+    if summary.ties:
+        print(f"{len(summary.ties)} tie(s), {TIE_RULE}: {', '.join(summary.ties)}")
 
 
 def run(args: argparse.Namespace) -> int:
     """Turn annotations into a `human` results shard; the exit code."""
-    shard, ties = import_annotations(args.annotations, args.items, args.out)
-    if ties:
-        print(f"{len(ties)} tie(s), {TIE_RULE}: {', '.join(ties)}")
-    print(f"human results in {shard}")
+    summary = import_annotations(
+        args.annotations, args.items, args.out, args.key, args.min_control_accuracy
+    )
+    print_summary(summary)
+    print(f"human results in {summary.shard}")
     return 0

@@ -9,6 +9,12 @@ button's `data-header`) from the filled fields, with inline JavaScript. Answers 
 annotator's name are also kept in the browser's localStorage, so a reload loses nothing
 and, where the browser shares it between local files (Chrome does), the index page can
 download every page's answers as one CSV.
+
+A page may carry a time limit (`data-time-limit` seconds on its <body>): the script counts
+down from the page's first opening (kept in localStorage, so a reload does not restart the
+clock) and locks the fields when the time is up; what was answered can still be
+downloaded. The training page (`training.html`) shows each item's answer under it, behind
+a click.
 """
 
 from __future__ import annotations
@@ -38,6 +44,25 @@ _SCRIPT = """
   var status = document.getElementById("status");
   var fields = Array.prototype.slice.call(document.querySelectorAll("[data-item]"));
   var ids = (button.getAttribute("data-items") || "").split(" ").filter(Boolean);
+  var limit = Number(document.body.getAttribute("data-time-limit") || 0);
+  if (limit > 0) {
+    var clock = document.getElementById("timer");
+    var startKey = "start:" + button.getAttribute("data-file");
+    var start = Number(load(startKey) || Date.now());
+    save(startKey, String(start));
+    var tick = function () {
+      var left = Math.ceil(limit - (Date.now() - start) / 1000);
+      if (left > 0) {
+        clock.textContent = Math.floor(left / 60) + " min " + (left % 60) + " s left";
+        return;
+      }
+      clock.textContent = "Time is up: the fields are locked; download what you answered.";
+      fields.forEach(function (f) { f.disabled = true; });
+      clearInterval(timer);
+    };
+    var timer = setInterval(tick, 1000);
+    tick();
+  }
   who.value = load("annotator") || "";
   who.addEventListener("change", function () { save("annotator", who.value.trim()); });
   fields.forEach(function (field) {
@@ -84,18 +109,27 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+TRAINING_PAGE = "training.html"
+
+
 def page_name(number: int) -> str:
-    """The file name of page `number` (1-based)."""
-    return f"page-{number:03d}.html"
+    """The file name of page `number` (1-based; 0 is the training page)."""
+    return TRAINING_PAGE if number == 0 else f"page-{number:03d}.html"
 
 
-def _document(title: str, body: str) -> str:
+def _document(title: str, body: str, time_limit: int | None = None) -> str:
+    limit = f' data-time-limit="{time_limit}"' if time_limit else ""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n"
-        f"<body>\n{body}\n<script>{_SCRIPT}</script>\n</body>\n</html>\n"
+        f"<body{limit}>\n{body}\n<script>{_SCRIPT}</script>\n</body>\n</html>\n"
     )
+
+
+def _minutes(seconds: int) -> str:
+    whole, rest = divmod(seconds, 60)
+    return f"{whole} min" + (f" {rest} s" if rest else "")
 
 
 def _download(header: str, file: str, ids: Sequence[str] = ()) -> str:
@@ -119,47 +153,82 @@ def _field(item: dict[str, Any], hint: str) -> str:
 
 
 def render_page(
-    number: int, total: int, items: Sequence[dict[str, Any]], header: str, hints: dict[str, str]
+    number: int,
+    total: int,
+    items: Sequence[dict[str, Any]],
+    header: str,
+    hints: dict[str, str],
+    time_limit: int | None = None,
 ) -> str:
-    """One page: each item's figure, question and answer field, and the CSV download.
-    `items` carry item_id, question, answer_type, options and image (PNG bytes)."""
+    """One page (number 0: the training page): each item's figure, question and answer
+    field, and the CSV download. `items` carry item_id, question, answer_type, options and
+    image (PNG bytes), and on the training page shown_answer."""
     sections = []
     for item in items:
         image = base64.b64encode(item["image"]).decode("ascii")
+        shown = item.get("shown_answer")
+        reveal = (
+            f"\n<details><summary>Show the answer</summary><p>{_e(shown)}</p></details>"
+            if shown is not None
+            else ""
+        )
         sections.append(
             f'<section id="{_e(item["item_id"])}">\n'
             f"<h2>{_e(item['item_id'])}</h2>\n"
             f'<img src="data:image/png;base64,{image}" alt="figure of {_e(item["item_id"])}">\n'
             f'<p class="question">{_e(item["question"])}</p>\n'
-            f"{_field(item, hints[item['answer_type']])}\n</section>"
+            f"{_field(item, hints[item['answer_type']])}{reveal}\n</section>"
         )
     nav = ['<a href="index.html">all pages</a>']
     if number > 1:
         nav.append(f'<a href="{page_name(number - 1)}">previous</a>')
     if number < total:
         nav.append(f'<a href="{page_name(number + 1)}">next</a>')
+    if number == 0:
+        title = "Training page (not scored): answer, then compare with the answer shown"
+    else:
+        title = f"Page {number} of {total}"
+    limit = (
+        f"<p>Time limit: {_minutes(time_limit)} from when you first open this page; the "
+        'fields lock when it runs out. <strong id="timer"></strong></p>\n'
+        if time_limit
+        else ""
+    )
     body = (
-        f"<h1>Page {number} of {total}</h1>\n<nav>{' · '.join(nav)}</nav>\n"
+        f"<h1>{_e(title)}</h1>\n<nav>{' · '.join(nav)}</nav>\n{limit}"
         f"{_download(header, f'annotations-page-{number:03d}')}\n"
         + "\n".join(sections)
         + "\n<p>Answer what you can; fields left empty are not in the CSV.</p>"
     )
-    return _document(f"Human evaluation: page {number} of {total}", body)
+    return _document(f"Human evaluation: {title}", body, time_limit)
 
 
-def render_index(pages: Sequence[Sequence[str]], header: str) -> str:
-    """The index: a link per page (with its item count) and the all-pages download."""
+def render_index(
+    pages: Sequence[Sequence[str]],
+    header: str,
+    training: bool = False,
+    time_limit: int | None = None,
+) -> str:
+    """The index: the training page when there is one, a link per page (with its item
+    count) and the all-pages download."""
     links = "\n".join(
         f'<li><a href="{page_name(n)}">Page {n}</a> <small>({len(ids)} items)</small></li>'
         for n, ids in enumerate(pages, start=1)
     )
+    first = (
+        f'<p>Start with the <a href="{TRAINING_PAGE}">training page</a>: its answers are '
+        "shown, so you can check how the questions are meant.</p>\n"
+        if training
+        else ""
+    )
+    limit = f"<p>Each page has a time limit of {_minutes(time_limit)}.</p>\n" if time_limit else ""
     every = [i for ids in pages for i in ids]
     body = (
         "<h1>Human evaluation</h1>\n"
         "<p>Each page shows figures with a question; answer in the field below each one "
         "(a number as e.g. 12.5, a point as x, y). Then press <em>Download CSV</em> on the "
         "page and send the file(s) back. Your answers stay in this browser between visits.</p>"
-        f"\n<ol>\n{links}\n</ol>\n"
+        f"\n{first}{limit}<ol>\n{links}\n</ol>\n"
         "<p>All pages at once (works where the browser shares saved answers between local "
         "files; otherwise download on each page):</p>\n"
         f"{_download(header, 'annotations-all', every)}"

@@ -99,6 +99,15 @@ probe-max-trials-0                   --max-trials       probe --grid {file} --ou
 probe-token-norm-unknown             --token-norm       probe --grid {file} --out {out} --token-norm layer
 human-export-order-seed              --order-seed       human-export --items {dir} --out {out} --order-seed -1
 human-export-key-inside-out          --key              human-export --items {dir} --out {out} --key {out}/k.json
+human-export-control-share-1.5       --control-share    human-export --items {dir} --out {out} --control-share 1.5
+human-export-control-share-1         --control-share    human-export --items {dir} --out {out} --control-share 1
+human-export-control-share--0.1      --control-share    human-export --items {dir} --out {out} --control-share -0.1
+human-export-control-share-nan       --control-share    human-export --items {dir} --out {out} --control-share nan
+human-export-page-time-limit-0       --page-time-limit  human-export --items {dir} --out {out} --page-time-limit 0
+human-export-page-time-limit-text    --page-time-limit  human-export --items {dir} --out {out} --page-time-limit 10m
+human-import-min-control-accuracy-2  --min-control-accuracy human-import --annotations {file} --items {dir} --out {out} --min-control-accuracy 2
+human-import-key-malformed           --key              human-import --annotations {file} --items {dir} --out {out} --key {badjson}
+human-import-key-missing             --key              human-import --annotations {file} --items {dir} --out {out} --key {tmp}/none.json
 show-item-image-size-0               --image-size       show-item C-BCT-CT-0001 --image-size 0 --out {out}
 show-item-per-task-0                 --per-task         show-item C-BCT-CT-0001 --per-task 0 --out {out}
 show-item-item-seed--1               --item-seed        show-item C-BCT-CT-0001 --item-seed -1 --out {out}

@@ -1,4 +1,6 @@
-"""human-export pages and human-import majority votes, scored by geometry.answers' rules."""
+"""human-export pages (controls on every page, a training page, a time limit) and
+human-import majority votes over the annotators who pass the controls, scored by
+geometry.answers' rules."""
 
 from __future__ import annotations
 
@@ -18,12 +20,20 @@ from geometry.answers import parse_answer, score_answer
 from pipelines import cli
 from pipelines.noregeo.human import (
     COLUMNS,
-    PAGE_SIZE,
     default_key,
     dotted_items,
     normalise,
     question_text,
     read_annotations,
+)
+from pipelines.noregeo.human_pages import TRAINING_PAGE
+from pipelines.noregeo.human_quality import (
+    CONTROL,
+    EXAM,
+    PAGE_SIZE,
+    TRAINING,
+    controls_per_page,
+    plan_pages,
 )
 from pipelines.noregeo.summarize import load_results
 
@@ -44,10 +54,11 @@ def _write_csv(
     return path
 
 
-def _import(annotations: Path, items: Path, out: Path) -> int:
+def _import(annotations: Path | list[Path], items: Path, out: Path, *extra: str) -> int:
     """`human-import` in-process; its exit code."""
-    return cli.main(["human-import", "--annotations", str(annotations), "--items", str(items),
-                     "--out", str(out)])  # fmt: skip
+    files = [str(a) for a in (annotations if isinstance(annotations, list) else [annotations])]
+    return cli.main(["human-import", "--annotations", *files, "--items", str(items),
+                     "--out", str(out), *extra])  # fmt: skip
 
 
 def _items_by_type(small_items: Path) -> dict[str, dict]:
@@ -108,24 +119,48 @@ def _export(small_items: Path, out: Path, *extra: str) -> int:
     return cli.main(["human-export", "--items", str(small_items), "--out", str(out), *extra])
 
 
+TIME_LIMIT = 600
+EXPORT_OPTIONS = ("--control-share", "0.2", "--training-page", "--page-time-limit", str(TIME_LIMIT))
+
+
 @pytest.fixture(scope="module")
 def exported(small_items: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("export") / "pages"
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(cli.COMMANDS, "human-export", ("pipelines.noregeo.human_export", "export"))
-        assert _export(small_items, out) == 0
+        assert _export(small_items, out, *EXPORT_OPTIONS) == 0
     return out
 
 
-def test_export_pages_hold_ten_items_and_no_answers(small_items: Path, exported: Path) -> None:
+def _key(exported: Path) -> dict:
+    return json.loads(default_key(exported).read_text(encoding="utf-8"))
+
+
+def test_export_pages_mix_controls_into_every_page(small_items: Path, exported: Path) -> None:
     dotted = {r["item_id"]: r for r in dotted_items(small_items)}
+    key = _key(exported)
+    roles = {i: k["role"] for i, k in key["items"].items()}
     pages = sorted(exported.glob("page-*.html"))
     parsed = [_parse(p) for p in pages]
+    assert [[e["id"] for e in p.items] for p in parsed] == key["pages"]
     sizes = [len(p.items) for p in parsed]
     assert all(s == PAGE_SIZE for s in sizes[:-1]) and 1 <= sizes[-1] <= PAGE_SIZE
-    entries = [e for p in parsed for e in p.items]
-    assert sorted(e["id"] for e in entries) == sorted(dotted)  # every item once
-    for entry in entries:
+    per_page = controls_per_page(0.2)
+    assert key["controls_per_page"] == per_page == 2
+    for page in parsed:  # two distinct controls on every page, the last one included
+        controls = [e["id"] for e in page.items if roles[e["id"]] == CONTROL]
+        assert len(controls) == len(set(controls)) == per_page
+    shown = [e["id"] for p in parsed for e in p.items]
+    exam = sorted(i for i, r in roles.items() if r == EXAM)
+    assert sorted(i for i in shown if roles[i] == EXAM) == exam  # each exam item once
+    assert {i for i, r in roles.items() if r == CONTROL} == {
+        i for i in shown if roles[i] == CONTROL
+    }
+    training = _parse(exported / TRAINING_PAGE)
+    assert [e["id"] for e in training.items] == key["training"]
+    assert len(key["training"]) == PAGE_SIZE and not set(key["training"]) & set(shown)
+    assert set(roles) == set(dotted)  # every dotted item has one role
+    for entry in [e for p in parsed for e in p.items]:
         row = dotted[entry["id"]]
         assert entry["src"] == "data:image/png;base64," + base64.b64encode(row["image"]).decode()
         assert entry["question"] == question_text(row)
@@ -136,31 +171,76 @@ def test_export_pages_hold_ten_items_and_no_answers(small_items: Path, exported:
         else:
             assert entry["field"] == ("input", row["item_id"])
     # Shuffled: U-task pairs (yes then no) must not sit next to each other in item order.
-    assert [e["id"] for e in entries] != sorted(dotted)
+    assert [i for i in shown if roles[i] == EXAM] != exam
     index = _parse(exported / "index.html")
-    assert [link for link in index.links if link.startswith("page-")] == [p.name for p in pages]
+    links = [link for link in index.links if link.endswith(".html") and link != "index.html"]
+    assert links == [TRAINING_PAGE] + [p.name for p in pages]
     for page in parsed:  # the button writes the header human-import reads
         assert page.button["data-header"] == ",".join(COLUMNS)
         assert "http" not in page.script and "src=" not in page.script  # no network assets
+    for page in pages:  # the time limit is in every exam page, and in the key
+        assert f'<body data-time-limit="{TIME_LIMIT}">' in page.read_text(encoding="utf-8")
+    assert key["page_time_limit"] == TIME_LIMIT
+    assert "<body>" in (exported / TRAINING_PAGE).read_text(encoding="utf-8")  # no limit
 
 
-def test_the_key_is_outside_the_pages_and_no_page_holds_an_answer(
+def test_the_key_is_outside_the_pages_and_only_training_answers_are_shown(
     small_items: Path, exported: Path
 ) -> None:
     dotted = {r["item_id"]: r for r in dotted_items(small_items)}
-    key = json.loads(default_key(exported).read_text(encoding="utf-8"))
-    assert {i: k["answer"] for i, k in key.items()} == {
+    key = _key(exported)
+    assert {i: k["answer"] for i, k in key["items"].items()} == {
         i: json.loads(r["answer"]) for i, r in dotted.items()
     }
-    text = "".join(p.read_text(encoding="utf-8") for p in exported.rglob("*") if p.is_file())
-    assert '"answer"' not in text and "key" not in {p.stem for p in exported.rglob("*")}
-    for row in dotted.values():
+    files = [p for p in exported.rglob("*") if p.is_file()]
+    text = "".join(p.read_text(encoding="utf-8") for p in files if p.name != TRAINING_PAGE)
+    assert '"answer"' not in text and "key" not in {p.stem for p in files}
+    assert '"role"' not in text and CONTROL not in text  # nothing marks a control
+    for item_id, row in dotted.items():
+        if key["items"][item_id]["role"] == TRAINING:
+            continue
         answer = json.loads(row["answer"])
         assert row["answer"] not in text and json.dumps(answer) not in text
         # Numbers with several digits cannot appear by chance in a question or figure text.
         for value in answer.values():
             if not isinstance(value, str) and len(repr(value)) >= 6:
                 assert repr(value) not in text, row["item_id"]
+    training = _parse(exported / TRAINING_PAGE)
+    page = (exported / TRAINING_PAGE).read_text(encoding="utf-8")
+    for entry in training.items:  # shown behind a click, as an annotator reads it
+        truth = json.loads(dotted[entry["id"]]["answer"])
+        shown = f"({truth['x']}, {truth['y']})" if "x" in truth else str(truth["answer"])
+        assert f"<summary>Show the answer</summary><p>{shown}</p>" in page
+
+
+@pytest.mark.parametrize("share", [0.0, 0.05, 0.2, 0.5, 0.9])
+@pytest.mark.parametrize("training", [False, True])
+def test_page_plan_roles_and_control_slots(share: float, training: bool) -> None:
+    ids = [f"T-{i:04d}" for i in range(95)]
+    plan = plan_pages(ids, 3, share, training)
+    per_page = controls_per_page(share)
+    assert sorted(plan.roles) == ids
+    assert all(plan.roles[i] == TRAINING for i in plan.training)
+    assert len(plan.training) == (PAGE_SIZE if training else 0)
+    exam = [i for p in plan.pages for i in p if plan.roles[i] == EXAM]
+    assert sorted(exam) == sorted(i for i, r in plan.roles.items() if r == EXAM)
+    for page in plan.pages:
+        controls = [i for i in page if plan.roles[i] == CONTROL]
+        assert len(controls) == len(set(controls)) == per_page
+        assert len(page) <= PAGE_SIZE and len(page) > per_page
+        assert TRAINING not in {plan.roles[i] for i in page}
+    pool = [i for i, r in plan.roles.items() if r == CONTROL]
+    # The pool is about `share` of the items left after training, and every control shows.
+    assert {i for p in plan.pages for i in p if plan.roles[i] == CONTROL} == set(pool)
+    assert abs(len(pool) - len(ids[len(plan.training) :]) * per_page / PAGE_SIZE) <= per_page
+    assert plan_pages(ids, 3, share, training) == plan  # the seed decides
+
+
+def test_page_plan_refuses_controls_that_leave_no_exam_item() -> None:
+    from store.errors import UsageError
+
+    with pytest.raises(UsageError, match="--control-share 0.9 needs more than"):
+        plan_pages([f"T-{i}" for i in range(9)], 0, 0.9, False)
 
 
 def _answers_csv(pages: Path, dotted: dict[str, dict], path: Path) -> Path:
@@ -176,16 +256,102 @@ def _answers_csv(pages: Path, dotted: dict[str, dict], path: Path) -> Path:
 
 
 def test_a_filled_page_imports_as_all_correct(
-    small_items: Path, exported: Path, tmp_path: Path
+    small_items: Path, exported: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     dotted = {r["item_id"]: r for r in dotted_items(small_items)}
     annotations = _answers_csv(exported, dotted, tmp_path / "ann.csv")
     out = tmp_path / "results"
-    argv = ["human-import", "--annotations", str(annotations), "--items", str(small_items)]
-    argv += ["--out", str(out)]
-    assert cli.main(argv) == 0
+    key = default_key(exported)
+    assert _import(annotations, small_items, out, "--key", str(key)) == 0
     df = load_results(out, model="human")
-    assert df.height == len(dotted) and df["correct"].all()
+    roles = {i: k["role"] for i, k in _key(exported)["items"].items()}
+    assert sorted(df["item_id"]) == sorted(i for i, r in roles.items() if r == EXAM)
+    assert df["correct"].all()
+    printed = capsys.readouterr().out
+    assert "ann\t" in printed and "\t1.00\tkept" in printed
+
+
+def _answer(row: dict, right: bool) -> str:
+    """The item's answer as an annotator types it, or a wrong one."""
+    truth = json.loads(row["answer"])
+    if "x" in truth:
+        return f"{truth['x'] + (0 if right else 7)}, {truth['y']}"
+    value = truth["answer"]
+    if isinstance(value, str):
+        return value if right else next(o for o in row["options"] if o != value)
+    return str(value if right else value + 7)
+
+
+def test_import_keeps_careful_annotators_excludes_careless_ones_and_reports_ties(
+    small_items: Path, exported: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hand-built annotations on the exported pages, in two files: `careful` gets every
+    control right, `borderline` exactly 4 of 5 (the 0.8 default, kept), `careless` 3 of 5
+    and `silent` answers no control (both excluded). On the exam items `careless` and
+    `silent` answer wrong where `careful` is right, and `borderline` disagrees with
+    `careful` on one item: a tie among the kept votes."""
+    dotted = {r["item_id"]: r for r in dotted_items(small_items)}
+    key = _key(exported)
+    roles = {i: k["role"] for i, k in key["items"].items()}
+    controls = [i for page in key["pages"] for i in page if roles[i] == CONTROL][:5]
+    exam = [i for i in key["pages"][0] if roles[i] == EXAM][:4]
+    rows = []
+    for who, right in (("careful", 5), ("borderline", 4), ("careless", 3)):
+        rows += [(i, who, _answer(dotted[i], n < right)) for n, i in enumerate(controls)]
+    rows += [(i, "careful", _answer(dotted[i], True)) for i in exam]
+    rows += [(i, "careless", _answer(dotted[i], False)) for i in exam]
+    rows += [(i, "silent", _answer(dotted[i], False)) for i in exam]
+    rows += [(key["training"][0], "careful", _answer(dotted[key["training"][0]], True))]
+    tied = exam[0]
+    second = [(tied, "borderline", _answer(dotted[tied], False))]
+    first = _write_csv(tmp_path / "first.csv", rows)
+    other = _write_csv(tmp_path / "second.csv", second)
+    out = tmp_path / "results"
+    assert _import([first, other], small_items, out, "--key", str(default_key(exported))) == 0
+    printed = capsys.readouterr().out
+    table = {line.split("\t")[0]: line.split("\t") for line in printed.splitlines()}
+    assert table["careful"][2:] == ["5", "5", "1.00", "kept"]
+    assert table["borderline"][2:] == ["5", "4", "0.80", "kept"]
+    assert table["careless"][2:] == ["5", "3", "0.60", "excluded"]
+    assert table["silent"][2:] == ["0", "0", "n/a", "excluded"]
+    assert "1 tie(s), " in printed and tied in printed.split("tie(s)")[1]
+    assert "overlap (votes per item): 3 item(s) with 1, 1 item(s) with 2" in printed
+    assert "1 answer(s) to training items ignored" in printed
+    df = load_results(out, model="human")
+    got = {r["item_id"]: r for r in df.iter_rows(named=True)}
+    assert sorted(got) == sorted(exam)  # controls and training are not in the result
+    for item_id in exam[1:]:  # careful alone: the excluded wrong answers did not count
+        assert got[item_id]["correct"]
+        assert json.loads(got[item_id]["sampling_params"])["annotators"] == 1
+    record = json.loads(got[tied]["sampling_params"])
+    assert record["tie"] is True and record["annotators"] == 2
+    runs = list((out / "noregeo" / "model=human" / "runs").glob("*.json"))
+    run = json.loads(runs[0].read_text())
+    assert run["annotators"]["careless"]["kept"] is False and run["min_control_accuracy"] == 0.8
+    assert run["overlap"] == {"1": 3, "2": 1}
+    # A stricter threshold drops `borderline` too, and with it the tie.
+    strict = tmp_path / "strict"
+    assert _import([first, other], small_items, strict, "--key", str(default_key(exported)),
+                   "--min-control-accuracy", "0.81") == 0  # fmt: skip
+    assert "tie" not in capsys.readouterr().out.split("overlap")[1]
+
+
+def test_import_refuses_one_annotator_answering_an_item_two_ways(
+    small_items: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = _items_by_type(small_items)["choice"]  # a yes/no item
+    same = _write_csv(tmp_path / "a.csv", [(first["item_id"], "a1", "yes")])
+    again = _write_csv(tmp_path / "b.csv", [(first["item_id"], "a1", "Yes ")])  # same answer
+    out = tmp_path / "results"
+    assert _import([same, again], small_items, out) == 0
+    df = load_results(out, model="human")
+    assert json.loads(df["sampling_params"][0])["annotators"] == 1  # counted once
+    other = _write_csv(tmp_path / "c.csv", [(first["item_id"], "a1", "no")])
+    out2 = tmp_path / "results2"
+    assert _import([same, other], small_items, out2) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "a1" in err and str(other) in err
+    assert not out2.exists()
 
 
 NODE_DOM = """
@@ -203,7 +369,8 @@ global.localStorage = {getItem: () => null, setItem() {}};
 global.Blob = function (parts) { saved = parts.join(""); };
 global.URL = {createObjectURL: () => "blob:x"};
 global.document = {getElementById: id => nodes[id], querySelectorAll: () => fields,
-  createElement: () => ({click() {}, remove() {}}), body: {appendChild() {}}};
+  createElement: () => ({click() {}, remove() {}}),
+  body: {appendChild() {}, getAttribute: () => null}};
 eval(fs.readFileSync(script, "utf8"));
 nodes.annotator.value = "ann 1";  // typed after the page loaded
 click();
@@ -237,6 +404,49 @@ def test_the_download_button_writes_a_csv_human_import_reads(
     rows = read_annotations(csv_path)
     assert [r["item_id"] for r in rows] == [e["id"] for e in page.items if e["id"] != skipped]
     assert all(r["annotator"] == "ann 1" and r["answer"] == typed[r["item_id"]] for r in rows)
+
+
+TIMER_DOM = """
+const fs = require("fs");
+const [script, limit] = process.argv.slice(2);
+let now = 1000000, ticks = [], stored = {};
+Date.now = () => now;
+global.setInterval = f => { ticks.push(f); return 1; };
+global.clearInterval = () => {};
+const fields = [{name: "A", value: "", addEventListener() {}},
+                {name: "B", value: "", addEventListener() {}}];
+const el = () => ({value: "", textContent: "", addEventListener() {}, getAttribute: () => "p1"});
+const nodes = {annotator: el(), download: el(), status: el(), timer: el()};
+global.localStorage = {getItem: k => (k in stored ? stored[k] : null),
+                       setItem: (k, v) => { stored[k] = v; }};
+global.document = {getElementById: id => nodes[id], querySelectorAll: () => fields,
+  body: {getAttribute: n => (n === "data-time-limit" ? limit : null)}};
+const run = () => eval(fs.readFileSync(script, "utf8"));
+run();
+const states = [];
+const step = seconds => { now += seconds * 1000; ticks.forEach(f => f());
+  states.push([nodes.timer.textContent, fields.map(f => !!f.disabled)]); };
+step(59);   // 1 s before a 60 s limit
+run();      // a reload: the clock keeps the first opening, it does not restart
+step(1);    // the limit
+process.stdout.write(JSON.stringify(states));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the page's script")
+def test_the_page_time_limit_locks_the_fields_and_survives_a_reload(
+    exported: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "page.js"
+    script.write_text(_parse(exported / "page-001.html").script, encoding="utf-8")
+    driver = tmp_path / "timer.js"
+    driver.write_text(TIMER_DOM, encoding="utf-8")
+    done = subprocess.run(
+        ["node", str(driver), str(script), "60"], capture_output=True, text=True, check=True
+    )
+    before, after = json.loads(done.stdout)
+    assert before == ["0 min 1 s left", [False, False]]
+    assert after[0].startswith("Time is up") and after[1] == [True, True]
 
 
 def test_export_refuses_a_non_empty_out(small_items: Path, tmp_path: Path) -> None:
@@ -335,22 +545,43 @@ def test_import_majority_vote_tie_and_scoring(
 
 
 @pytest.mark.parametrize(
-    ("header", "item_id"),
+    ("case", "needle"),
     [
-        (("item_id", "who", "answer"), None),  # missing column
-        (("item_id", "annotator", "answer"), "NOT-AN-ITEM-0000"),  # unknown id
+        ("missing-column", "lacks column"),
+        ("unknown-id", "NOT-AN-ITEM-0000"),
+        ("unknown-id-second-file", "NOT-AN-ITEM-0000"),
+        ("no-annotator", "has no annotator"),
+        ("key-of-another-item-table", "belongs to another item table"),
+        ("key-without-roles", "not a human-export key"),
+        ("everyone-excluded", "no exam answers left to vote"),
     ],
 )
 def test_bad_annotations_exit_2_and_write_nothing(
-    small_items: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], header, item_id
+    small_items: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], case, needle
 ) -> None:
     first = dotted_items(small_items)[0]["item_id"]
-    rows = [(first, "a1", "yes"), (item_id or first, "a2", "no")]
-    annotations = _write_csv(tmp_path / "ann.csv", rows, header)
+    header = ("item_id", "who", "answer") if case == "missing-column" else COLUMNS
+    rows = [(first, "a1", "yes"), (first, "" if case == "no-annotator" else "a2", "no")]
+    if case == "unknown-id":
+        rows.append(("NOT-AN-ITEM-0000", "a2", "no"))
+    files = [_write_csv(tmp_path / "ann.csv", rows, header)]
+    if case == "unknown-id-second-file":
+        files.append(_write_csv(tmp_path / "more.csv", [("NOT-AN-ITEM-0000", "a3", "no")]))
+    extra: list[str] = []
+    key = tmp_path / "k.json"
+    if case == "key-of-another-item-table":
+        key.write_text(json.dumps({"items": {"NOT-AN-ITEM-0000": {"role": "control"}}}))
+    elif case == "key-without-roles":
+        key.write_text(json.dumps({"items": {first: {"answer": "yes"}}}))
+    elif case == "everyone-excluded":  # the only item is a control both got wrong
+        key.write_text(json.dumps({"items": {first: {"role": "control"}}}))
+        files = [_write_csv(tmp_path / "ann.csv", [(first, "a1", "maybe"), (first, "a2", "x")])]
+    if key.exists():
+        extra = ["--key", str(key)]
     out = tmp_path / "results"
-    assert _import(annotations, small_items, out) == 2
+    assert _import(files, small_items, out, *extra) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error:") and len(err.splitlines()) == 1
+    assert err.startswith("error:") and len(err.splitlines()) == 1 and needle in err, err
     assert not out.exists()
 
 
