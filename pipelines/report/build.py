@@ -1,8 +1,8 @@
 """`python -m pipelines report RESULTS --out DIR`: the tables and figures a paper would show.
 
 Reads the run records (provenance: items, models, settings, software), RESULTS/noregeo
-(binary and multiple-choice headline accuracy, Table 2 with its best cells marked, Table 3
-over Table 2's cells as the paper computes it and the pooled variant, task figures with the
+(the headline by the paper's definition and our binary and multiple-choice accuracy, Table 2
+with its best cells marked, Table 3 by the method the paper's numbers favour, task figures with the
 setups side by side, MSE, gaps (Figures 2, 6, 7), pair consistency, intervals, engine-error
 and invalid-output rates; `human` from `human-import` and the baselines appear as marked
 rows, outside every across-model statistic), RESULTS/geobuild, the solver audit
