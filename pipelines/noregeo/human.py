@@ -150,7 +150,8 @@ def export_pages(
         write_bytes_atomic(out / TRAINING_PAGE, text.encode("utf-8"))
     index = render_index(pages, header, bool(plan.training), page_time_limit)
     write_bytes_atomic(out / "index.html", index.encode("utf-8"))
-    template = "".join(f"{i},,\n" for ids in pages for i in ids)
+    once = dict.fromkeys(i for ids in pages for i in ids)  # a control may show on two pages
+    template = "".join(f"{i},,\n" for i in once)
     write_bytes_atomic(out / "annotations-template.csv", (header + "\n" + template).encode())
     record = {
         "format": KEY_FORMAT,

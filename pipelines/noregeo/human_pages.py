@@ -44,6 +44,8 @@ _SCRIPT = """
   var status = document.getElementById("status");
   var fields = Array.prototype.slice.call(document.querySelectorAll("[data-item]"));
   var ids = (button.getAttribute("data-items") || "").split(" ").filter(Boolean);
+  // Answers are kept per page: an item shown on two pages must not arrive filled in.
+  var page = button.getAttribute("data-file");
   var limit = Number(document.body.getAttribute("data-time-limit") || 0);
   if (limit > 0) {
     var clock = document.getElementById("timer");
@@ -66,16 +68,20 @@ _SCRIPT = """
   who.value = load("annotator") || "";
   who.addEventListener("change", function () { save("annotator", who.value.trim()); });
   fields.forEach(function (field) {
-    var kept = load("answer:" + field.name);
+    var kept = load("answer:" + page + ":" + field.name);
     if (kept !== null) { field.value = kept; }
-    field.addEventListener("change", function () { save("answer:" + field.name, field.value); });
+    field.addEventListener("change", function () {
+      save("answer:" + page + ":" + field.name, field.value);
+    });
   });
   button.addEventListener("click", function () {
     var name = who.value.trim();
     if (!name) { status.textContent = "Enter your name or initials first."; who.focus(); return; }
     var answers = fields.length
       ? fields.map(function (f) { return [f.name, f.value]; })
-      : ids.map(function (id) { return [id, load("answer:" + id) || ""]; });
+      : ids.map(function (entry) {  // "page:item" on the index
+        return [entry.split(":")[1], load("answer:" + entry) || ""];
+      });
     var lines = [button.getAttribute("data-header")];
     answers.forEach(function (pair) {
       var answer = pair[1].trim();
@@ -125,6 +131,11 @@ def _document(title: str, body: str, time_limit: int | None = None) -> str:
         f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n"
         f"<body{limit}>\n{body}\n<script>{_SCRIPT}</script>\n</body>\n</html>\n"
     )
+
+
+def _page_file(number: int) -> str:
+    """A page's name in its CSV file name and its saved answers' keys."""
+    return f"annotations-page-{number:03d}"
 
 
 def _minutes(seconds: int) -> str:
@@ -196,7 +207,7 @@ def render_page(
     )
     body = (
         f"<h1>{_e(title)}</h1>\n<nav>{' · '.join(nav)}</nav>\n{limit}"
-        f"{_download(header, f'annotations-page-{number:03d}')}\n"
+        f"{_download(header, _page_file(number))}\n"
         + "\n".join(sections)
         + "\n<p>Answer what you can; fields left empty are not in the CSV.</p>"
     )
@@ -222,7 +233,7 @@ def render_index(
         else ""
     )
     limit = f"<p>Each page has a time limit of {_minutes(time_limit)}.</p>\n" if time_limit else ""
-    every = [i for ids in pages for i in ids]
+    every = [f"{_page_file(n)}:{i}" for n, ids in enumerate(pages, start=1) for i in ids]
     body = (
         "<h1>Human evaluation</h1>\n"
         "<p>Each page shows figures with a question; answer in the field below each one "

@@ -43,6 +43,23 @@ def controls_per_page(share: float) -> int:
     return min(max(round(share * PAGE_SIZE), 1), PAGE_SIZE - 1)
 
 
+def _control_slots(items: int, pool: int, per_page: int) -> int:
+    """Control slots on the pages when `pool` of `items` are controls."""
+    return math.ceil((items - pool) / (PAGE_SIZE - per_page)) * per_page
+
+
+def _pool_size(items: int, per_page: int) -> int:
+    """How many of `items` to reserve as controls: about per_page / PAGE_SIZE of them, and
+    no more than the pages have slots for (every control shows). Where a size fills the
+    slots exactly, the nearest such one, so no annotator sees a control twice."""
+    if not per_page or items <= per_page:
+        return per_page
+    target = max(per_page, round(items * per_page / PAGE_SIZE))
+    fits = [p for p in range(per_page, items) if p <= _control_slots(items, p, per_page)]
+    exact = [p for p in fits if p == _control_slots(items, p, per_page)]
+    return min(exact or fits, key=lambda p: (abs(p - target), p))
+
+
 @dataclass(frozen=True)
 class PagePlan:
     """Which item goes where: the training page (maybe empty), the exam pages with their
@@ -64,13 +81,7 @@ def plan_pages(ids: list[str], seed: int, control_share: float, training: bool) 
     rest = order[len(trained) :]
     per_page = controls_per_page(control_share)
     slots = PAGE_SIZE - per_page
-    pool_size = max(per_page, round(len(rest) * per_page / PAGE_SIZE)) if per_page else 0
-    # Rounding can leave more controls than the pages have slots for: shrink the pool until
-    # every control shows at least once.
-    while (
-        pool_size > per_page and pool_size > math.ceil((len(rest) - pool_size) / slots) * per_page
-    ):
-        pool_size -= 1
+    pool_size = _pool_size(len(rest), per_page)
     if len(rest) <= pool_size:
         raise UsageError(
             f"--control-share {control_share:g} needs more than {pool_size + len(trained)} "

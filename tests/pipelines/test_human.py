@@ -153,9 +153,11 @@ def test_export_pages_mix_controls_into_every_page(small_items: Path, exported: 
     shown = [e["id"] for p in parsed for e in p.items]
     exam = sorted(i for i, r in roles.items() if r == EXAM)
     assert sorted(i for i in shown if roles[i] == EXAM) == exam  # each exam item once
-    assert {i for i, r in roles.items() if r == CONTROL} == {
-        i for i in shown if roles[i] == CONTROL
-    }
+    pool = sorted(i for i, r in roles.items() if r == CONTROL)
+    # 490 items after training: 98 controls fill the 49 pages' 98 slots, each shown once.
+    assert sorted(i for i in shown if roles[i] == CONTROL) == pool and len(pool) == 98
+    template = (exported / "annotations-template.csv").read_text().splitlines()[1:]
+    assert sorted(line.split(",")[0] for line in template) == sorted(set(shown))
     training = _parse(exported / TRAINING_PAGE)
     assert [e["id"] for e in training.items] == key["training"]
     assert len(key["training"]) == PAGE_SIZE and not set(key["training"]) & set(shown)
@@ -233,6 +235,9 @@ def test_page_plan_roles_and_control_slots(share: float, training: bool) -> None
     # The pool is about `share` of the items left after training, and every control shows.
     assert {i for p in plan.pages for i in p if plan.roles[i] == CONTROL} == set(pool)
     assert abs(len(pool) - len(ids[len(plan.training) :]) * per_page / PAGE_SIZE) <= per_page
+    shown = [i for p in plan.pages for i in p if plan.roles[i] == CONTROL]
+    if len(shown) == len(pool):  # the counts allow it: no control is shown twice
+        assert sorted(shown) == sorted(pool)
     assert plan_pages(ids, 3, share, training) == plan  # the seed decides
 
 
@@ -365,7 +370,8 @@ let click = null, saved = null;
 const el = id => ({value: "", focus() {}, textContent: "", addEventListener(t, f) {
   if (id === "download") click = f; }, getAttribute: n => (n in attrs ? attrs[n] : null)});
 const nodes = {annotator: el("annotator"), download: el("download"), status: el("status")};
-global.localStorage = {getItem: () => null, setItem() {}};
+const stored = JSON.parse(process.env.STORAGE || "{}");
+global.localStorage = {getItem: k => (k in stored ? stored[k] : null), setItem() {}};
 global.Blob = function (parts) { saved = parts.join(""); };
 global.URL = {createObjectURL: () => "blob:x"};
 global.document = {getElementById: id => nodes[id], querySelectorAll: () => fields,
@@ -404,6 +410,31 @@ def test_the_download_button_writes_a_csv_human_import_reads(
     rows = read_annotations(csv_path)
     assert [r["item_id"] for r in rows] == [e["id"] for e in page.items if e["id"] != skipped]
     assert all(r["annotator"] == "ann 1" and r["answer"] == typed[r["item_id"]] for r in rows)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the page's script")
+def test_the_index_downloads_every_pages_saved_answers(exported: Path, tmp_path: Path) -> None:
+    """Answers are saved per page (a control on two pages must not arrive filled in); the
+    index's download collects them page by page."""
+    index = _parse(exported / "index.html")
+    script = tmp_path / "index.js"
+    script.write_text(index.script, encoding="utf-8")
+    driver = tmp_path / "dom.js"
+    driver.write_text(NODE_DOM, encoding="utf-8")
+    key = _key(exported)
+    first, second = key["pages"][0][:2], key["pages"][1][:1]
+    saved = {f"answer:annotations-page-001:{first[0]}": "yes", f"answer:{first[1]}": "lost",
+             f"answer:annotations-page-002:{second[0]}": "3, 4"}  # fmt: skip
+    stored = {f"geosee-human:{name}": value for name, value in saved.items()}  # the prefix
+    env = os.environ | {"BUTTON": json.dumps(index.button), "STORAGE": json.dumps(stored)}
+    done = subprocess.run(
+        ["node", str(driver), str(script), "{}"], env=env, capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    csv_path = tmp_path / "all.csv"
+    csv_path.write_bytes(done.stdout.encode("utf-8"))
+    rows = [(r["item_id"], r["answer"]) for r in read_annotations(csv_path)]
+    assert rows == [(first[0], "yes"), (second[0], "3, 4")]  # the unkeyed answer is not read
 
 
 TIMER_DOM = """
