@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pipelines.cli_renames import parse_command
+from pipelines.interrupt import EXIT_INTERRUPTED, interrupted_line
 from pipelines.logs import add_logging_arguments, configure
 from store.errors import UsageError
 
@@ -174,6 +175,11 @@ def entry() -> None:
         # recipe: point stdout at devnull so the flush at exit cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
+    except KeyboardInterrupt:
+        # Ctrl-C: one line, not Python's traceback through Ray's internals; finished rows are
+        # on disk (shards are written atomically), so the same command resumes.
+        print(interrupted_line(), file=sys.stderr)
+        code = EXIT_INTERRUPTED
     sys.exit(code)
 
 

@@ -55,6 +55,7 @@ from pipelines.engines.stages import (
     NoGPUError,
     api_key,
 )
+from pipelines.interrupt import on_interrupt, saved_rows
 from pipelines.noregeo.baseline_step import AnswerScoreWrite, baseline_engine, score_block
 from pipelines.noregeo.generate import (
     MANIFEST,
@@ -259,6 +260,7 @@ def run(args: argparse.Namespace) -> int:
             context = check_model(cfg, prompts).record(cfg.engine, max_tokens)
         except PreflightError as err:
             raise UsageError(str(err)) from err
+    on_interrupt(saved_rows(model_dir(args.out, BENCHMARK, cfg.name)))
     try:
         written = evaluate(files, cfg, run_settings, args.out, context=context)
     except (NoGPUError, MissingKeyError) as err:
