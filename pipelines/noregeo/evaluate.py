@@ -67,6 +67,7 @@ from pipelines.noregeo.generate import (
 from pipelines.noregeo.results import ShardWriter
 from pipelines.noregeo.run_health import run_health
 from pipelines.noregeo.run_settings import EXPECTED, EvaluateSettings, expected_rows
+from pipelines.progress import Progress
 from store.errors import UsageError
 from store.records import RETRY_ERRORS, finished_keys, model_dir, write_run_record
 from store.run_lock import RunLock
@@ -352,7 +353,16 @@ def evaluate(
         # Only now, with every check passed: a refused start leaves no settings behind.
         write_settings(root, ours)
         write_run_record(root, record)
-        return sum(int(np.sum(b["rows"])) for b in ds.iter_batches(batch_size=None))
+        # The finished keys may belong to other tasks or setups: then the total is unknown.
+        pending = sum(expected.values()) - len(done) if expected is not None else 0
+        shown = Progress(pending if pending > 0 else None, f"evaluate {cfg.name}", "row")
+        written = 0
+        for batch in ds.iter_batches(batch_size=None):
+            rows = int(np.sum(batch["rows"]))
+            written += rows
+            shown.update(rows)
+        shown.close()
+        return written
 
 
 def _anything_pending(
