@@ -272,13 +272,17 @@ def run(args: argparse.Namespace) -> int:
 
     results = load_results(args.out, model=cfg.name)
     root = model_dir(args.out, BENCHMARK, cfg.name)
+    written_json = write_results_json(args.out, cfg.name, results, args.items)
+    health = run_health(results, cfg, tasks, setups, args.per_task, run_settings.sampling)
     if written:
         print(f"{written} new rows in {root}")
+        print_tables({n: t for n, t in summary_tables(results).items() if n in HEADLINE})
+        print(f"wrote {written_json}")
     else:  # evaluate() found every request of the run done, and started no Ray
-        print(f"nothing to do: 0 new rows; {results.height} rows already in {root}")
-    print_tables({n: t for n, t in summary_tables(results).items() if n in HEADLINE})
-    print(f"wrote {write_results_json(args.out, cfg.name, results, args.items)}")
-    health = run_health(results, cfg, tasks, setups, args.per_task, run_settings.sampling)
+        print(
+            f"nothing to do: 0 new rows; {results.height} rows already in {root} "
+            f"(`geosee summarize {args.out}` shows their tables)"
+        )
     print(health.line())
     if health.error_rate > max_error_rate:
         log.error(health.failure(max_error_rate))

@@ -96,6 +96,8 @@ def test_a_run_prints_no_ray_notices_and_its_rerun_starts_no_ray(
     assert again.returncode == 0, again.stderr
     assert "nothing to do: 0 new rows; 4 rows already in" in again.stdout
     assert "engine errors 0 (0.0%)" in again.stdout  # the health line, as after a run
+    # Nothing else: no tables, no "wrote results.json" for a run that wrote nothing.
+    assert len(again.stdout.strip().splitlines()) == 2, again.stdout
     # Not vacuous: the same command with rows to write does reach ray.init.
     fresh = _cli(*args[:-1], str(tmp_path / "other"), code=NO_RAY)
     assert fresh.returncode != 0 and "ray.init was called" in fresh.stderr
