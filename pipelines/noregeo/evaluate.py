@@ -13,6 +13,7 @@ import logging
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -67,9 +68,10 @@ from pipelines.noregeo.generate import (
 from pipelines.noregeo.results import ShardWriter
 from pipelines.noregeo.run_health import run_health
 from pipelines.noregeo.run_settings import EXPECTED, EvaluateSettings, expected_rows
+from pipelines.noregeo.sample_log import check_sample_dir, write_sample_logs
 from pipelines.progress import Progress
 from store.errors import UsageError
-from store.records import RETRY_ERRORS, finished_keys, model_dir, write_run_record
+from store.records import RETRY_ERRORS, finished_keys, model_dir, model_slug, write_run_record
 from store.run_lock import RunLock
 from store.settings import SETTINGS_FILE, check_settings, write_settings
 from store.storage import Location, children, location, read_table
@@ -126,6 +128,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=EvaluateSettings.model_fields["retry_errors"].default,
         help="which rows stored with an engine error a rerun sends again: transient (429, "
         "5xx, timeouts, connection errors), all, or none",
+    )
+    parser.add_argument(
+        "--log-samples",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also write every row of the model as JSON lines (prompt, output, parsed answer, "
+        "gold, verdict) to DIR/<model>/<setup>.jsonl",
     )
     parser.add_argument(
         "--out", required=True, type=output_location, metavar="RESULTS",
@@ -233,6 +243,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--per-task must be at least 1, got {args.per_task}")
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
+    if args.log_samples is not None:
+        check_sample_dir(args.log_samples)
     run_settings = EvaluateSettings(
         tasks=tasks,
         setups=setups,
@@ -283,6 +295,9 @@ def run(args: argparse.Namespace) -> int:
             f"nothing to do: 0 new rows; {results.height} rows already in {root} "
             f"(`geosee summarize {args.out}` shows their tables)"
         )
+    if args.log_samples is not None:
+        logged = write_sample_logs(results, cfg.name, args.log_samples)
+        print(f"wrote {len(logged)} sample log(s) in {args.log_samples / model_slug(cfg.name)}")
     print(health.line())
     if health.error_rate > max_error_rate:
         log.error(health.failure(max_error_rate))
