@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any, NoReturn
 
 from pipelines.cli_renames import parse_command
+from pipelines.interrupt import EXIT_INTERRUPTED, interrupted_line
 from pipelines.logs import add_logging_arguments, configure
+from pipelines.suggest import did_you_mean
 from store.errors import UsageError
 
 __all__ = ["COMMANDS", "OneLineParser", "UsageError", "main"]
@@ -99,12 +102,24 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+# argparse's message for a value outside `choices` (Python 3.11/3.12 wording).
+INVALID_CHOICE = re.compile(
+    r"invalid choice: '(?P<word>[^']*)'(?= \(choose from (?P<valid>[^)]*)\))"
+)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a bad argument raises UsageError instead of printing usage + error
     (two lines) and exiting: main prints one line naming the flag and returns 2."""
 
     def error(self, message: str) -> NoReturn:
-        """Raise UsageError, so a bad argument exits 2 with one line, as every usage error does."""
+        """Raise UsageError, so a bad argument exits 2 with one line, as every usage error does
+        (an invalid choice with the closest valid ones suggested)."""
+        choice = INVALID_CHOICE.search(message)
+        if choice:
+            valid = [c.strip().strip("'") for c in choice["valid"].split(",")]
+            hint = did_you_mean(choice["word"], valid)
+            message = message.replace(choice[0], choice[0] + hint, 1) if hint else message
         raise UsageError(message)
 
 
@@ -174,6 +189,11 @@ def entry() -> None:
         # recipe: point stdout at devnull so the flush at exit cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
+    except KeyboardInterrupt:
+        # Ctrl-C: one line, not Python's traceback through Ray's internals; finished rows are
+        # on disk (shards are written atomically), so the same command resumes.
+        print(interrupted_line(), file=sys.stderr)
+        code = EXIT_INTERRUPTED
     sys.exit(code)
 
 

@@ -3,9 +3,10 @@
 `print_rows` prints one list of rows (list-tasks, list-models). `print_tables` prints named
 polars tables (the summarize commands): in `table` format every row and column in full,
 each under a `## NAME` title; in `json` one object keyed by table name whose values are
-lists of row objects; in `csv` the tables one after another, each after a `# table: NAME`
-line. All three formats show the same values, so a number read from the text table is the
-number a program gets.
+lists of row objects; in `csv` one table as plain CSV on stdout, or, with `--csv-dir DIR`,
+each table to `DIR/NAME.csv` (several tables in one CSV stream would load in no CSV reader).
+All three formats show the same values, so a number read from the text table is the number a
+program gets.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import polars as pl
@@ -56,8 +58,15 @@ def add_table_arguments(
         choices=FORMATS,
         default="table",
         help="table: aligned text, every row and column; json: one object keyed by table name, "
-        "each a list of row objects; csv: the tables one after another, each after a "
-        "'# table: NAME' line (default: table)",
+        "each a list of row objects; csv: one table as CSV (several need --csv-dir) "
+        "(default: table)",
+    )
+    parser.add_argument(
+        "--csv-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="with --format csv: write each table to DIR/NAME.csv instead of stdout",
     )
     parser.add_argument("--all", action="store_true", help=f"print every table: {', '.join(names)}")
     parser.add_argument(
@@ -75,14 +84,33 @@ def chosen_tables(
     """The table names `--all` / `--tables` ask for, in `names` order; the headline when
     neither is given. An unknown name is a UsageError naming --tables."""
     if args.tables is None:
-        return list(names) if args.all else list(headline)
+        default = list(names) if args.all else list(headline)
+        check_csv_output(args, len(default))
+        return default
     asked = [n.strip() for n in args.tables.split(",") if n.strip()]
     unknown = [n for n in asked if n not in names]
     if unknown or not asked:
         raise UsageError(
             f"--tables {args.tables!r}: choose from {', '.join(names)} (comma-separated)"
         )
-    return [n for n in names if n in asked]
+    chosen = [n for n in names if n in asked]
+    check_csv_output(args, len(chosen))
+    return chosen
+
+
+def check_csv_output(args: argparse.Namespace, tables: int) -> None:
+    """UsageError when `--format csv` would print several tables to one stream, or
+    `--csv-dir` names a file; before any work, so nothing is written."""
+    folder = getattr(args, "csv_dir", None)
+    if folder is not None and args.format != "csv":
+        raise UsageError(f"--csv-dir {folder}: needs --format csv")
+    if folder is not None and folder.exists() and not folder.is_dir():
+        raise UsageError(f"--csv-dir {folder} is a file; give a directory")
+    if args.format == "csv" and folder is None and tables > 1:
+        raise UsageError(
+            f"--format csv prints one table and {tables} are chosen: pick one with "
+            "--tables NAME, or write each to a file with --csv-dir DIR"
+        )
 
 
 def print_rows(
@@ -107,16 +135,28 @@ def print_tables(
     fmt: str = "table",
     out: TextIO | None = None,
     titles: Mapping[str, str] | None = None,
+    csv_dir: Path | None = None,
 ) -> None:
-    """Named tables in the format `fmt`; in `table` format each under `## NAME: title`."""
+    """Named tables in the format `fmt`; in `table` format each under `## NAME: title`; in
+    `csv` one table on `out`, or each to `csv_dir/NAME.csv` (its path printed)."""
     out = out or sys.stdout
     if fmt == "json":
         data = {name: [_json_row(r) for r in t.to_dicts()] for name, t in tables.items()}
         json.dump(data, out, indent=2, ensure_ascii=False, allow_nan=False)
         out.write("\n")
-    elif fmt == "csv":
+    elif fmt == "csv" and csv_dir is not None:
+        csv_dir.mkdir(parents=True, exist_ok=True)
         for name, table in tables.items():
-            out.write(f"# table: {name}\n")
+            path = csv_dir / f"{_file_name(name)}.csv"
+            path.write_text(_flat(table).write_csv(line_terminator="\n"), encoding="utf-8")
+            out.write(f"{path}\n")
+    elif fmt == "csv":
+        if len(tables) > 1:
+            raise UsageError(
+                f"--format csv prints one table and {len(tables)} are chosen: pick one with "
+                "--tables NAME, or write each to a file with --csv-dir DIR"
+            )
+        for table in tables.values():
             out.write(_flat(table).write_csv(line_terminator="\n"))
     else:
         for name, table in tables.items():
@@ -213,6 +253,12 @@ def _text(value: Any) -> str:
 
 def _cut(text: str, width: int = MAX_CELL) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _file_name(table: str) -> str:
+    """A table name as a file name: probe tables are named `kind:encoder`, and an encoder
+    name may hold a slash (`hf:org/model`)."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in table)
 
 
 def table_text(tables: Mapping[str, pl.DataFrame], fmt: str) -> str:

@@ -17,7 +17,6 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 from torch.utils.data import DataLoader
-from tqdm import tqdm
 
 
 class TrainConfig(BaseModel):
@@ -135,7 +134,6 @@ def train_probe(
     step, bad_evals, stopped, images = 0, 0, False, 0
     start = time.perf_counter()
     model.train()
-    bar = tqdm(total=cfg.epochs * len(train_loader), desc="probe", unit="step", leave=False)
     for epoch in range(cfg.epochs):
         for batch, (x, y) in enumerate(train_loader):
             with _autocast(device, cfg.amp):
@@ -145,7 +143,6 @@ def train_probe(
             loss.backward()
             optimizer.step()
             step, images = step + 1, images + len(y)
-            bar.update(1)
             if writer:
                 writer.add_scalar("train/loss", loss.item(), step)
             if step % cfg.eval_every and batch + 1 < len(train_loader):
@@ -163,7 +160,6 @@ def train_probe(
             break
         if writer:
             writer.add_scalar("train/epoch", epoch + 1, step)
-    bar.close()
     seconds = time.perf_counter() - start
     model.load_state_dict(best_state)
     if writer:

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from geometry.item import IMAGE_SETUPS, SETUPS
+from pipelines.suggest import did_you_mean
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "models"
 # The engine table: every NoReGeo engine and its kind. `model` engines run a model from
@@ -251,7 +252,9 @@ def _local_checkpoint(path: Path) -> tuple[Modality, int | None]:
 def resolve_model(engine: str, model: str, revision: str | None = None) -> ModelConfig:
     """The config `--engine ENGINE --model MODEL` refers to (see module docstring)."""
     if engine not in ENGINES:
-        raise ModelConfigError(f"unknown engine {engine!r}; valid: {', '.join(ENGINES)}")
+        raise ModelConfigError(
+            f"unknown engine {engine!r}{did_you_mean(engine, ENGINES)}; valid: {', '.join(ENGINES)}"
+        )
     if engine in BASELINES:
         return ModelConfig(
             name=model,
@@ -282,7 +285,9 @@ def resolve_model(engine: str, model: str, revision: str | None = None) -> Model
             setups=setups,
             **context,
         )
+    names = [p.stem for p in (*CONFIG_DIR.glob("*.yaml"), *(CONFIG_DIR / "local").glob("*.yaml"))]
     raise ModelConfigError(
-        f"unknown model config {model!r}: not a file in {CONFIG_DIR}, not a YAML path"
+        f"unknown model config {model!r}{did_you_mean(model, names)}: not a file in "
+        f"{CONFIG_DIR}, not a YAML path"
         + (", not a local checkpoint directory" if engine in CHECKPOINT_ENGINES else "")
     )

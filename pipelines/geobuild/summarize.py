@@ -19,6 +19,7 @@ import argparse
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
@@ -61,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the chosen GeoBuild summary tables; the exit code."""
     names = chosen_tables(args, list(TITLES), HEADLINE)
-    print_tables(summary_tables(args.results, args.model), args.format, names)
+    print_tables(summary_tables(args.results, args.model), args.format, names, args.csv_dir)
     return 0
 
 
@@ -403,10 +404,13 @@ def shown_tables(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
 
 
 def print_tables(
-    tables: dict[str, pl.DataFrame], fmt: str = "table", names: Sequence[str] = HEADLINE
+    tables: dict[str, pl.DataFrame],
+    fmt: str = "table",
+    names: Sequence[str] = HEADLINE,
+    csv_dir: Path | None = None,
 ) -> None:
     """Print the tables named `names` in the format `fmt` (terminal_output.print_tables)."""
     shown = shown_tables(tables)
-    print_output({n: shown[n] for n in names}, fmt, titles=TITLES)
+    print_output({n: shown[n] for n in names}, fmt, titles=TITLES, csv_dir=csv_dir)
     if fmt == "table" and len(names) < len(TITLES):
         print(f"\n(more: --all, or --tables with any of {', '.join(TITLES)})")

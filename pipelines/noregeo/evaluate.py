@@ -13,6 +13,7 @@ import logging
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,7 @@ from pipelines.engines.stages import (
     NoGPUError,
     api_key,
 )
+from pipelines.interrupt import on_interrupt, saved_rows
 from pipelines.noregeo.baseline_step import AnswerScoreWrite, baseline_engine, score_block
 from pipelines.noregeo.generate import (
     MANIFEST,
@@ -66,8 +68,10 @@ from pipelines.noregeo.generate import (
 from pipelines.noregeo.results import ShardWriter
 from pipelines.noregeo.run_health import run_health
 from pipelines.noregeo.run_settings import EXPECTED, EvaluateSettings, expected_rows
+from pipelines.noregeo.sample_log import check_sample_dir, write_sample_logs
+from pipelines.progress import Progress
 from store.errors import UsageError
-from store.records import RETRY_ERRORS, finished_keys, model_dir, write_run_record
+from store.records import RETRY_ERRORS, finished_keys, model_dir, model_slug, write_run_record
 from store.run_lock import RunLock
 from store.settings import SETTINGS_FILE, check_settings, write_settings
 from store.storage import Location, children, location, read_table
@@ -124,6 +128,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=EvaluateSettings.model_fields["retry_errors"].default,
         help="which rows stored with an engine error a rerun sends again: transient (429, "
         "5xx, timeouts, connection errors), all, or none",
+    )
+    parser.add_argument(
+        "--log-samples",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also write every row of the model as JSON lines (prompt, output, parsed answer, "
+        "gold, verdict) to DIR/<model>/<setup>.jsonl",
     )
     parser.add_argument(
         "--out", required=True, type=output_location, metavar="RESULTS",
@@ -231,6 +243,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--per-task must be at least 1, got {args.per_task}")
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
+    if args.log_samples is not None:
+        check_sample_dir(args.log_samples)
     run_settings = EvaluateSettings(
         tasks=tasks,
         setups=setups,
@@ -259,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
             context = check_model(cfg, prompts).record(cfg.engine, max_tokens)
         except PreflightError as err:
             raise UsageError(str(err)) from err
+    on_interrupt(saved_rows(model_dir(args.out, BENCHMARK, cfg.name)))
     try:
         written = evaluate(files, cfg, run_settings, args.out, context=context)
     except (NoGPUError, MissingKeyError) as err:
@@ -269,13 +284,20 @@ def run(args: argparse.Namespace) -> int:
 
     results = load_results(args.out, model=cfg.name)
     root = model_dir(args.out, BENCHMARK, cfg.name)
+    written_json = write_results_json(args.out, cfg.name, results, args.items)
+    health = run_health(results, cfg, tasks, setups, args.per_task, run_settings.sampling)
     if written:
         print(f"{written} new rows in {root}")
+        print_tables({n: t for n, t in summary_tables(results).items() if n in HEADLINE})
+        print(f"wrote {written_json}")
     else:  # evaluate() found every request of the run done, and started no Ray
-        print(f"nothing to do: 0 new rows; {results.height} rows already in {root}")
-    print_tables({n: t for n, t in summary_tables(results).items() if n in HEADLINE})
-    print(f"wrote {write_results_json(args.out, cfg.name, results, args.items)}")
-    health = run_health(results, cfg, tasks, setups, args.per_task, run_settings.sampling)
+        print(
+            f"nothing to do: 0 new rows; {results.height} rows already in {root} "
+            f"(`geosee summarize {args.out}` shows their tables)"
+        )
+    if args.log_samples is not None:
+        logged = write_sample_logs(results, cfg.name, args.log_samples)
+        print(f"wrote {len(logged)} sample log(s) in {args.log_samples / model_slug(cfg.name)}")
     print(health.line())
     if health.error_rate > max_error_rate:
         log.error(health.failure(max_error_rate))
@@ -350,7 +372,16 @@ def evaluate(
         # Only now, with every check passed: a refused start leaves no settings behind.
         write_settings(root, ours)
         write_run_record(root, record)
-        return sum(int(np.sum(b["rows"])) for b in ds.iter_batches(batch_size=None))
+        # The finished keys may belong to other tasks or setups: then the total is unknown.
+        pending = sum(expected.values()) - len(done) if expected is not None else 0
+        shown = Progress(pending if pending > 0 else None, f"evaluate {cfg.name}", "row")
+        written = 0
+        for batch in ds.iter_batches(batch_size=None):
+            rows = int(np.sum(batch["rows"]))
+            written += rows
+            shown.update(rows)
+        shown.close()
+        return written
 
 
 def _anything_pending(

@@ -38,6 +38,7 @@ from pipelines.cli_args import (
     positive_int,
     read_json_object,
 )
+from pipelines.suggest import did_you_mean
 from store.atomic import write_bytes_atomic, write_parquet_atomic
 from store.errors import UsageError
 from store.storage import Location, location, parquet_file
@@ -158,8 +159,9 @@ def parse_list(value: str, valid: list[str] | tuple[str, ...], what: str) -> lis
     chosen = [v.strip() for v in value.split(",") if v.strip()]
     bad = [v for v in chosen if v not in valid]
     if bad or not chosen:
+        hint = did_you_mean(bad[0], valid) if bad else ""
         raise UsageError(
-            f"unknown {what} {','.join(bad) or repr(value)}; valid: {', '.join(valid)}"
+            f"unknown {what} {','.join(bad) or repr(value)}{hint}; valid: {', '.join(valid)}"
         )
     return chosen
 

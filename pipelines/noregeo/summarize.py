@@ -322,7 +322,7 @@ def run(args: argparse.Namespace) -> int:
     for line in missing_lines(missing):
         log.warning(line)
     tables = summary_tables(df, missing)
-    print_tables({n: tables[n] for n in names}, args.format, titles=TITLES)
+    print_tables({n: tables[n] for n in names}, args.format, titles=TITLES, csv_dir=args.csv_dir)
     if args.format == "table" and len(names) < len(TITLES):
         print(f"\n(more: --all, or --tables with any of {', '.join(TITLES)})")
     return 0

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
-from tqdm import tqdm
 
 from pipelines.cli_args import existing_file, output_dir, positive_int
+from pipelines.progress import progress
 from probes.grid import GridSpec, Trial, encoder_dir, expand, load_grid, run_trial, trial_path
 from probes.towers import TOKEN_NORMS, EncoderError, check_encoder
 from store.atomic import sweep_temporaries
@@ -108,7 +108,7 @@ def run_with_ray(spec: GridSpec, trials: list[Trial], out: Path) -> list[str]:
     pool = ActorPool(actors)
     done: list[str] = []
     results = pool.map_unordered(lambda a, t: a.run.remote(t), trials)
-    for path in tqdm(results, total=len(trials), desc="probe trials", unit="trial"):
+    for path in progress(results, len(trials), "probe trials", "trial"):
         done.append(path)
     for actor in actors:
         ray.kill(actor)
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     )
     start = time.perf_counter()
     if args.executor == "local":
-        for trial in tqdm(todo, desc="probe trials", unit="trial"):
+        for trial in progress(todo, len(todo), "probe trials", "trial"):
             run_trial(trial, args.out)
     elif todo:
         run_with_ray(spec, todo, args.out)

@@ -72,5 +72,5 @@ def run(args: argparse.Namespace) -> int:
         for encoder in tables
         for kind in kinds
     }
-    print_output(named, args.format, titles=titles)
+    print_output(named, args.format, titles=titles, csv_dir=args.csv_dir)
     return 0

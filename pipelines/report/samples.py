@@ -1,14 +1,14 @@
-"""The sample browser: DIR/samples.html, a few items per task and setup with every model's
-answer, filterable by task, setup and model.
+"""The sample browser: DIR/samples.html, every item of every task and setup with every
+model's answer, filterable by task, setup and model, shown a page of PAGE_ROWS rows at a time.
 
 Per sample row: the item's image as a small thumbnail (DIR/samples/<hash>.png, read from the
 item table the run records name; none for the text setup), the prompt, the model's output,
-the gold answer and the verdict (right, wrong, invalid output, engine error). At most
-SAMPLES_PER_CELL items per task x setup, the first by item ID, so the page stays small.
+the gold answer and the verdict (right, wrong, invalid output, engine error).
 
-Filters are three selects driven by one inline script; the choice lives in the URL hash
-(`samples.html#task=C-ACM-PST&setup=dotted&model=oracle`), so a link (or a headless
-browser) opens a filtered view. The script sets `<body data-visible="N">`, the rows shown.
+Filters are three selects and a pager driven by one inline script; the choice lives in the
+URL hash (`samples.html#task=C-ACM-PST&setup=dotted&model=oracle&page=2`), so a link (or a
+headless browser) opens a filtered view. The script sets `<body data-visible="N">`, the rows
+that match the filters (of which one page is shown).
 """
 
 from __future__ import annotations
@@ -29,44 +29,57 @@ from pipelines.report.tables import model_order
 from store.atomic import write_bytes_atomic
 from store.shards import ERROR_COLUMN
 
-SAMPLES_PER_CELL = 2
+# Rows on one page of the browser: the page holds every row, the script shows these many.
+PAGE_ROWS = 100
 THUMBNAIL_PX = 140
 OUTPUT_CHARS = 400  # a rambling model's output is cut here on the page
 
 SCRIPT = """
+var PAGE = PAGE_ROWS_VALUE;
 function filters() {
   var params = new URLSearchParams(location.hash.slice(1));
   ["task", "setup", "model"].forEach(function (name) {
     var select = document.getElementById("f-" + name);
-    if (params.has(name)) { select.value = params.get(name); }
+    select.value = params.has(name) ? params.get(name) : "";
   });
-  apply(false);
+  show(parseInt(params.get("page") || "1", 10), false);
 }
-function apply(remember) {
+function apply(remember) { show(1, remember); }
+function show(page, remember) {
   var chosen = {};
   var params = new URLSearchParams();
   ["task", "setup", "model"].forEach(function (name) {
     chosen[name] = document.getElementById("f-" + name).value;
     if (chosen[name]) { params.set(name, chosen[name]); }
   });
-  var shown = 0;
-  document.querySelectorAll("tr.sample").forEach(function (row) {
+  var rows = document.querySelectorAll("tr.sample");
+  var matching = [];
+  rows.forEach(function (row) {
     var ok = ["task", "setup", "model"].every(function (name) {
       return !chosen[name] || row.dataset[name] === chosen[name];
     });
-    row.hidden = !ok;
-    if (ok) { shown += 1; }
+    row.hidden = true;
+    if (ok) { matching.push(row); }
   });
-  document.body.dataset.visible = String(shown);
-  document.getElementById("count").textContent = shown + " of " +
-    document.querySelectorAll("tr.sample").length + " samples shown";
+  var pages = Math.max(1, Math.ceil(matching.length / PAGE));
+  page = Math.min(Math.max(isNaN(page) ? 1 : page, 1), pages);
+  matching.slice((page - 1) * PAGE, page * PAGE).forEach(function (row) { row.hidden = false; });
+  if (page > 1) { params.set("page", String(page)); }
+  document.body.dataset.visible = String(matching.length);
+  document.body.dataset.page = String(page);
+  document.getElementById("count").textContent = matching.length + " of " + rows.length +
+    " samples match; page " + page + " of " + pages;
+  document.getElementById("prev").disabled = page <= 1;
+  document.getElementById("next").disabled = page >= pages;
+  document.getElementById("prev").onclick = function () { show(page - 1, true); };
+  document.getElementById("next").onclick = function () { show(page + 1, true); };
   if (remember) {
     try { history.replaceState(null, "", "#" + params.toString()); } catch (e) {}
   }
 }
 window.addEventListener("DOMContentLoaded", filters);
 window.addEventListener("hashchange", filters);
-"""
+""".replace("PAGE_ROWS_VALUE", str(PAGE_ROWS))
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1400px;color:#222;padding:0 1em}
@@ -79,19 +92,11 @@ vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
 """.replace("THUMB", str(THUMBNAIL_PX))
 
 
-def pick_samples(df: pl.DataFrame, per_cell: int = SAMPLES_PER_CELL) -> pl.DataFrame:
-    """Every model's row for the first `per_cell` item IDs of each task and setup."""
-    chosen = (
-        df.select("task", "setup", "item_id")
-        .unique()
-        .sort("task", "setup", "item_id")
-        .group_by("task", "setup", maintain_order=True)
-        .head(per_cell)
-    )
+def pick_samples(df: pl.DataFrame) -> pl.DataFrame:
+    """Every row, ordered by task, setup, item ID and then the report's model order."""
     rank = {m: i for i, m in enumerate(model_order(df))}
     return (
-        df.join(chosen, on=["task", "setup", "item_id"])
-        .with_columns(_m=pl.col("model").replace_strict(rank, return_dtype=pl.Int64))
+        df.with_columns(_m=pl.col("model").replace_strict(rank, return_dtype=pl.Int64))
         .sort("task", "setup", "item_id", "_m")
         .drop("_m")
     )
@@ -202,10 +207,12 @@ def samples_page(df: pl.DataFrame, records: list[Record], out: Path) -> Path:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>NoReGeo samples</title><style>{CSS}</style><script>{SCRIPT}</script></head>"
         '<body data-visible="pending"><h1>NoReGeo samples</h1>'
-        f'<p><a href="index.html">Back to the report</a>. The first {SAMPLES_PER_CELL} items '
-        "(by item ID) of each task and setup, with every model's answer. Filter below; the "
-        "choice is kept in the address (#task=...&amp;setup=...&amp;model=...).</p>"
-        f'{note}<p>{selects}<span id="count"></span></p>'
+        '<p><a href="index.html">Back to the report</a>. Every item of each task and setup, '
+        f"with every model's answer, {PAGE_ROWS} rows a page. Filter below; the choice is "
+        "kept in the address (#task=...&amp;setup=...&amp;model=...&amp;page=...).</p>"
+        f"{note}<p>{selects}"
+        '<button id="prev" type="button">previous</button> '
+        '<button id="next" type="button">next</button> <span id="count"></span></p>'
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
         "</body></html>\n"
     )

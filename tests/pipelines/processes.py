@@ -79,3 +79,37 @@ def kill_evaluate_after(
             return outcome
         err.seek(0)
         return f"{outcome}; its stderr ends:\n{err.read().decode(errors='replace')[-3000:]}"
+
+
+def interrupt_evaluate_after(
+    args: list[str], root: Location, shards: int = 2, timeout_s: float = 600
+) -> tuple[int, str]:
+    """Start `python -m pipelines evaluate ARGS` in its own session and, once `shards`
+    result shards are under `root`, send SIGINT to the session, as a terminal's Ctrl-C
+    does to its foreground process group. Returns the driver's exit code and its stderr.
+
+    SIGINT is restored to its default in the child: a background job of a non-interactive
+    shell starts with it ignored, and Python would then never raise KeyboardInterrupt."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pipelines", "evaluate", *args],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        deadline = time.monotonic() + timeout_s
+        try:
+            while time.monotonic() < deadline and proc.poll() is None:
+                if root.exists() and len(shard_files(root)) >= shards:
+                    os.killpg(proc.pid, signal.SIGINT)
+                    break
+                time.sleep(0.05)
+            code = proc.wait(timeout=timeout_s)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        err.seek(0)
+        return code, err.read().decode(errors="replace")

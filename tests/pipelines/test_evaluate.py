@@ -13,7 +13,7 @@ import pytest
 from pipelines.cli import main
 from pipelines.noregeo.summarize import accuracy_table, load_results
 from tests.conftest import REPO
-from tests.pipelines.processes import kill_evaluate_after
+from tests.pipelines.processes import interrupt_evaluate_after, kill_evaluate_after
 from tests.pipelines.raw_shards import raw_duplicates
 
 YES_NO_TASKS = [
@@ -216,3 +216,31 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_rows(
     assert _comparable(resumed).equals(_comparable(uninterrupted))
     by = ["model", "task", "setup"]
     assert accuracy_table(resumed, by).equals(accuracy_table(uninterrupted, by))
+
+
+def test_ctrl_c_prints_one_line_exits_130_and_the_same_command_resumes(
+    small_items: Path, tmp_path: Path
+) -> None:
+    """SIGINT to the run's process group (a terminal's Ctrl-C): no traceback, one line that
+    counts the rows on disk and says how to resume, exit 130; the rerun completes the rows."""
+    args = ["--items", str(small_items), "--engine", "random", "--model", "random"]
+    args += ["--per-task", "4", "--batch-size", "6", "--shard-rows", "12"]
+    out = tmp_path / "interrupted"
+    root = out / "noregeo" / "model=random"
+    code, stderr = interrupt_evaluate_after(
+        [*args, "--baseline-delay", "0.15", "--out", str(out)], root
+    )
+    assert code == 130, stderr
+    assert "Traceback" not in stderr, stderr
+    last = stderr.strip().splitlines()[-1]
+    partial = load_results(out, model="random")
+    total = 25 * 4 * 3
+    assert 0 < partial.height < total, "the run was not interrupted half-way"
+    assert last == (
+        f"interrupted; {partial.height} rows saved in {root}; run the same command to resume"
+    ), stderr
+
+    assert main(["evaluate", *args, "--out", str(out)]) == 0
+    resumed = load_results(out, model="random")
+    assert resumed["request_key"].n_unique() == resumed.height == total
+    assert raw_duplicates(root) == 0

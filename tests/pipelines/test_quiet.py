@@ -25,6 +25,9 @@ PIPE_NOISE = (
     "Token authentication is enabled",
     "Progress will be logged because stdout is a non-interactive terminal",
 )
+# Ray Data's progress block and the C++ core's log prefixes (glog: `E1201 12:00:00 ...
+# core_worker.cc`); none reaches a non-terminal without --verbose.
+RAY_LINES = ("Running Dataset", "logging_progress.py", "Total Progress", "core_worker.cc")
 # Runs the CLI with ray.init made to fail: any Ray start, ours or Ray Data's automatic
 # one, ends the command with a traceback.
 NO_RAY = """
@@ -83,10 +86,18 @@ def test_a_run_prints_no_ray_notices_and_its_rerun_starts_no_ray(
     assert "4 new rows" in first.stdout
     for noise in PIPE_NOISE:
         assert noise not in first.stderr, first.stderr
+    # Not a terminal: plain progress lines, no bar frames, no Ray progress blocks or C++ logs.
+    assert "\r" not in first.stderr + first.stdout
+    assert "evaluate oracle: 0/4 rows (0%)" in first.stderr.splitlines()
+    assert "evaluate oracle: 4/4 rows (100%)" in first.stderr.splitlines()
+    for ray_line in RAY_LINES:
+        assert ray_line not in first.stderr + first.stdout, first.stderr
     again = _cli(*args, code=NO_RAY)
     assert again.returncode == 0, again.stderr
     assert "nothing to do: 0 new rows; 4 rows already in" in again.stdout
     assert "engine errors 0 (0.0%)" in again.stdout  # the health line, as after a run
+    # Nothing else: no tables, no "wrote results.json" for a run that wrote nothing.
+    assert len(again.stdout.strip().splitlines()) == 2, again.stdout
     # Not vacuous: the same command with rows to write does reach ray.init.
     fresh = _cli(*args[:-1], str(tmp_path / "other"), code=NO_RAY)
     assert fresh.returncode != 0 and "ray.init was called" in fresh.stderr
@@ -149,11 +160,11 @@ def test_ray_notices_are_held_down_unless_verbose(verbose: bool) -> None:
         _emitted(utils.__name__, truncated),
     ]
     assert [len(n) for n in notices] == ([1, 1] if verbose else [0, 0])
-    # The progress UI and non-interactive notices are INFO on the progress package logger;
-    # the logging progress display under it stays at INFO either way.
+    # The progress UI and non-interactive notices are INFO on the progress package logger,
+    # and so is the logging progress display under it (the commands print their own).
     progress = logging.getLogger("ray.data._internal.progress")
     assert progress.isEnabledFor(logging.INFO) == verbose
-    assert logging.getLogger(logs.RAY_PROGRESS_LOGGER).isEnabledFor(logging.INFO)
+    assert logging.getLogger(logs.RAY_PROGRESS_LOGGER).isEnabledFor(logging.INFO) == verbose
     assert logs.ray_logging_level() == (logging.INFO if verbose else logging.WARNING)
 
 

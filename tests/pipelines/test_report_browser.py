@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from pipelines import cli
+from pipelines.report.samples import PAGE_ROWS
 from tests.pipelines.test_report import _register, baseline_results
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -97,11 +98,25 @@ def test_sample_browser_filter_from_the_address(
     total = page.count('<tr class="sample')
 
     everything = _visible_samples(_chromium(tmp_path, "--dump-dom", url).stdout)
-    assert len(everything) == total > 0
+    assert len(everything) == min(total, PAGE_ROWS) > 0
+    everything_rows = [
+        (_attr(r, "data-setup"), _attr(r, "data-model"))
+        for r in re.findall(r"<tr ([^>]*)>", page)
+        if 'class="sample' in r
+    ]
 
     dom = _chromium(tmp_path, "--dump-dom", url + "#setup=dotted&model=oracle").stdout
     shown = _visible_samples(dom)
     expected = len(re.findall(r'data-setup="dotted" data-model="oracle"', page))
-    assert shown == [("dotted", "oracle")] * expected and 0 < expected < total
+    assert 0 < expected < total
+    assert shown == [("dotted", "oracle")] * min(expected, PAGE_ROWS)
     assert _attr(dom[dom.index("<body") :], "data-visible") == str(expected)
-    assert f"{expected} of {total} samples shown" in dom
+    pages = -(-expected // PAGE_ROWS)
+    assert f"{expected} of {total} samples match; page 1 of {pages}" in dom
+
+    # Paging: the second page of everything shows the next PAGE_ROWS rows, in page order.
+    assert total > PAGE_ROWS, "too few rows to page through"
+    dom = _chromium(tmp_path, "--dump-dom", url + "#page=2").stdout
+    second = _visible_samples(dom)
+    assert second == everything_rows[PAGE_ROWS : 2 * PAGE_ROWS]
+    assert _attr(dom[dom.index("<body") :], "data-page") == "2"

@@ -122,24 +122,19 @@ def test_json_holds_percentages_recomputed_from_the_rows_in_a_stable_order(
     assert by_task == [(m, t, s) for m in sorted(MODELS) for t in all_tasks() for s in SETUPS]
 
 
-def test_csv_parses_back_to_the_json_numbers(
-    results: tuple[Path, pl.DataFrame], capsys: pytest.CaptureFixture[str]
+def test_csv_files_parse_back_to_the_json_numbers(
+    results: tuple[Path, pl.DataFrame], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    """--csv-dir: one CSV file per table, each loadable by a plain CSV reader."""
     out, _ = results
     from_json = json.loads(_summarize(capsys, str(out), "--format", "json", "--all"))
-    text = _summarize(capsys, str(out), "--format", "csv", "--all")
-    sections: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        if line.startswith("# table: "):
-            name = line.removeprefix("# table: ")
-            sections[name] = []
-        else:
-            sections[name].append(line)
-    assert list(sections) == list(from_json)
-    for name, lines in sections.items():
-        parsed = list(csv.DictReader(lines))
-        assert len(parsed) == len(from_json[name])
-        for got, want in zip(parsed, from_json[name], strict=True):
+    folder = tmp_path / "csv"
+    listed = _summarize(capsys, str(out), "--format", "csv", "--all", "--csv-dir", str(folder))
+    assert listed.splitlines() == [str(folder / f"{name}.csv") for name in from_json]
+    for name, want_rows in from_json.items():
+        parsed = list(csv.DictReader((folder / f"{name}.csv").read_text().splitlines()))
+        assert len(parsed) == len(want_rows)
+        for got, want in zip(parsed, want_rows, strict=True):
             assert list(got) == list(want)
             for column, value in want.items():
                 if isinstance(value, bool) or value is None:
@@ -148,6 +143,27 @@ def test_csv_parses_back_to_the_json_numbers(
                     assert float(got[column]) == pytest.approx(value)
                 else:
                     assert got[column] == value
+
+
+def test_csv_on_stdout_is_one_plain_table(
+    results: tuple[Path, pl.DataFrame], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, _ = results
+    from_json = json.loads(_summarize(capsys, str(out), "--format", "json", "--tables", "mse"))
+    text = _summarize(capsys, str(out), "--format", "csv", "--tables", "mse")
+    assert len(list(csv.DictReader(text.splitlines()))) == len(from_json["mse"])
+
+
+def test_csv_of_several_tables_without_a_folder_is_refused(
+    results: tuple[Path, pl.DataFrame], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, _ = results
+    assert cli.main(["summarize", str(out), "--format", "csv", "--all"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "pick one with --tables NAME, or write each to a file with --csv-dir DIR" in (
+        captured.err
+    )
 
 
 def test_tables_flag_picks_tables_in_a_fixed_order(

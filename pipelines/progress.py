@@ -1,0 +1,78 @@
+"""Progress of long work: a live bar on a terminal, plain periodic lines anywhere else.
+
+tqdm redraws its bar with carriage returns; written to a pipe or a job's log file every
+frame stays, so a log fills with thousands of partial lines. Here a terminal (stderr a
+tty) gets tqdm's bar, and anything else gets one plain line at the start, one at most every
+`PLAIN_EVERY_S` seconds, and one at the end.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TextIO, TypeVar
+
+T = TypeVar("T")
+
+# Seconds between two plain lines: a long run's log gets a few lines a minute, not frames.
+PLAIN_EVERY_S = 30.0
+
+
+class Progress:
+    """Counts done work of `total` units; shows it as a bar on a tty, plain lines elsewhere.
+
+    `clock` is injectable so tests can step time instead of sleeping."""
+
+    def __init__(
+        self,
+        total: int | None,
+        desc: str,
+        unit: str,
+        initial: int = 0,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.total, self.desc, self.unit, self.done = total, desc, unit, initial
+        self.stream = stream or sys.stderr
+        self.clock = clock
+        self._bar = None
+        if self.stream.isatty():
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, initial=initial, desc=desc, unit=unit, file=self.stream)
+        else:
+            self._line()
+        self._last = clock()
+
+    def update(self, n: int = 1) -> None:
+        """`n` more units done."""
+        self.done += n
+        if self._bar is not None:
+            self._bar.update(n)
+        elif self.clock() - self._last >= PLAIN_EVERY_S:
+            self._line()
+            self._last = self.clock()
+
+    def close(self) -> None:
+        """The final count (a plain line only if the last one shown is not already it)."""
+        if self._bar is not None:
+            self._bar.close()
+        else:
+            self._line()
+
+    def _line(self) -> None:
+        of = f"/{self.total}" if self.total is not None else ""
+        share = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
+        print(f"{self.desc}: {self.done}{of} {self.unit}s{share}", file=self.stream, flush=True)
+
+
+def progress(items: Iterable[T], total: int | None, desc: str, unit: str) -> Iterator[T]:
+    """`items`, one unit each, with their progress shown (see `Progress`)."""
+    shown = Progress(total, desc, unit)
+    try:
+        for item in items:
+            yield item
+            shown.update(1)
+    finally:
+        shown.close()
