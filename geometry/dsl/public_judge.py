@@ -9,7 +9,8 @@ in window units. Success is object score >= 0.9 and condition score >= 0.9.
 
 Here our executor stands in for the public one; the forms the public executor refuses and ours
 accepts are refused first (`public_form_error`), so a program is judged only when the public
-benchmark would have judged it. The raw data-set problem is read as the public loader reads
+benchmark would have judged it, and a program its validator cannot read scores 0/0 as there
+(`public_validation_error`). The raw data-set problem is read as the public loader reads
 it (no normalisation: a line of three points is missing there, a wrapped segment fails).
 """
 
@@ -25,6 +26,7 @@ from geometry.dsl.dataset import Problem
 from geometry.dsl.executor import execute
 from geometry.dsl.public_checks import TOLERANCE, Checker, check_condition, collinear
 from geometry.dsl.public_figure import PLine, PPolygon, PSegment, PublicFigure, fit_to_window
+from geometry.dsl.public_forms import public_form_error, public_validation_error
 from geometry.dsl.validator import PUBLIC_SUCCESS_THRESHOLD
 
 RawProblem = Mapping[str, Any]
@@ -38,6 +40,7 @@ class PublicVerdict:
     object_score: float
     condition_score: float
     failed_conditions: tuple[str, ...] = ()  # condition types, in data-set order
+    missing_objects: int = 0  # required objects absent by the public rules
     refusal: str | None = None  # why the public code would not judge it, when it would not
 
     @property
@@ -56,40 +59,9 @@ class PublicVerdict:
             "object_score_public": self.object_score,
             "condition_score_public": self.condition_score,
             "failed_conditions_public": list(self.failed_conditions),
+            "missing_objects_public": self.missing_objects,
             "refusal_public": self.refusal,
         }
-
-
-def public_form_error(program: str) -> str | None:
-    """Why the public executor or validator would refuse `program` where ours runs it, else None.
-
-    - `polygon : A B C -> p` with only the polygon as output: the public `polygon` command
-      returns the polygon and one segment per side, and refuses any other output count;
-    - a `//` comment: the public executor strips it, its validator's parser does not (it reads
-      `//` as a label), so the validation raises and scores 0.
-    """
-    for number, raw in enumerate(program.splitlines(), start=1):
-        line = raw.split("#", 1)[0]
-        if "//" in line:
-            return f"line {number}: '//' comments stop the public validator's parser"
-        tokens = line.split()
-        if len(tokens) > 2 and tokens[0] == "polygon" and tokens[1] == ":" and "->" in tokens:
-            arrow = tokens.index("->")
-            inputs, outputs = tokens[2:arrow], tokens[arrow + 1 :]
-            if not _is_number(inputs[-1]) and len(outputs) != len(inputs) + 1:
-                return (
-                    f"line {number}: the public polygon command returns the polygon and "
-                    f"{len(inputs)} sides, not {len(outputs)} output(s)"
-                )
-    return None
-
-
-def _is_number(token: str) -> bool:
-    try:
-        float(token)
-    except ValueError:
-        return False
-    return True
 
 
 def public_verdict(problem: Problem, program: str) -> PublicVerdict:
@@ -105,25 +77,30 @@ def judge_public(problem: RawProblem, program: str) -> PublicVerdict:
         refusal = f"execution error: {execution.error}"
     if refusal is not None:
         return PublicVerdict(False, 0.0, 0.0, refusal=refusal)
+    unreadable = public_validation_error(program)
+    if unreadable is not None:
+        return PublicVerdict(True, 0.0, 0.0, refusal=unreadable)
     figure = fit_to_window(execution.scene)
     conditions = [c for c in problem.get("verification_conditions", []) or []]
     checker = Checker(figure)
     failed = tuple(str(c.get("type")) for c in conditions if not check_condition(checker, c))
     passed = len(conditions) - len(failed)
     condition_score = passed / len(conditions) if conditions else 1.0
+    found, required = object_counts(figure, problem.get("required_objects", {}) or {})
     return PublicVerdict(
-        True,
-        object_score(figure, problem.get("required_objects", {}) or {}),
-        condition_score,
-        failed,
+        executed=True,
+        object_score=found / required if required else 1.0,
+        condition_score=condition_score,
+        failed_conditions=failed,
+        missing_objects=required - found,
     )
 
 
 # -- required objects, by the public rules ----------------------------------------------
 
 
-def object_score(figure: PublicFigure, required: Mapping[str, Any]) -> float:
-    """Share of required objects present by the public rules (1.0 when none are required).
+def object_counts(figure: PublicFigure, required: Mapping[str, Any]) -> tuple[int, int]:
+    """(present, required) objects by the public rules; the score is their ratio (1.0 at 0/0).
 
     Public rules (`_check_required_objects`): a segment or a line given by two points is
     present when a drawn one joins them *or when both points exist*; a circle is present when
@@ -131,10 +108,8 @@ def object_score(figure: PublicFigure, required: Mapping[str, Any]) -> float:
     """
     kinds = ("points", "segments", "lines", "circles", "polygons")
     items = [(kind, item) for kind in kinds for item in required.get(kind, []) or []]
-    if not items:
-        return 1.0
     found = sum(1 for kind, item in items if _present(figure, kind, item))
-    return found / len(items)
+    return found, len(items)
 
 
 def _present(figure: PublicFigure, kind: str, item: Any) -> bool:
@@ -274,4 +249,11 @@ def _cycle_from(graph: Mapping[Any, list[Any]], start: Any, size: int) -> list[A
     return walk(start, [start])
 
 
-__all__ = ["PublicVerdict", "judge_public", "object_score", "public_form_error", "public_verdict"]
+__all__ = [
+    "PublicVerdict",
+    "judge_public",
+    "object_counts",
+    "public_form_error",
+    "public_validation_error",
+    "public_verdict",
+]
