@@ -89,9 +89,7 @@ def error_accounting(outcomes: pl.DataFrame, rounds: pl.DataFrame) -> pl.DataFra
             {
                 "model": model,
                 "problems": part.height,
-                "dsl_errors_final_ours": int(
-                    (~part["error_category"].is_in(NONE_KINDS)).sum()
-                ),
+                "dsl_errors_final_ours": int((~part["error_category"].is_in(NONE_KINDS)).sum()),
                 "missing_objects_final_ours": sum(m for m, _ in final),
                 "failed_conditions_final_ours": sum(f for _, f in final),
                 "dsl_errors_steps_public": errors,
