@@ -17,19 +17,22 @@ it (no normalisation: a line of three points is missing there, a wrapped segment
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from geometry.dsl.dataset import Problem
 from geometry.dsl.executor import execute
+from geometry.dsl.limits import DEFAULT_LIMITS
 from geometry.dsl.public_checks import TOLERANCE, Checker, check_condition, collinear
 from geometry.dsl.public_figure import PLine, PPolygon, PSegment, PublicFigure, fit_to_window
 from geometry.dsl.public_forms import public_form_error, public_validation_error
 from geometry.dsl.validator import PUBLIC_SUCCESS_THRESHOLD
 
 RawProblem = Mapping[str, Any]
+# Our bounds, less the one check the public executor does not make (zero-area polygons).
+PUBLIC_LIMITS = replace(DEFAULT_LIMITS, allow_flat_polygons=True)
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ def public_verdict(problem: Problem, program: str) -> PublicVerdict:
 def judge_public(problem: RawProblem, program: str) -> PublicVerdict:
     """The public verdict of `program` for the raw data-set `problem`."""
     refusal = public_form_error(program)
-    execution = execute(program)
+    execution = execute(program, PUBLIC_LIMITS)
     if refusal is None and execution.error is not None:
         refusal = f"execution error: {execution.error}"
     if refusal is not None:
