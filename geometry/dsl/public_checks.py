@@ -111,7 +111,7 @@ class Checker:
 def line_through(a: Vec, b: Vec) -> PLine:
     """The public line_pp."""
     if not (a != b).any():
-        raise _Fail("line through identical points")
+        raise ValueError("line through identical points")  # an error there, not "no line"
     normal = np.array(((a - b)[1], -(a - b)[0]))
     return PLine(normal, float(np.dot(a, normal)))
 
@@ -542,7 +542,8 @@ def _point_on_arc(ch: Checker, d: Data) -> bool:
         return False
     p, a, b = ch.pts([point, arc[0], arc[1]])
     d1, d2 = p - a, p - b
-    if abs(float(np.cross(np.array([-d1[1], d1[0]]), np.array([-d2[1], d2[0]])))) < 1e-10:
+    # The 2-D cross product of the two chord normals (-d1y, d1x) x (-d2y, d2x).
+    if abs(float(d1[1] * d2[0] - d1[0] * d2[1])) < 1e-10:
         return False
     # The public "centre" is the mean of two chord midpoints, not the circumcentre.
     center = ((a + p) / 2 + (b + p) / 2) / 2
@@ -587,7 +588,11 @@ def _point_outside_line(ch: Checker, d: Data) -> bool:
     if not point or not line_data:
         return False
     p = ch.pt(point)
-    return not ch.line(line_data).contains(p)
+    try:
+        line = ch.line(line_data)
+    except _Fail:
+        return True  # the public test: "Line not found, assuming outside"
+    return not line.contains(p)
 
 
 def _point_above_line(ch: Checker, d: Data) -> bool:

@@ -83,7 +83,13 @@ def judge_public(problem: RawProblem, program: str) -> PublicVerdict:
     unreadable = public_validation_error(program)
     if unreadable is not None:
         return PublicVerdict(True, 0.0, 0.0, refusal=unreadable)
-    figure = fit_to_window(execution.scene)
+    try:
+        figure = fit_to_window(execution.scene)
+    except ValueError as err:
+        # A zero-length segment or a line without direction: the public types refuse to
+        # build one (its executor fails there), where ours may keep it (a flat polygon's
+        # side between repeated vertices).
+        return PublicVerdict(False, 0.0, 0.0, refusal=f"public executor: {err}")
     conditions = [c for c in problem.get("verification_conditions", []) or []]
     checker = Checker(figure)
     failed = tuple(str(c.get("type")) for c in conditions if not check_condition(checker, c))
