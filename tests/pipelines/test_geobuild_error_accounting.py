@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pipelines.geobuild.error_accounting import recovery_steps
+from pipelines.geobuild.results_json import write_results_json
 from pipelines.geobuild.rows import RoundWriter
 from pipelines.geobuild.summarize import summary_tables
 from store.records import write_run_record
@@ -87,6 +88,12 @@ def test_public_step_sums_beside_our_final_round(results: Path) -> None:
     # Executed steps: p1 r3 (2, 3) and r4 (0, 1) public; p3 r1 ours (1, 0); p3 r3 (0, 0).
     assert row["missing_objects_steps_public"] == 3
     assert row["failed_conditions_steps_public"] == 4
+
+
+def test_results_json_holds_both_accountings(results: Path) -> None:
+    document = json.loads(write_results_json(results, "m").read_text())
+    accounting = document["results"]["error_accounting"]
+    assert accounting["dsl_errors_final_ours"] == 1 and accounting["dsl_errors_steps_public"] == 6
 
 
 def test_recovery_needs_a_step_that_runs_again() -> None:
