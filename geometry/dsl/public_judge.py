@@ -25,7 +25,8 @@ import numpy as np
 from geometry.dsl.dataset import Problem
 from geometry.dsl.executor import execute
 from geometry.dsl.limits import DEFAULT_LIMITS
-from geometry.dsl.public_checks import TOLERANCE, Checker, check_condition, collinear
+from geometry.dsl.public_checker import TOLERANCE, Checker, collinear
+from geometry.dsl.public_checks import check_condition
 from geometry.dsl.public_figure import PLine, PPolygon, PSegment, PublicFigure, fit_to_window
 from geometry.dsl.public_forms import public_form_error, public_validation_error
 from geometry.dsl.validator import PUBLIC_SUCCESS_THRESHOLD
