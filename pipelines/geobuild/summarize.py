@@ -44,7 +44,13 @@ _COLUMNS = [
     "success",
 ]
 # Columns older shards lack: derived from the others when absent (see _normalised).
-_OPTIONAL = ["success_public", "error_category_public", "data_errors"]
+_OPTIONAL = [
+    "success_public",
+    "error_category_public",
+    "data_errors",
+    "object_score_public",
+    "condition_score_public",
+]
 # The outcome kind of a round that ran without error but was not solved (transitions).
 FAILED_VALIDATION = "failed_validation"
 SUCCESS = "success"
@@ -165,6 +171,9 @@ def read_rows(results: Location, model: str | None = None) -> Rows:
                 pl.col("verdict").last(),
                 pl.col("object_score").cast(pl.Float64).last(),
                 pl.col("condition_score").cast(pl.Float64).last(),
+                # The public verdict's scores (null in rows written before it was recorded).
+                pl.col("object_score_public").cast(pl.Float64).last(),
+                pl.col("condition_score_public").cast(pl.Float64).last(),
             )
         )
         outcome_frames.append(

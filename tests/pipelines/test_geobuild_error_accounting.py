@@ -96,6 +96,13 @@ def test_results_json_holds_both_accountings(results: Path) -> None:
     assert accounting["dsl_errors_final_ours"] == 1 and accounting["dsl_errors_steps_public"] == 6
 
 
+def test_problems_table_shows_the_public_scores_when_rows_have_them(results: Path) -> None:
+    # These hand-built rows predate the public scores: the columns are there, empty.
+    problems = summary_tables(results)["problems"]
+    assert problems["object_score_public"].null_count() == problems.height == 4
+    assert problems["condition_score_public"].null_count() == 4
+
+
 def test_recovery_needs_a_step_that_runs_again() -> None:
     assert recovery_steps([(1, True), (2, True), (3, False), (4, True), (5, False)]) == [2, 1]
     assert recovery_steps([(1, False), (2, True), (3, True)]) == []
