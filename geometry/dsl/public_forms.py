@@ -62,8 +62,17 @@ def public_literal(token: str) -> bool:
         return True
     for suffix in ("°", "rad", "r"):
         if token.endswith(suffix):
-            return _number(token[: -len(suffix)]) is not None
-    return _number(token) is not None
+            return _parses(token[: -len(suffix)])
+    return _parses(token)
+
+
+def _parses(text: str) -> bool:
+    """Python's float() reads it ("inf" and "1e400" included, as the public parser uses it)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _polygon_outputs(inputs: list[str]) -> int:
@@ -75,7 +84,7 @@ def _line_error(tokens: list[str], defined: set[str]) -> str | None:
     if tokens[0] == "const":
         if len(tokens) != 5 or tokens[1] not in PUBLIC_CONST_TYPES or tokens[3] != "->":
             return "the public const form is `const int|AngleSize|Measure VALUE -> LABEL`"
-        if _number(tokens[2]) is None:
+        if not _parses(tokens[2]):
             return f"the public const value must be a plain number, not {tokens[2]!r}"
         defined.add(tokens[4])
         return None

@@ -134,12 +134,21 @@ TRIANGLE = "point : 0 0 -> A\npoint : 1 0 -> B\npoint : 0 1 -> C\n"
             False,
             False,
         ),
+        ("point : -> A", True, False),  # a free point: no input
+        ("point : 3*2 cos(60°) -> A", False, False),
+        ("point : sqrt(2) 0 -> A", True, False),
+        ("point : 1 + 1 0 -> A", True, False),  # '+' read as a label
+        ("const int 5 -> n\npoint : n 0 -> A", False, False),
+        ("const float 5 -> n", True, False),
+        ("point:0 0 -> A", True, False),
+        ("point : 1e400 0 -> A", False, False),  # inf: the public float() reads it
     ],
 )
 def test_forms_the_public_code_refuses(
     program: str, executor_refuses: bool, validator_refuses: bool
 ) -> None:
-    # The fixture's hand_* programs record the public code on the first, second and fourth.
+    # The fixture's hand_* programs (problem 367) record the public code's answer on each
+    # of these forms but the last; the regular n-gon ones are hand_square_*.
     assert (public_form_error(program) is not None) is executor_refuses
     assert (public_validation_error(program) is not None) is validator_refuses
 
