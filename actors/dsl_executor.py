@@ -24,6 +24,7 @@ from geometry.dsl.executor import execute
 from geometry.dsl.program_extract import extract_program
 from geometry.dsl.prompts import FEEDBACK_MODES, feedback_text
 from geometry.dsl.public_categories import ENGINE_ERROR, NO_PROGRAM, public_kind
+from geometry.dsl.public_judge import PublicVerdict, public_verdict
 from geometry.dsl.render import render_scene
 from geometry.dsl.validator import Verdict, validate
 
@@ -38,13 +39,17 @@ JUDGED = pa.schema(
         ("error_category", pa.string()),
         ("error_category_public", pa.string()),  # the public benchmark's kind of it
         ("error_message", pa.string()),
-        ("verdict", pa.string()),  # Verdict.to_json() as JSON text
+        # Verdict.to_json() and PublicVerdict.to_json() merged, as JSON text
+        ("verdict", pa.string()),
         ("object_score", pa.float64()),
         ("condition_score", pa.float64()),
         ("partial_score", pa.float64()),
         ("success", pa.bool_()),
-        # The public rule (both scores >= 0.9), also blocked by any error, as there.
+        # The public verdict (geometry/dsl/public_judge.py): the public validator's checks
+        # in its window, both scores >= 0.9, blocked by any error, as there.
         ("success_public", pa.bool_()),
+        ("object_score_public", pa.float64()),
+        ("condition_score_public", pa.float64()),
         # The problem's data notes joined by "; ", "" when its data is clean.
         ("data_errors", pa.string()),
         ("feedback_text", pa.string()),
@@ -65,6 +70,7 @@ class Judged:
     error_message: str | None
     verdict: Verdict
     success: bool
+    public: PublicVerdict
     success_public: bool
     data_errors: tuple[str, ...]
     feedback: str
@@ -78,12 +84,18 @@ class Judged:
             "error_category": self.error_category,
             "error_category_public": public_kind(self.error_category),
             "error_message": self.error_message,
-            "verdict": json.dumps(self.verdict.to_json(), ensure_ascii=False, sort_keys=True),
+            "verdict": json.dumps(
+                {**self.verdict.to_json(), **self.public.to_json()},
+                ensure_ascii=False,
+                sort_keys=True,
+            ),
             "object_score": self.verdict.object_score,
             "condition_score": self.verdict.condition_score,
             "partial_score": self.verdict.partial_score,
             "success": self.success,
             "success_public": self.success_public,
+            "object_score_public": self.public.object_score,
+            "condition_score_public": self.public.condition_score,
             "data_errors": "; ".join(self.data_errors),
             "feedback_text": self.feedback,
             "feedback_image": self.image,
@@ -120,7 +132,8 @@ def judge_reply(
     success = where[1] is None and verdict.success
     # The public agent validates only a program that executed without error
     # (src/agent/react_agent.py: `if exec_result.success`), so an error blocks its success too.
-    success_public = where[1] is None and verdict.success_public
+    public = public_verdict(problem, program)
+    success_public = where[1] is None and public.success
     image = None
     if with_image and mode == "full" and program.strip() and not success:
         image = render_scene(execution.scene, image_size)
@@ -135,7 +148,15 @@ def judge_reply(
         with_image=image is not None,
     )
     return Judged(
-        program, *where, verdict, success, success_public, problem.data_errors, feedback, image
+        program,
+        *where,
+        verdict,
+        success,
+        public,
+        success_public,
+        problem.data_errors,
+        feedback,
+        image,
     )
 
 

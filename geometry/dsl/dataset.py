@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from geometry.dsl.conditions.model import Condition, LineRef
 from geometry.dsl.conditions.normalise import (
@@ -75,6 +75,9 @@ class Problem:
     category: str
     difficulty: int
     data_errors: tuple[str, ...] = ()
+    # The problem exactly as the data file has it: the public judge
+    # (geometry/dsl/public_judge.py) reads it as the public loader does, unnormalised.
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def load_problems(path: Path | str, lang: str = "en") -> list[Problem]:
@@ -125,6 +128,7 @@ def parse_problem(raw: Mapping[str, object], index: int = 0) -> Problem:
         category=str(raw.get("category", "")),
         difficulty=difficulty if isinstance(difficulty, int) else 0,
         data_errors=tuple(errors),
+        raw=raw,
     )
 
 

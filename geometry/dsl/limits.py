@@ -18,6 +18,9 @@ class Limits:
     max_abs_number: float = 1e6  # every literal, intermediate value and coordinate
     max_expression_depth: int = 32  # nesting of parentheses, unary signs and calls
     max_polygon_sides: int = 100  # polygon vertices, regular n-gons included
+    # The public judge runs programs as the public executor does, which draws a polygon
+    # whose vertices are collinear (zero area); ours refuses one by default.
+    allow_flat_polygons: bool = False
 
 
 DEFAULT_LIMITS = Limits()

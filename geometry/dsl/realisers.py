@@ -88,6 +88,8 @@ def non_degenerate_polygon() -> Precondition:
         top = call.limits.max_polygon_sides
         if len(pts) > top:
             raise DSLFailure("limit", f"polygon has {len(pts)} vertices, over the limit of {top}")
+        if call.limits.allow_flat_polygons:
+            return None
         size = max(a.distance(b) for a in pts for b in pts)
         if abs(geo.shoelace(pts)) <= DEGENERATE_REL * size * size:
             return f"polygon: vertices {' '.join(call.labels)} are collinear (zero area)"

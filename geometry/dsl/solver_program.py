@@ -79,4 +79,7 @@ def _lines(model: Model, state: State) -> Iterator[str]:
             a, b = condition.labels("arc")
             yield f"circle : {a} {b} {condition.text('point')} -> {labels.fresh('arc')}"
     for polygon in req.polygons:
-        yield f"polygon : {' '.join(polygon)} -> {labels.fresh('poly')}"
+        # The polygon and its sides: the one output form the public executor accepts (its
+        # `polygon` command returns both, and refuses a line naming the polygon alone).
+        sides = " ".join(labels.fresh("side") for _ in polygon)
+        yield f"polygon : {' '.join(polygon)} -> {labels.fresh('poly')} {sides}"

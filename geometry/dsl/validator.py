@@ -55,14 +55,6 @@ class Verdict:
         return not self.missing_objects and not self.failed_conditions
 
     @property
-    def success_public(self) -> bool:
-        """The public GeoBuildBench rule: object and condition scores both at least 0.9."""
-        return (
-            self.object_score >= PUBLIC_SUCCESS_THRESHOLD
-            and self.condition_score >= PUBLIC_SUCCESS_THRESHOLD
-        )
-
-    @property
     def partial_score(self) -> float:
         """0.3 x object score + 0.7 x condition score (the paper's weighting)."""
         return OBJECT_WEIGHT * self.object_score + CONDITION_WEIGHT * self.condition_score
@@ -72,7 +64,6 @@ class Verdict:
         return {
             "id": self.problem_id,
             "success": self.success,
-            "success_public": self.success_public,
             "object_score": self.object_score,
             "condition_score": self.condition_score,
             "partial_score": self.partial_score,

@@ -4,8 +4,9 @@ Reads `{"id": ..., "dsl": ...}` lines, runs each program through the DSL executo
 the resulting scene against the problem, and prints one JSON verdict per input line, in
 input order. A bad line (malformed JSON, unknown id, missing program) yields a verdict with
 an `error`, never a crash; a program that stops with an error is judged on what it built.
-`success` is our rule (every object and condition), `success_public` the public benchmark's
-(both scores at least 0.9); neither holds for a program that stopped with an error.
+`success` is our rule (every object and condition); `success_public`, `object_score_public`
+and `condition_score_public` are the public validator's verdict and scores, reproduced by
+geometry/dsl/public_judge.py; neither verdict holds for a program that stopped with an error.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from geometry.dsl.dataset import Problem
 from geometry.dsl.executor import execute
+from geometry.dsl.public_judge import public_verdict
 from geometry.dsl.validator import validate
 from pipelines.cli_args import existing_file, read_utf8
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
@@ -70,14 +72,16 @@ def check_line(text: str, number: int, problems: dict[str, Problem]) -> dict[str
         return _error_verdict(problem_id, f"line {number}: 'dsl' must be a string")
     execution = execute(program)
     verdict = validate(problem, execution.scene)
+    public = public_verdict(problem, program)
     error = execution.error
     return {
         "id": problem.id,
         "success": verdict.success and error is None,
-        # The public benchmark validates only programs that ran to the end (its agent loop
-        # skips validation after an execution error, and its validator scores an exception
-        # 0/0), so a program that stopped is not a public success either.
-        "success_public": verdict.success_public and error is None,
+        # The public verdict (geometry/dsl/public_judge.py): the public validator's own
+        # checks; it judges only programs the public executor runs to the end.
+        "success_public": public.success,
+        "object_score_public": public.object_score,
+        "condition_score_public": public.condition_score,
         "object_score": verdict.object_score,
         "condition_score": verdict.condition_score,
         "missing_objects": list(verdict.missing_objects),
@@ -97,6 +101,8 @@ def _error_verdict(problem_id: str | None, message: str) -> dict[str, object]:
         "id": problem_id,
         "success": False,
         "success_public": False,
+        "object_score_public": 0.0,
+        "condition_score_public": 0.0,
         "object_score": 0.0,
         "condition_score": 0.0,
         "missing_objects": [],

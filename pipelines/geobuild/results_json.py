@@ -54,6 +54,8 @@ def write_results_json(out: Location, model: str) -> Location:
                 for kind, public, count in errors.iter_rows()
             },
             "self_correction": _self_correction(tables),
+            # Ours on the final round beside the public per-step sums (error_accounting.py).
+            "error_accounting": next(iter(tables["error_accounting"].drop("model").to_dicts()), {}),
         },
         "config": {k: record.get(k) for k in CONFIG_FIELDS},
         "provenance": provenance(record_name, record),

@@ -12,8 +12,9 @@ processes, under one results root: `--out RESULTS` writes `RESULTS/audit/`:
   pass `python -m pipelines geobuild-check` (reference programs, an upper-bound baseline);
 - `audit.csv`: id, status (solved / no_construction / data_error), conflicts (the
   conditions that cannot hold together, ` | `-separated), reason, restarts, residual,
-  seconds, success_public (the solver's program passes the public benchmark's rule: it
-  executes without error and both scores reach 0.9; false without a program) and
+  seconds, success_public (the solver's program passes the public verdict,
+  geometry/dsl/public_judge.py: the public executor runs it and the public validator's
+  checks give both scores >= 0.9; false without a program) and
   broken_data (the problem's data has notes, `Problem.data_errors`: the problems the
   clean-data success rates leave out); one row per problem in the journal, in data-set
   order.
@@ -40,9 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from geometry.dsl.dataset import Problem
-from geometry.dsl.executor import execute
+from geometry.dsl.public_judge import public_verdict
 from geometry.dsl.solver import Budget, SolveResult, solve_problem
-from geometry.dsl.validator import validate
 from pipelines.cli_args import output_dir, positive_float, positive_int
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
 from pipelines.progress import Progress
@@ -271,13 +271,10 @@ def audit_csv(records: Sequence[Record], problems: Mapping[str, Problem]) -> byt
 
 
 def public_success(problem: Problem, program: str | None) -> bool:
-    """Whether `program` passes the public benchmark's rule for `problem`: it executes
-    without error (the public agent validates nothing else) and both scores reach 0.9.
+    """Whether `program` passes the public verdict for `problem` (geometry/dsl/public_judge.py:
+    the public executor runs it, and the public validator's checks give both scores >= 0.9).
     Judged again here, not assumed from `solved`, so the column means what it says."""
-    if program is None:
-        return False
-    execution = execute(program)
-    return execution.error is None and validate(problem, execution.scene).success_public
+    return program is not None and public_verdict(problem, program).success
 
 
 def _csv_bool(value: bool) -> str:

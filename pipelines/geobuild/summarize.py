@@ -26,6 +26,7 @@ import polars as pl
 from geometry.dsl.public_categories import PUBLIC_KIND
 from geometry.dsl.validator import CONDITION_WEIGHT, OBJECT_WEIGHT, PUBLIC_SUCCESS_THRESHOLD
 from pipelines.cli_args import results_location
+from pipelines.geobuild.error_accounting import error_accounting
 from pipelines.terminal_output import add_table_arguments, chosen_tables, percent
 from pipelines.terminal_output import print_tables as print_output
 from store.errors import UsageError
@@ -44,7 +45,13 @@ _COLUMNS = [
     "success",
 ]
 # Columns older shards lack: derived from the others when absent (see _normalised).
-_OPTIONAL = ["success_public", "error_category_public", "data_errors"]
+_OPTIONAL = [
+    "success_public",
+    "error_category_public",
+    "data_errors",
+    "object_score_public",
+    "condition_score_public",
+]
 # The outcome kind of a round that ran without error but was not solved (transitions).
 FAILED_VALIDATION = "failed_validation"
 SUCCESS = "success"
@@ -165,6 +172,9 @@ def read_rows(results: Location, model: str | None = None) -> Rows:
                 pl.col("verdict").last(),
                 pl.col("object_score").cast(pl.Float64).last(),
                 pl.col("condition_score").cast(pl.Float64).last(),
+                # The public verdict's scores (null in rows written before it was recorded).
+                pl.col("object_score_public").cast(pl.Float64).last(),
+                pl.col("condition_score_public").cast(pl.Float64).last(),
             )
         )
         outcome_frames.append(
@@ -347,6 +357,7 @@ def summary_tables(results: Location, model: str | None = None) -> dict[str, pl.
         "error_categories": errors,
         "missing_objects": missing,
         "failed_conditions": failed,
+        "error_accounting": error_accounting(outcomes, rows.rounds),
         "success_by_round": success_by_round(outcomes),
         "feedback_fixes": feedback_fixes(outcomes, rows.rounds),
         "error_transitions": error_transitions(rows.rounds),
@@ -366,6 +377,10 @@ TITLES = {
     "% of the model's problems",
     "missing_objects": "missing objects by type (final round)",
     "failed_conditions": "failed conditions by type (final round)",
+    "error_accounting": "error counts two ways: ours on each problem's final round (_final_ours) "
+    "and the public benchmark's sums over every step (_steps_public: DSL errors, i.e. "
+    "hallucinations, per problem, mean recovery steps, missing objects and failed conditions "
+    "by the public verdict)",
     "success_by_round": "self-correction: problems solved by each round, % of every attempted "
     "problem",
     "feedback_fixes": "self-correction: round-1 failures fixed in a later round",

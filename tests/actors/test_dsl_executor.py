@@ -121,10 +121,12 @@ def test_unknown_feedback_mode_is_refused() -> None:
 
 def test_an_error_blocks_public_success_even_when_the_scores_pass(problem_367) -> None:
     # The whole right figure is built before the bad last line (c drawn twice): both
-    # scores pass.
+    # of our scores pass.
     judged = _judge(problem_367, RIGHT + "\ncircle : O A -> c", mode="errors")
-    assert judged.verdict.success_public and judged.error_category == "duplicate_label"
+    assert judged.verdict.object_score == judged.verdict.condition_score == 1.0
+    assert judged.error_category == "duplicate_label"
     assert not judged.success_public and not judged.success
+    assert not judged.public.executed and judged.public.refusal is not None
     columns = judged.columns()
     assert columns["success_public"] is False
     assert columns["error_category_public"] == PUBLIC_KIND["duplicate_label"]

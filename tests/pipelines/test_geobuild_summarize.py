@@ -128,6 +128,7 @@ def test_json_and_csv_give_the_printed_percentages(
         "error_categories",
         "missing_objects",
         "failed_conditions",
+        "error_accounting",
         "success_by_round",
         "feedback_fixes",
         "error_transitions",

@@ -25,6 +25,7 @@ import pytest
 
 from geometry.dsl.dataset import Problem, parse_problem
 from geometry.dsl.executor import execute
+from geometry.dsl.public_judge import public_verdict
 from geometry.dsl.validator import validate
 from tests.conftest import REPO
 
@@ -116,7 +117,10 @@ def judge(program: str, problem: Problem) -> str:
     """The verdict and execution error of one program, as canonical JSON."""
     execution = execute(program)
     error = None if execution.error is None else str(execution.error)
-    verdict = validate(problem, execution.scene).to_json()
+    verdict = {
+        **validate(problem, execution.scene).to_json(),
+        **public_verdict(problem, program).to_json(),
+    }
     return json.dumps({"verdict": verdict, "error": error}, sort_keys=True)
 
 
