@@ -41,7 +41,7 @@ RESULT_SCHEMA = pa.schema(
 )
 # Result columns added after results were first written: a shard without them is read with
 # them null (not quarantined), so a run started before they existed resumes.
-ADDED_LATER = ("error_category_public", "success_public", "data_errors")
+ADDED_LATER = ("error_category_public", "success_public", "data_errors", "prompt_ids_sha256")
 
 
 def round_dir(root: Location, round_number: int) -> Location:
