@@ -42,7 +42,8 @@ GEOBUILD_MAX_TOKENS = 256
 GEOBUILD_IDS = "367"
 SERVED_NAME = "smollm2"
 
-# Three engine loads and a server start: ~10 min on two busy cores.
+# Three engine loads (hf, vllm twice: NoReGeo and the GeoBuild round) and a server start:
+# 27 min measured on two cores shared with other jobs (load average 30-75).
 pytestmark = [pytest.mark.timeout(2400), pytest.mark.slow]
 
 
