@@ -175,3 +175,23 @@ def test_built_model_is_the_wheels_gguf_with_real_weights(real_model_dir: Path) 
         out = model.generate(**inputs, max_new_tokens=12, do_sample=False)
     answer = tokenizer.decode(out[0][inputs["input_ids"].shape[1] :], skip_special_tokens=True)
     assert "Paris" in answer, answer  # a random-weight model would not say it
+
+
+def test_configs_and_checkpoints_name_their_weights(
+    real_model_dir: Path, tiny_llm_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real model's config reads its folder from $GEOSEE_REAL_MODEL; a checkpoint folder's
+    provenance.json says real or random; baselines have none; a tiny build cannot say real."""
+    from pipelines.engines.model_config import ModelConfig, resolve_model
+
+    monkeypatch.setenv("GEOSEE_REAL_MODEL", str(real_model_dir))
+    cfg = resolve_model("vllm", "smollm2-135m-instruct")
+    assert (cfg.repo, cfg.engine, cfg.weights) == (str(real_model_dir), "vllm", "real")
+    assert resolve_model("hf", str(real_model_dir)).weights == "real"
+    assert resolve_model("hf", str(tiny_llm_dir)).weights == "random"
+    assert resolve_model("hf", "tiny-llm").weights == "random"
+    assert resolve_model("oracle", "oracle").weights == "none"
+    with pytest.raises(ValueError, match="weights"):
+        ModelConfig(name="t", repo="t", local=True, build_tiny="llm", weights="real")
+    with pytest.raises(ValueError, match="weights"):
+        ModelConfig(name="t", repo="t", engine="oracle")  # a baseline has no weights
