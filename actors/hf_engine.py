@@ -29,6 +29,7 @@ from actors.contract import (
     message_parts,
     numpy_columns,
     plain,
+    prompt_ids_digest,
 )
 
 DEFAULT_MAX_TOKENS = 256
@@ -59,6 +60,7 @@ class _Request:
     prompt: str
     images: list[Any]
     num_input_tokens: int
+    prompt_ids_sha256: str | None
     spec: Any  # grammar_decoding.RowSpec (imported lazily with torch)
 
 
@@ -246,7 +248,10 @@ class HFEngine:
 
     def _prepare(self, index: int, messages: Any, sampling_params: Any) -> _Request:
         prompt, images = self.render_prompt(messages)
-        num_input_tokens = len(self._encode([prompt], [images])["input_ids"][0])
+        # The ids this row's own encoding gives (left padding in a sub-batch adds pad
+        # tokens before them under an attention mask of 0: the model reads these).
+        ids = self._encode([prompt], [images])["input_ids"][0].tolist()
+        num_input_tokens = len(ids)
         spec = self._spec(plain(sampling_params) or {})
         if self.max_length:
             room = self.max_length - num_input_tokens
@@ -260,7 +265,7 @@ class HFEngine:
             # after its prompt: generating fewer is the engine's limit, not the row's error
             # (vLLM stops at max_model_len the same way). The run record states the policy.
             spec = dataclasses.replace(spec, max_tokens=min(spec.max_tokens, room))
-        return _Request(index, prompt, images, num_input_tokens, spec)
+        return _Request(index, prompt, images, num_input_tokens, prompt_ids_digest(ids), spec)
 
     def _spec(self, params: Mapping[str, Any]) -> Any:
         structured = params.get("structured_outputs") or {}
@@ -300,6 +305,7 @@ class HFEngine:
         for request, (text, num_generated, error) in zip(chunk, texts, strict=True):
             i = request.index
             out["num_input_tokens"][i] = request.num_input_tokens
+            out["prompt_ids_sha256"][i] = request.prompt_ids_sha256
             out["num_generated_tokens"][i] = num_generated
             out["time_taken_llm"][i] = share
             if error is None:

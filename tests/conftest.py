@@ -11,7 +11,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# The data beside the checkout (`../shared`); GEOSEE_SHARED names it where a checkout is not
+# beside it (a git worktree elsewhere).
+SHARED = Path(os.environ.get("GEOSEE_SHARED") or REPO.parent / "shared")
 
 
 import pytest  # noqa: E402
@@ -62,6 +64,27 @@ def tiny_vlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     torch.set_num_threads(1)
     return build_tiny_model("vlm", tmp_path_factory.mktemp("tiny_vlm"), seed=0)
+
+
+REAL_MODEL_ENV = "GEOSEE_REAL_MODEL"
+REAL_MODEL_DEFAULT = REPO / "models" / "smollm2-135m-instruct"
+
+
+@pytest.fixture(scope="session")
+def real_model_dir() -> Path:
+    """SmolLM2-135M-Instruct, real weights, as `make real-model` builds it ($GEOSEE_REAL_MODEL,
+    else models/smollm2-135m-instruct). Missing is a failure, not a skip: nothing is skipped
+    on this machine."""
+    from pipelines.engines.real_model import is_complete
+
+    path = Path(os.environ.get(REAL_MODEL_ENV) or REAL_MODEL_DEFAULT)
+    if not is_complete(path):
+        pytest.fail(
+            f"no complete real model at {path} (${REAL_MODEL_ENV} or the default); build it "
+            f"with `make real-model` (or `geosee real-model --out {path}`)",
+            pytrace=False,
+        )
+    return path
 
 
 VLLM_TESTS = REPO / "tests" / "vllm"

@@ -12,6 +12,7 @@ kept out of that count.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,6 +52,12 @@ Engine = Literal["vllm", "hf", "http", "oracle", "random", "constant"]
 Modality = Literal["text", "image-text"]
 SetupName = Literal["text", "dotted", "full"]
 TinyKind = Literal["llm", "vlm"]
+# Where a model's weights come from: pretrained (`real`), a random initialisation (`random`:
+# the tiny test models, whose answers are noise by design), or no weights at all (`none`:
+# the answer baselines). The report marks the random-weight rows.
+Weights = Literal["real", "random", "none"]
+# The file a checkpoint folder built here names its weights in (`real-model`, `tiny-model`).
+PROVENANCE_FILE = "provenance.json"
 # Revisions that name no hub commit: a local checkpoint, the default branch, a baseline.
 UNPINNED_REVISIONS = ("local", "main", "none")
 
@@ -150,6 +157,11 @@ class ModelConfig(BaseModel):
         description="Tiny random model the sweep builds offline when repo_env is unset "
         "(local test entries only).",
     )
+    weights: Weights = Field(
+        "real",
+        description="real (pretrained), random (tiny test models: answers are noise) or "
+        "none (answer baselines).",
+    )
 
     @field_validator("reasoning_parser")
     @classmethod
@@ -171,6 +183,10 @@ class ModelConfig(BaseModel):
             raise ValueError("api_base: the http engine needs api_base and api_key_env")
         if self.build_tiny and not self.local:
             raise ValueError("build_tiny: only local test entries may build tiny models")
+        if self.build_tiny and self.weights != "random":
+            raise ValueError("weights: a tiny model built here has random weights")
+        if (self.engine in BASELINES) != (self.weights == "none"):
+            raise ValueError("weights: none exactly for the answer baselines (no model)")
         if self.reasoning_parser and not self.thinking_max_tokens:
             raise ValueError(
                 "thinking_max_tokens: a reasoning model needs a token budget for its "
@@ -239,6 +255,17 @@ def hub_revision(revision: str) -> str | None:
     return None if revision in UNPINNED_REVISIONS else revision
 
 
+def checkpoint_weights(path: Path) -> Weights:
+    """What a checkpoint folder's provenance file says of its weights; `real` without one
+    (a checkpoint from elsewhere is pretrained unless it says otherwise)."""
+    try:
+        record = json.loads((path / PROVENANCE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "real"
+    value = record.get("weights") if isinstance(record, dict) else None
+    return value if value in ("real", "random") else "real"
+
+
 def _local_checkpoint(path: Path) -> tuple[Modality, int | None]:
     """Modality and context length (max_position_embeddings) of a checkpoint directory."""
     config = json.loads((path / "config.json").read_text())
@@ -263,12 +290,16 @@ def resolve_model(engine: str, model: str, revision: str | None = None) -> Model
             engine=engine,
             modality="image-text",
             setups=list(SETUPS),
+            weights="none",
         )
     candidates = [Path(model), CONFIG_DIR / f"{model}.yaml", CONFIG_DIR / "local" / f"{model}.yaml"]
     for path in candidates:
         if path.is_file() and path.suffix in (".yaml", ".yml"):
             cfg = load_config(path)
-            return cfg.model_copy(update={"engine": engine, "revision": revision or cfg.revision})
+            update: dict[str, Any] = {"engine": engine, "revision": revision or cfg.revision}
+            if cfg.repo_env and os.environ.get(cfg.repo_env):
+                update["repo"] = os.environ[cfg.repo_env]  # a local build of a local entry
+            return cfg.model_copy(update=update)
     local = Path(model)
     if engine in CHECKPOINT_ENGINES and (local / "config.json").is_file():
         modality, positions = _local_checkpoint(local)
@@ -283,6 +314,7 @@ def resolve_model(engine: str, model: str, revision: str | None = None) -> Model
             modality=modality,
             local=True,
             setups=setups,
+            weights=checkpoint_weights(local),
             **context,
         )
     names = [p.stem for p in (*CONFIG_DIR.glob("*.yaml"), *(CONFIG_DIR / "local").glob("*.yaml"))]

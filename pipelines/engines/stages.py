@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from actors.contract import ENGINE_OUTPUT, numpy_columns, object_array
+from actors.contract import ENGINE_OUTPUT, numpy_columns, object_array, prompt_ids_digest
 from pipelines.engines.model_config import BASELINES, ModelConfig, hub_revision
 
 
@@ -211,7 +211,14 @@ def vllm_postprocess(reasoning_end: str | None) -> Callable[[dict[str, Any]], di
         text = row.get("generated_text")
         if reasoning_end and isinstance(text, str) and reasoning_end in text:
             text = text.rsplit(reasoning_end, 1)[1].lstrip()
-        out = {**row, "generated_text": text, "engine_error": None}
+        # The ids vLLM received (Ray's vLLMOutputData.prompt_token_ids), as a digest.
+        ids = row.get("prompt_token_ids")
+        out = {
+            **row,
+            "generated_text": text,
+            "engine_error": None,
+            "prompt_ids_sha256": prompt_ids_digest(None if ids is None else list(ids)),
+        }
         for column, kept in KEPT.items():
             if kept in out:
                 out[column] = out.pop(kept)

@@ -13,11 +13,13 @@ random and seeded: the same seed gives the same files.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 from pipelines.cli_args import non_negative_int, output_dir
+from pipelines.engines.model_config import PROVENANCE_FILE
 from store.errors import UsageError
 
 KINDS = ("llm", "vlm")
@@ -217,6 +219,9 @@ def build_tiny_model(
             _build_llm(out, max_positions)
         else:
             _build_vlm(out, max_positions)
+    # What the report and model configs read to mark this model's answers as noise.
+    record = {"builder": "geosee tiny-model", "kind": kind, "seed": seed, "weights": "random"}
+    (out / PROVENANCE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return out
 
 

@@ -47,6 +47,7 @@ ADDED_LATER = (
     "object_score_public",
     "condition_score_public",
     "data_errors",
+    "prompt_ids_sha256",
 )
 
 

@@ -161,6 +161,7 @@ def _who(benchmark: str, folder: str, data: dict[str, Any]) -> dict[str, Any]:
             "engine": model.get("engine") or data.get("engine"),
             "repo": model.get("repo"),
             "revision": model.get("revision"),
+            "weights": _weights_text(model.get("weights")),
         }
     if isinstance(model, str):
         return {
@@ -168,6 +169,7 @@ def _who(benchmark: str, folder: str, data: dict[str, Any]) -> dict[str, Any]:
             "engine": data.get("engine") or model,
             "repo": data.get("annotations"),
             "revision": str(data.get("annotations_sha256") or "")[:16] or None,
+            "weights": "none (human annotators)",
         }
     grid = data.get("grid") if isinstance(data.get("grid"), dict) else {}
     encoder = (grid or {}).get("encoder") or {}
@@ -177,7 +179,16 @@ def _who(benchmark: str, folder: str, data: dict[str, Any]) -> dict[str, Any]:
         "repo": encoder.get("arch"),
         # The probe grid's encoder without pretrained weights is a random initialisation.
         "revision": encoder.get("pretrained") or "none (random weights)",
+        "weights": _weights_text("real" if encoder.get("pretrained") else "random"),
     }
+
+
+def _weights_text(weights: Any) -> str | None:
+    """The weights column: random-weight rows say so loudly (their numbers are noise);
+    None for records written before configs named their weights."""
+    if weights == "random":
+        return "RANDOM (answers are noise)"
+    return str(weights) if weights else None
 
 
 def runs_table(records: list[Record]) -> pl.DataFrame:
@@ -192,7 +203,8 @@ def runs_table(records: list[Record]) -> pl.DataFrame:
             {
                 "benchmark": benchmark,
                 **{
-                    k: _joined([w[k] for w in who]) for k in ("model", "engine", "repo", "revision")
+                    k: _joined([w[k] for w in who])
+                    for k in ("model", "engine", "repo", "revision", "weights")
                 },
                 "sampling": _joined([_sampling_text(d.get("sampling")) for d in datas])
                 if any("sampling" in d for d in datas)

@@ -14,6 +14,7 @@ from actors.contract import (
     arrow_columns,
     no_token_outputs,
     numpy_columns,
+    prompt_ids_digest,
     restore_types,
     with_outputs,
 )
@@ -98,3 +99,17 @@ def test_ray_changes_what_restore_types_says_and_restore_types_undoes_it(ray_loc
     restored = restore_types(after, EDGE_SCHEMA)
     assert restored.schema == EDGE_SCHEMA
     assert restored.to_pydict() == {**EDGE_ROWS, "options": [None, []]}
+
+
+def test_prompt_ids_digest_is_the_same_for_every_container_of_the_same_ids() -> None:
+    """Engines report ids as lists (vLLM), numpy arrays (Ray) or tensor rows turned to lists
+    (hf): one digest, recomputed here from its definition; other ids, another digest."""
+    import hashlib
+
+    ids = [1, 9690, 198, 67, 2]
+    expected = hashlib.sha256(b"1,9690,198,67,2").hexdigest()
+    assert prompt_ids_digest(ids) == expected
+    assert prompt_ids_digest(np.array(ids, dtype=np.int64)) == expected
+    assert prompt_ids_digest(tuple(np.int32(i) for i in ids)) == expected
+    assert prompt_ids_digest([1, 9690, 198, 6, 72]) != expected  # same digits, other ids
+    assert prompt_ids_digest(None) is None

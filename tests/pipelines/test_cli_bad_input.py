@@ -134,6 +134,10 @@ sweep-items-file                     --items            sweep --models {models} 
 sweep-cluster-config-missing         --cluster-config   sweep --models {models} --out {out} --cluster-config {out} --dry-run
 sweep-models-file                    --models           sweep --models {file} --out {out} --dry-run
 tiny-model-out-file                  --out              tiny-model --kind llm --out {file}
+real-model-out-file                  --out              real-model --out {file}
+real-model-wheel-not-zip             --wheel            real-model --out {out} --wheel {file}
+real-model-wheel-dir                 --wheel            real-model --out {out} --wheel {dir}
+real-model-wheel-missing             --wheel            real-model --out {out} --wheel {tmp}/none.whl
 report-out-file                      --out              report {dir} --out {file}
 report-results-file                  results            report {file} --out {out}
 summarize-results-file               results            summarize {file}
@@ -208,6 +212,7 @@ generate-not-utf8                    --tasks            generate --out {out} --t
 evaluate-not-utf8                    --model            evaluate E --model {undecodable}
 summarize-not-utf8                   --benchmark        summarize {dir} --benchmark {undecodable}
 tiny-model-not-utf8                  --kind             tiny-model --kind {undecodable} --out {out}
+real-model-not-utf8                  --wheel            real-model --out {out} --wheel {undecodable}
 geobuild-check-not-utf8              --dataset          geobuild-check --dataset {undecodable} --programs {file}
 geobuild-not-utf8                    --ids              geobuild G --ids {undecodable}
 geobuild-summarize-not-utf8          --model            geobuild-summarize {dir} --model {undecodable}

@@ -312,6 +312,26 @@ def test_provenance_from_run_records_and_manifest(model_report, small_items: Pat
     assert {m: engines[m] for m in BASELINES} == {m: m for m in BASELINES}
     assert engines["human"] == "human"
     assert all(len(c) == 12 for c in runs["git commit"].to_list())  # recorded, not "?"
+    weights = dict(
+        runs.filter(pl.col("benchmark") == "noregeo").select("model", "weights").iter_rows()
+    )
+    assert {m: weights[m] for m in BASELINES} == {m: "none" for m in BASELINES}
+
+
+@pytest.mark.parametrize(
+    ("weights", "shown"),
+    [("random", "RANDOM (answers are noise)"), ("real", "real"), (None, "?")],
+)
+def test_runs_table_marks_random_weight_models(weights: str | None, shown: str) -> None:
+    """A record's model config names its weights; random ones are marked, old records
+    (written before the field existed) show `?`."""
+    from pipelines.report import provenance as prov
+
+    model = {"name": "m", "engine": "hf", "repo": "r", "revision": "local"}
+    if weights is not None:
+        model["weights"] = weights
+    record = prov.Record("noregeo", "model=m", {"model": model, "git_commit": "0" * 40})
+    assert prov.runs_table([record])["weights"].to_list() == [shown]
 
 
 def test_figures_are_valid_pngs_referenced_by_the_page(report) -> None:
