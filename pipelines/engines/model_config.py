@@ -55,8 +55,8 @@ UNPINNED_REVISIONS = ("local", "main", "none")
 
 # vLLM reasoning parsers a config may name, each with the text that ends the reasoning in
 # the detokenized output (what is cut off before scoring). Names present in vLLM 0.29 (the
-# GPU profile) and 0.32 (the CPU test profile); tests/vllm checks them against vLLM's own
-# registry.
+# release both the GPU and the CPU test profile run); tests/vllm checks them against vLLM's
+# own registry.
 REASONING_END: dict[str, str] = {
     "deepseek_r1": "</think>",
     "deepseek_v3": "</think>",
