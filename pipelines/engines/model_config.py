@@ -50,6 +50,9 @@ Engine = Literal["vllm", "hf", "http", "oracle", "random", "constant"]
 Modality = Literal["text", "image-text"]
 SetupName = Literal["text", "dotted", "full"]
 TinyKind = Literal["llm", "vlm"]
+# vLLM's two chat-template content formats (ChatTemplateContentFormat), as Ray 2.60's
+# prepare-multimodal stage takes them.
+ContentFormat = Literal["string", "openai"]
 # Revisions that name no hub commit: a local checkpoint, the default branch, a baseline.
 UNPINNED_REVISIONS = ("local", "main", "none")
 
@@ -105,6 +108,16 @@ class ModelConfig(BaseModel):
         "vLLM servers, whose JSON-schema mode lets weak models write whitespace forever).",
     )
     chat_template_notes: str = Field("", description="Anything special about its chat template.")
+    chat_template_content_format: ContentFormat | None = Field(
+        None,
+        description="How message content reaches the chat template (vLLM's "
+        "chat_template_content_format): openai, a list of typed parts where the template "
+        "writes each image's placeholder (llava-hf, Idefics3, SmolVLM, Qwen2-VL, Gemma 3); "
+        "string, one string with the model's placeholder already in the text (templates "
+        "that print content as it comes: InternVL, MiniCPM, Phi-3.5-vision, Molmo). None: "
+        "openai for image-text models, string for text models. The real templates' "
+        "detected format is checked in tests/vllm/test_chat_templates.py.",
+    )
     verified: bool = Field(
         True,
         description="False when the repo id is a guess; true means known to the author, not "
@@ -168,6 +181,11 @@ class ModelConfig(BaseModel):
             raise ValueError("setups: at least one setup is needed")
         if self.engine == "http" and not (self.api_base and self.api_key_env):
             raise ValueError("api_base: the http engine needs api_base and api_key_env")
+        if self.modality == "text" and self.chat_template_content_format == "openai":
+            raise ValueError(
+                "chat_template_content_format: a text-only model gets string content (a list "
+                "of parts would print as its repr in most text templates)"
+            )
         if self.build_tiny and not self.local:
             raise ValueError("build_tiny: only local test entries may build tiny models")
         if self.reasoning_parser and not self.thinking_max_tokens:
@@ -176,6 +194,18 @@ class ModelConfig(BaseModel):
                 "reasoning (e.g. 4096)"
             )
         return self
+
+    @property
+    def content_format(self) -> ContentFormat:
+        """The chat-template content format every engine of ours renders with.
+
+        Ray 2.60's prepare-multimodal stage defaults to "string", which empties the prompt
+        of every template that loops over a list of parts (llava-1.5 renders
+        `USER: ASSISTANT:`): image-text models default to "openai" instead.
+        """
+        if self.chat_template_content_format is not None:
+            return self.chat_template_content_format
+        return "openai" if self.modality == "image-text" else "string"
 
     @property
     def gpus(self) -> int:

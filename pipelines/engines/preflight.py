@@ -117,7 +117,9 @@ def check_context(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextRepor
     from actors.hf_engine import PromptRenderer
 
     try:
-        renderer = PromptRenderer.load(cfg.repo, hub_revision(cfg.revision), cfg.trust_remote_code)
+        renderer = PromptRenderer.load(
+            cfg.repo, hub_revision(cfg.revision), cfg.trust_remote_code, cfg.content_format
+        )
     except (OSError, ValueError) as err:
         # Not loadable here (no hub access on this driver): the engine will say more.
         reason = (str(err).splitlines() or [type(err).__name__])[0]
