@@ -226,11 +226,22 @@ def vllm_placeholder(module: str, cls: str, index: int) -> str | None:
                 return None
             if isinstance(value, ast.Constant):
                 return str(value.value)
-            if isinstance(value, ast.JoinedStr):
-                # eval of a literal f-string over `i` only: vLLM's own source, read-only
-                code = compile(ast.Expression(value), str(path), "eval")
-                return str(eval(code, {}, {"i": index}))  # noqa: S307
+            if isinstance(value, ast.JoinedStr):  # e.g. f"<|image_{i}|>": filled in, not run
+                return "".join(_fstring_part(part, index) for part in value.values)
     raise AssertionError(f"{cls}.get_placeholder_str: no image branch in {path}")
+
+
+def _fstring_part(part: ast.expr, index: int) -> str:
+    """One piece of an f-string whose only field is the item number `i`."""
+    if isinstance(part, ast.Constant):
+        return str(part.value)
+    if (
+        isinstance(part, ast.FormattedValue)
+        and isinstance(part.value, ast.Name)
+        and part.value.id == "i"
+    ):
+        return str(index)
+    raise AssertionError(f"placeholder f-string field not understood: {ast.unparse(part)}")
 
 
 def vllm_tracker(family: Family) -> Any:
@@ -408,3 +419,20 @@ def test_string_content_empties_the_list_templates() -> None:
     ]
     prompt = render(template_of(family), prepared_conversation(messages, family, settings), {})
     assert prompt == "USER: ASSISTANT:"
+
+
+@pytest.mark.parametrize(
+    ("module", "cls", "expected"),
+    [
+        ("phi3v", "Phi3VForCausalLM", "<|image_1|>"),  # an f-string of the item number
+        ("internvl", "InternVLChatModel", "<image>"),
+        ("minicpmv", "MiniCPMVBaseModel", "(<image>./</image>)"),
+        ("mistral3", "Mistral3ForConditionalGeneration", None),  # the template writes [IMG]
+    ],
+)
+def test_placeholders_are_read_from_vllms_source(
+    module: str, cls: str, expected: str | None
+) -> None:
+    """The reader of vLLM's get_placeholder_str, on the string-format families' classes:
+    what vLLM puts in front of the text of a "string" config's image message."""
+    assert vllm_placeholder(module, cls, 1) == expected
