@@ -115,7 +115,7 @@ class ModelConfig(BaseModel):
         "writes each image's placeholder (llava-hf, Idefics3, SmolVLM, Qwen2-VL, Gemma 3); "
         "string, one string with the model's placeholder already in the text (templates "
         "that print content as it comes: InternVL, MiniCPM, Phi-3.5-vision, Molmo). None: "
-        "openai for image-text models, string for text models. The real templates' "
+        "openai. Text models always send string content. The real templates' "
         "detected format is checked in tests/vllm/test_chat_templates.py.",
     )
     verified: bool = Field(
@@ -181,11 +181,6 @@ class ModelConfig(BaseModel):
             raise ValueError("setups: at least one setup is needed")
         if self.engine == "http" and not (self.api_base and self.api_key_env):
             raise ValueError("api_base: the http engine needs api_base and api_key_env")
-        if self.modality == "text" and self.chat_template_content_format == "openai":
-            raise ValueError(
-                "chat_template_content_format: a text-only model gets string content (a list "
-                "of parts would print as its repr in most text templates)"
-            )
         if self.build_tiny and not self.local:
             raise ValueError("build_tiny: only local test entries may build tiny models")
         if self.reasoning_parser and not self.thinking_max_tokens:
@@ -197,15 +192,14 @@ class ModelConfig(BaseModel):
 
     @property
     def content_format(self) -> ContentFormat:
-        """The chat-template content format every engine of ours renders with.
+        """The chat-template content format every engine of ours renders image-text
+        content with (text models always send string content: `build_messages`).
 
         Ray 2.60's prepare-multimodal stage defaults to "string", which empties the prompt
         of every template that loops over a list of parts (llava-1.5 renders
-        `USER: ASSISTANT:`): image-text models default to "openai" instead.
+        `USER: ASSISTANT:`): the default here is "openai".
         """
-        if self.chat_template_content_format is not None:
-            return self.chat_template_content_format
-        return "openai" if self.modality == "image-text" else "string"
+        return self.chat_template_content_format or "openai"
 
     @property
     def gpus(self) -> int:
