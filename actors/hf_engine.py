@@ -72,17 +72,32 @@ class PromptRenderer:
     """
 
     def __init__(
-        self, name: str, tokenizer: Any, processor: Any, context_length: int | None
+        self,
+        name: str,
+        tokenizer: Any,
+        processor: Any,
+        context_length: int | None,
+        content_format: str = "openai",
     ) -> None:
+        if content_format not in ("openai", "string"):
+            raise ValueError(f"content_format must be openai or string, got {content_format!r}")
         self.name = name
         self.tokenizer = tokenizer
         self.processor = processor  # None for text-only models
         self.is_image_text = processor is not None
         self.context_length = context_length  # None when the config does not say
+        # How an image-text model's content reaches its template, as vLLM's
+        # chat_template_content_format (ModelConfig.content_format): the same prompt on
+        # every engine.
+        self.content_format = content_format
 
     @classmethod
     def load(
-        cls, model: str, revision: str | None = None, trust_remote_code: bool = False
+        cls,
+        model: str,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+        content_format: str = "openai",
     ) -> PromptRenderer:
         """Tokenizer (text models) or processor (image-text models) of a checkpoint."""
         import transformers
@@ -96,9 +111,9 @@ class PromptRenderer:
         context = int(getattr(text_config, "max_position_embeddings", 0) or 0) or None
         if config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
             processor = transformers.AutoProcessor.from_pretrained(model, **load)
-            return cls(model, processor.tokenizer, processor, context)
+            return cls(model, processor.tokenizer, processor, context, content_format)
         tokenizer = transformers.AutoTokenizer.from_pretrained(model, **load)
-        return cls(model, tokenizer, None, context)
+        return cls(model, tokenizer, None, context, content_format)
 
     def render(self, messages: list[Mapping[str, Any]]) -> tuple[str, list[Any]]:
         """The chat template applied to `messages` (plain Python, not numpy), and the
@@ -117,8 +132,10 @@ class PromptRenderer:
                     parts.append({"type": "text", "text": part.get("text") or ""})
                 else:
                     raise ValueError(f"unsupported message part type {part.get('type')!r}")
-            if self.is_image_text:
+            if self.is_image_text and self.content_format == "openai":
                 chat.append({"role": message["role"], "content": parts})
+            elif self.is_image_text:
+                chat.append({"role": message["role"], "content": self._string_content(parts)})
             else:
                 # Text-only templates print string content as it comes; a list would
                 # render as its repr (see actors.contract.chat_message).
@@ -127,6 +144,20 @@ class PromptRenderer:
         templater = self.processor if self.is_image_text else self.tokenizer
         prompt = templater.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
         return prompt, images
+
+    def _string_content(self, parts: list[dict[str, Any]]) -> str:
+        """A message's parts as one string, as vLLM's "string" content format builds it
+        (`vllm/entrypoints/chat_utils.py`, `_get_full_multimodal_text_prompt`): one
+        placeholder per image first, then the texts, all joined by newlines."""
+        image_token = str(getattr(self.processor, "image_token", None) or "")
+        images = [p for p in parts if p["type"] == "image"]
+        if images and not image_token:
+            raise ValueError(
+                f"{self.name}: the processor names no image_token for string content; "
+                f"set chat_template_content_format: openai"
+            )
+        texts = "\n".join(p["text"] for p in parts if p["type"] == "text")
+        return "\n".join([image_token] * len(images) + ([texts] if texts else []))
 
     def encode(self, prompts: list[str], images: list[list[Any]]) -> Any:
         """Padded model inputs; the chat template already wrote any BOS token."""
@@ -170,6 +201,7 @@ class HFEngine:
         dtype: str = "auto",
         batch_size: int = 8,
         trust_remote_code: bool = False,
+        content_format: str = "openai",
     ):
         import torch
         import transformers
@@ -188,7 +220,7 @@ class HFEngine:
         if self.device.type == "cpu":
             # Two threads on two busy cores were measured 5-25x slower than one.
             torch.set_num_threads(1)
-        self.renderer = PromptRenderer.load(model, revision, trust_remote_code)
+        self.renderer = PromptRenderer.load(model, revision, trust_remote_code, content_format)
         self.is_image_text = self.renderer.is_image_text
         self.tokenizer: Any = self.renderer.tokenizer
         self.tokenizer.padding_side = "left"

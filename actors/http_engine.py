@@ -10,7 +10,7 @@ sampling parameters and its answer constraint, in one of two forms (`constraint`
   a weak model served by vLLM can write `{"answer"` and then tabs until `max_tokens`.
 - "grammar" (vLLM's OpenAI server): the row's own bounded EBNF grammar as vLLM's
   request-level `structured_outputs` (`{"grammar": ...}`), exactly what the `vllm` engine
-  gives the model. vLLM (0.32) merges a `response_format` into `structured_outputs` and
+  gives the model. vLLM (0.29) merges a `response_format` into `structured_outputs` and
   refuses a request with two constraint kinds, so the grammar is sent alone.
 
 Rows run concurrently, at most `max_concurrency` in flight; 429, 5xx, timeouts and

@@ -58,13 +58,16 @@ TinyKind = Literal["llm", "vlm"]
 Weights = Literal["real", "random", "none"]
 # The file a checkpoint folder built here names its weights in (`real-model`, `tiny-model`).
 PROVENANCE_FILE = "provenance.json"
+# vLLM's two chat-template content formats (ChatTemplateContentFormat), as Ray 2.60's
+# prepare-multimodal stage takes them.
+ContentFormat = Literal["string", "openai"]
 # Revisions that name no hub commit: a local checkpoint, the default branch, a baseline.
 UNPINNED_REVISIONS = ("local", "main", "none")
 
 # vLLM reasoning parsers a config may name, each with the text that ends the reasoning in
 # the detokenized output (what is cut off before scoring). Names present in vLLM 0.29 (the
-# GPU profile) and 0.32 (the CPU test profile); tests/vllm checks them against vLLM's own
-# registry.
+# release both the GPU and the CPU test profile run); tests/vllm checks them against vLLM's
+# own registry.
 REASONING_END: dict[str, str] = {
     "deepseek_r1": "</think>",
     "deepseek_v3": "</think>",
@@ -113,6 +116,16 @@ class ModelConfig(BaseModel):
         "vLLM servers, whose JSON-schema mode lets weak models write whitespace forever).",
     )
     chat_template_notes: str = Field("", description="Anything special about its chat template.")
+    chat_template_content_format: ContentFormat | None = Field(
+        None,
+        description="How message content reaches the chat template (vLLM's "
+        "chat_template_content_format): openai, a list of typed parts where the template "
+        "writes each image's placeholder (llava-hf, Idefics3, SmolVLM, Qwen2-VL, Gemma 3); "
+        "string, one string with the model's placeholder already in the text (templates "
+        "that print content as it comes: InternVL, MiniCPM, Phi-3.5-vision, Molmo). None: "
+        "openai. Text models always send string content. The real templates' "
+        "detected format is checked in tests/vllm/test_chat_templates.py.",
+    )
     verified: bool = Field(
         True,
         description="False when the repo id is a guess; true means known to the author, not "
@@ -193,6 +206,17 @@ class ModelConfig(BaseModel):
                 "reasoning (e.g. 4096)"
             )
         return self
+
+    @property
+    def content_format(self) -> ContentFormat:
+        """The chat-template content format every engine of ours renders image-text
+        content with (text models always send string content: `build_messages`).
+
+        Ray 2.60's prepare-multimodal stage defaults to "string", which empties the prompt
+        of every template that loops over a list of parts (llava-1.5 renders
+        `USER: ASSISTANT:`): the default here is "openai".
+        """
+        return self.chat_template_content_format or "openai"
 
     @property
     def gpus(self) -> int:

@@ -5,6 +5,8 @@ results directory full of per-row engine errors an hour later:
 
 - remote code: a checkpoint whose `config.json` maps its model type to its own code
   (`auto_map`) that this transformers lacks needs `trust_remote_code: true` in its config;
+- chat template: a template that raises on the run's messages (e.g. "System role not
+  supported") is refused in one line, naming the system role when that is what it refuses;
 - context: the longest prompt of the run, rendered by the hf engine's own code
   (`actors.hf_engine.PromptRenderer`: the chat template, images expanded to image tokens),
   must leave room to generate in the context (`max_position_embeddings` for hf, the
@@ -20,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from jinja2 import TemplateError
 
 from pipelines.engines.model_config import ModelConfig, hub_revision
 
@@ -112,12 +116,34 @@ def check_remote_code(cfg: ModelConfig) -> None:
     )
 
 
+def template_refusal(cfg: ModelConfig, renderer: Any, messages: Messages, err: Exception) -> str:
+    """The one line for a chat template that raised on a request (its `raise_exception`).
+
+    The request is a system prompt and a user turn; when the template renders the user turn
+    alone, what it refuses is the system role, which every NoReGeo and GeoBuild request has.
+    """
+    said = " ".join(str(err).split())[:200]
+    without_system = [dict(m) for m in messages if m.get("role") != "system"]
+    try:
+        renderer.render(without_system)
+    except (TemplateError, ValueError):
+        what = "this run's messages"
+    else:
+        what = "a system message, which every request of this run starts with"
+    return (
+        f"model {cfg.name} ({cfg.repo}): its chat template cannot render {what} "
+        f"(template says: {said}); give the config a template that can, or another model"
+    )
+
+
 def check_context(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextReport:
     """Count the prompts' tokens as the hf engine would; refuse one that fills the context."""
     from actors.hf_engine import PromptRenderer
 
     try:
-        renderer = PromptRenderer.load(cfg.repo, hub_revision(cfg.revision), cfg.trust_remote_code)
+        renderer = PromptRenderer.load(
+            cfg.repo, hub_revision(cfg.revision), cfg.trust_remote_code, cfg.content_format
+        )
     except (OSError, ValueError) as err:
         # Not loadable here (no hub access on this driver): the engine will say more.
         reason = (str(err).splitlines() or [type(err).__name__])[0]
@@ -131,6 +157,8 @@ def check_context(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextRepor
     for messages in prompts:
         try:
             counts.append(renderer.count_tokens([dict(m) for m in messages]))
+        except TemplateError as err:
+            raise PreflightError(template_refusal(cfg, renderer, messages, err)) from err
         except ValueError as err:  # e.g. an unreadable image: that row's engine error
             skipped.append(str(err))
     longest = max(counts, default=None)

@@ -116,6 +116,7 @@ def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         "dtype": cfg.dtype,
         "batch_size": opts.batch_size,
         "trust_remote_code": cfg.trust_remote_code,
+        "content_format": cfg.content_format,
     }
     return _actor_stage(ds, HFEngine, kwargs, opts, num_gpus=gpus)
 

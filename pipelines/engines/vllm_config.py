@@ -123,6 +123,9 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
             "enabled": has_images,
             "num_cpus": CPU_STAGE_CPUS,
             "model_config_kwargs": model_config_kwargs,
+            # Ray's default is "string"; the chat-template stage (which takes no format)
+            # renders what this stage hands it.
+            "chat_template_content_format": cfg.content_format,
         },
         chat_template_stage=chat,
         tokenize_stage={"enabled": True, **per_stage},

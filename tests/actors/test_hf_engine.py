@@ -261,3 +261,25 @@ def test_runs_as_a_ray_actor_pool(tiny_llm_dir: Path) -> None:
         want = by_key[got["request_key"]]
         assert got["engine_error"] is None
         assert parse_answer(got["generated_text"], want["answer_type"], want["options"]).valid
+
+
+def test_string_content_puts_one_image_token_before_the_text(tiny_vlm_dir: Path) -> None:
+    """chat_template_content_format "string", as vLLM builds it (placeholder first, then
+    the text, joined by a newline): same image token count and question as "openai"."""
+    from actors.hf_engine import PromptRenderer
+
+    messages = [
+        {"role": "system", "content": [text_part("Be brief.")]},
+        {"role": "user", "content": [image_part(_png((9, 9, 9))), text_part("Which is larger?")]},
+    ]
+    rendered = {
+        fmt: PromptRenderer.load(str(tiny_vlm_dir), content_format=fmt).render(messages)
+        for fmt in ("openai", "string")
+    }
+    string_prompt, string_images = rendered["string"]
+    assert "<|user|><image>\nWhich is larger?" in string_prompt
+    for prompt, images in rendered.values():
+        assert prompt.count("<image>") == len(images) == 1
+        assert "Be brief." in prompt and "Which is larger?" in prompt
+    with pytest.raises(ValueError, match="content_format"):
+        PromptRenderer.load(str(tiny_vlm_dir), content_format="html")

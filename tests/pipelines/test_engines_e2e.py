@@ -181,6 +181,17 @@ def test_vllm_revision_and_remote_code_reach_every_stage_that_loads_the_model(
     assert (engine["revision"], engine["trust_remote_code"]) == ("0123abcd", True)
 
 
+@pytest.mark.parametrize(("given", "expected"), [(None, "openai"), ("string", "string")])
+def test_vllm_content_format_reaches_the_multimodal_stage(given: str | None, expected: str) -> None:
+    """Ray 2.60's prepare-multimodal stage renders content as "string" unless told, which
+    empties the prompt of llava-style templates (tests/vllm/test_chat_templates.py); the
+    chat-template stage takes no format and renders what that stage hands it."""
+    cfg = VLLM_CFG.model_copy(update={"chat_template_content_format": given})
+    stages = build_vllm_processor(cfg, EngineOptions()).stages
+    kwargs = stages["PrepareMultimodalStage"].fn_constructor_kwargs
+    assert kwargs["chat_template_content_format"] == expected
+
+
 def test_vllm_unpinned_revision_loads_the_repo_itself() -> None:
     config = vllm_processor_config(VLLM_CFG, EngineOptions(), has_images=True)
     assert config.engine_kwargs["revision"] is None  # "main": no pin, nothing snapshotted

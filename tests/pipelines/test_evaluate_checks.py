@@ -118,6 +118,19 @@ def test_custom_code_without_trust_is_refused(
     assert not out.exists()
 
 
+def test_template_that_refuses_the_system_role_is_refused_before_anything_runs(
+    items: Path, tiny_llm_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.pipelines.test_preflight import NO_SYSTEM_TEMPLATE, with_template
+
+    model = with_template(tiny_llm_dir, tmp_path / "no-system-lm", NO_SYSTEM_TEMPLATE)
+    out = tmp_path / "results"
+    assert _evaluate(items, "hf", str(model), out) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "no-system-lm" in line and "cannot render a system message" in line
+    assert not out.exists()
+
+
 def test_default_max_tokens_is_clamped_to_a_short_context(
     items: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -98,6 +98,7 @@ def test_local_entries_are_cpu_runnable(configs) -> None:
         ("repo: r\n", "name"),
         ("name: x\nrepo: r\nreasoning_parser: qwen9\nthinking_max_tokens: 9\n", "reasoning_parser"),
         ("name: x\nrepo: r\nreasoning_parser: qwen3\n", "thinking_max_tokens"),
+        ("name: x\nrepo: r\nchat_template_content_format: html\n", "chat_template_content"),
     ],
 )
 def test_broken_file_fails_with_path_and_field(tmp_path: Path, text: str, field: str) -> None:

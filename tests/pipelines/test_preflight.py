@@ -107,3 +107,40 @@ def test_image_prompts_count_the_processors_image_tokens(tiny_vlm_dir: Path) -> 
     # The image part becomes <image>, expanded to one token per patch: (32 / 8)^2 = 16.
     expected = (IMAGE_SIZE // PATCH_SIZE) ** 2
     assert image.longest_prompt_tokens - text.longest_prompt_tokens == expected
+
+
+# The refusal Gemma-2's and Mistral-7B-Instruct-v0.1's templates make of a system turn, in
+# the form a template raises it (transformers' `raise_exception` -> jinja2 TemplateError).
+NO_SYSTEM_TEMPLATE = (
+    "{%- if messages[0]['role'] == 'system' -%}"
+    "{{ raise_exception('System role not supported') }}{%- endif -%}"
+    "{%- for message in messages -%}<|{{ message['role'] }}|>{{ message['content'] }}"
+    "{%- endfor -%}{%- if add_generation_prompt -%}<|assistant|>{%- endif -%}"
+)
+
+
+def with_template(src: Path, dest: Path, template: str) -> Path:
+    """A copy of a tiny checkpoint whose chat template is `template`."""
+    shutil.copytree(src, dest)
+    (dest / "chat_template.jinja").write_text(template)
+    return dest
+
+
+def test_template_that_refuses_the_system_role_is_named(tiny_llm_dir: Path, tmp_path: Path) -> None:
+    model = with_template(tiny_llm_dir, tmp_path / "no-system", NO_SYSTEM_TEMPLATE)
+    with pytest.raises(PreflightError) as err:
+        check_model(_cfg(model), [build_messages(SYSTEM, QUESTION, None, True)])
+    line = str(err.value)
+    assert "\n" not in line
+    assert "cannot render a system message" in line and "System role not supported" in line
+    # The same template renders the user turn alone: only the system role is refused.
+    assert check_context(_cfg(model), [[{"role": "user", "content": QUESTION}]]).prompts_checked
+
+
+def test_template_that_refuses_everything_is_not_blamed_on_the_system_role(
+    tiny_llm_dir: Path, tmp_path: Path
+) -> None:
+    refuses = "{{ raise_exception('Only tools are supported') }}"
+    model = with_template(tiny_llm_dir, tmp_path / "refuses", refuses)
+    with pytest.raises(PreflightError, match="cannot render this run's messages"):
+        check_model(_cfg(model), [build_messages(SYSTEM, QUESTION, None, True)])

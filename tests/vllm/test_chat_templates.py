@@ -1,0 +1,438 @@
+"""Every config renders a NoReGeo request through its model's real chat template as its
+stages will (issue 25, item 4): the question is there, one image placeholder per image,
+and the system prompt kept (or merged into the first user turn).
+
+The rendering path is the one Ray 2.60 runs for `vllm` configs, settings read from the
+processor config our code builds (`pipelines.engines.vllm_config.processor_config`) and
+resolved by Ray's own stage-config classes:
+
+1. prepare-multimodal stage (image-text configs): vLLM 0.29's own
+   `_parse_chat_message_content` per message with the stage's
+   `chat_template_content_format` (Ray's default is "string"), and Ray's own system-message
+   extraction when `apply_sys_msg_formatting` is on;
+2. chat-template stage: transformers' `render_jinja_template` (what
+   `processor.apply_chat_template(..., tokenize=False)` runs) on the real template, with the
+   stage's `chat_template_kwargs`.
+
+One part is not vLLM's running code: the model class that says which placeholder string
+vLLM writes for an image in "string" content. Importing vLLM's Llava or Qwen2-VL module
+needs torchvision, which this profile lacks (docs/engines.md), so the placeholder is read
+from the class's `get_placeholder_str` in vLLM's installed source (its AST, not a table of
+ours). The templates are real, each from the public source named in
+tests/fixtures/chat_templates/README.md; configs whose template could not be found are
+listed in NOT_FOUND with the reason (never an invented template).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from pipelines.engines.model_config import CONFIG_DIR, ModelConfig, load_configs
+from tests.conftest import REPO
+
+FIXTURES = REPO / "tests" / "fixtures" / "chat_templates"
+
+
+@dataclass(frozen=True)
+class Family:
+    """A chat-template family: its fixture, vLLM's model class, the processor's image token."""
+
+    template: str  # tests/fixtures/chat_templates/<template>.jinja
+    vllm_module: str = ""  # vllm/model_executor/models/<module>.py ("" for text models)
+    vllm_class: str = ""  # the class whose get_placeholder_str vLLM calls
+    # The token the model's processor expands into image features (what must appear once
+    # per image in the prompt): the `image_token` of its transformers processor.
+    image_token: str = ""
+
+
+FAMILIES = {
+    "llava-1.5": Family("llava-1.5", "llava", "LlavaForConditionalGeneration", "<image>"),
+    "llava-onevision": Family(
+        "llava-onevision", "llava_onevision", "LlavaOnevisionForConditionalGeneration", "<image>"
+    ),
+    "idefics3": Family("idefics3", "idefics3", "Idefics3ForConditionalGeneration", "<image>"),
+    # SmolVLMForConditionalGeneration inherits Idefics3's get_placeholder_str.
+    "smolvlm": Family("smolvlm", "idefics3", "Idefics3ForConditionalGeneration", "<image>"),
+    "qwen2-vl": Family("qwen2-vl", "qwen2_vl", "Qwen2VLForConditionalGeneration", "<|image_pad|>"),
+    "qwen2.5-vl": Family(
+        "qwen2-vl", "qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration", "<|image_pad|>"
+    ),
+    "mistral-small-3.1": Family(
+        "mistral-small-3.1", "mistral3", "Mistral3ForConditionalGeneration", "[IMG]"
+    ),
+    "deepseek-r1-distill-qwen": Family("deepseek-r1-distill-qwen"),
+}
+
+CONFIG_FAMILY = {
+    "llava-1.5-7b": "llava-1.5",
+    "llava-onevision-qwen2-7b-ov": "llava-onevision",
+    "idefics3-8b-llama3": "idefics3",
+    "smolvlm-instruct": "smolvlm",
+    "qwen2-vl-2b-instruct": "qwen2-vl",
+    "qwen2-vl-7b-instruct": "qwen2-vl",
+    "qwen2.5-vl-3b-instruct": "qwen2.5-vl",
+    "qwen2.5-vl-7b-instruct": "qwen2.5-vl",
+    "qwen2.5-vl-32b-instruct": "qwen2.5-vl",
+    "qwen2.5-vl-72b-instruct": "qwen2.5-vl",
+    "mistral-small-3.1-24b-instruct": "mistral-small-3.1",
+    "deepseek-r1-distill-qwen-7b": "deepseek-r1-distill-qwen",
+    "deepseek-r1-distill-qwen-32b": "deepseek-r1-distill-qwen",
+}
+
+# Configs with a chat template whose real text was not found in a public source reachable
+# from here (no hub access); the fixture README says where we looked.
+NOT_FOUND = {
+    name: "real template not found in a reachable public source"
+    for name in (
+        "gemma-3-4b-it",
+        "gemma-3-12b-it",
+        "gemma-3-27b-it",
+        "internvl2.5-1b",
+        "internvl2.5-8b",
+        "internvl3-2b",
+        "internvl3-8b",
+        "internvl3-14b",
+        "internvl3-38b",
+        "llama-3.1-8b-instruct",
+        "llama-3.1-70b-instruct",
+        "llama-3.2-11b-vision-instruct",
+        "mathstral-7b",
+        "minicpm-o-2.6",
+        "mistral-7b-instruct-v0.3",
+        "mistral-small-instruct",
+        "molmo-7b-d",
+        "phi-3.5-vision-instruct",
+        "phi-4",
+        "pixtral-12b",
+        "qwen2-7b-instruct",
+        "qwen2.5-3b-instruct",
+        "qwen2.5-7b-instruct",
+        "qwen2.5-72b-instruct",
+        "qwen2.5-math-7b-instruct",
+        "qwen3-4b",
+        "qwen3-8b",
+        "qwen3-14b",
+        "qwen3-32b",
+    )
+}
+
+
+def no_template(cfg: ModelConfig) -> str | None:
+    """Why a config renders no chat template of a model of ours, or None."""
+    if cfg.blocked:
+        return f"blocked: {cfg.blocked[:60]}"
+    if cfg.engine == "http":
+        return "API model: the server renders its own prompt"
+    if cfg.engine in ("oracle", "random", "constant"):
+        return "baseline: no model"
+    if cfg.build_tiny:
+        return "tiny model of ours: its template is tests/actors/test_hf_engine.py's subject"
+    return None
+
+
+CONFIGS = {cfg.name: cfg for cfg in load_configs(CONFIG_DIR)}
+RENDERED = sorted(CONFIG_FAMILY)
+
+
+def test_every_config_is_accounted_for() -> None:
+    """A config is rendered here, or listed as not found, or renders no template of ours."""
+    unaccounted = [
+        name
+        for name, cfg in CONFIGS.items()
+        if name not in CONFIG_FAMILY and name not in NOT_FOUND and no_template(cfg) is None
+    ]
+    assert not unaccounted, f"configs with no template fixture and no reason: {unaccounted}"
+    assert not set(CONFIG_FAMILY) & set(NOT_FOUND)
+    assert set(CONFIG_FAMILY) | set(NOT_FOUND) <= set(CONFIGS)
+    for name in CONFIG_FAMILY:  # a fixture for a config that never renders would test nothing
+        assert no_template(CONFIGS[name]) is None, name
+    readme = (FIXTURES / "README.md").read_text(encoding="utf-8")
+    for family in FAMILIES.values():
+        assert (FIXTURES / f"{family.template}.jinja").is_file(), family.template
+        assert f"`{family.template}.jinja`" in readme, f"README lacks {family.template}.jinja"
+
+
+# --- the stages' settings, as our code builds them and Ray resolves them --------------------
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """What Ray 2.60's rendering stages get for a config."""
+
+    multimodal: bool  # prepare-multimodal stage enabled
+    content_format: str
+    system_as_string: bool  # the stage's apply_sys_msg_formatting
+    template_kwargs: dict[str, Any]
+
+
+def stage_settings(cfg: ModelConfig, monkeypatch: pytest.MonkeyPatch) -> StageSettings:
+    """The config's processor config, built by our code and resolved by Ray's classes."""
+    from ray.llm._internal.batch.stages.configs import (
+        ChatTemplateStageConfig,
+        PrepareMultimodalStageConfig,
+        resolve_stage_config,
+    )
+
+    from pipelines.engines import vllm_config
+    from pipelines.engines.stages import EngineOptions, vllm_processor_config
+
+    # A pinned revision would snapshot the hub's tokenizer files; none are reachable here.
+    monkeypatch.setattr(vllm_config, "tokenizer_source", lambda cfg: None)
+    config = vllm_processor_config(cfg, EngineOptions(), cfg.modality == "image-text")
+    mm = resolve_stage_config(config.prepare_multimodal_stage, PrepareMultimodalStageConfig)
+    chat = resolve_stage_config(config.chat_template_stage, ChatTemplateStageConfig)
+    assert chat.enabled and chat.chat_template is None  # the checkpoint's own template
+    return StageSettings(
+        multimodal=bool(mm.enabled),
+        content_format=str(mm.chat_template_content_format),
+        system_as_string=bool(mm.apply_sys_msg_formatting),
+        template_kwargs=dict(chat.chat_template_kwargs or {}),
+    )
+
+
+# --- vLLM's parsing, with the placeholder its model class would give -------------------------
+
+
+def vllm_placeholder(module: str, cls: str, index: int) -> str | None:
+    """`cls.get_placeholder_str("image", index)` as written in vLLM's installed source.
+
+    The module cannot be imported here (torchvision); its source is read instead: the
+    return value under `if modality.startswith("image")`, a string, an f-string of `i`, or
+    None.
+    """
+    spec = importlib.util.find_spec("vllm.model_executor.models")
+    assert spec is not None and spec.submodule_search_locations
+    path = Path(list(spec.submodule_search_locations)[0]) / f"{module}.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    klass = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    method = next(
+        n for n in klass.body if isinstance(n, ast.FunctionDef) and n.name == "get_placeholder_str"
+    )
+    for node in ast.walk(method):
+        if isinstance(node, ast.If) and "startswith" in ast.unparse(node.test):
+            if "'image'" not in ast.unparse(node.test):
+                continue
+            ret = next(n for n in node.body if isinstance(n, ast.Return))
+            value = ret.value
+            if value is None or (isinstance(value, ast.Constant) and value.value is None):
+                return None
+            if isinstance(value, ast.Constant):
+                return str(value.value)
+            if isinstance(value, ast.JoinedStr):  # e.g. f"<|image_{i}|>": filled in, not run
+                return "".join(_fstring_part(part, index) for part in value.values)
+    raise AssertionError(f"{cls}.get_placeholder_str: no image branch in {path}")
+
+
+def _fstring_part(part: ast.expr, index: int) -> str:
+    """One piece of an f-string whose only field is the item number `i`."""
+    if isinstance(part, ast.Constant):
+        return str(part.value)
+    if (
+        isinstance(part, ast.FormattedValue)
+        and isinstance(part.value, ast.Name)
+        and part.value.id == "i"
+    ):
+        return str(index)
+    raise AssertionError(f"placeholder f-string field not understood: {ast.unparse(part)}")
+
+
+def vllm_tracker(family: Family) -> Any:
+    """vLLM's MultiModalItemTracker with the model class's placeholder (see above)."""
+    from vllm.entrypoints.chat_utils import MultiModalItemTracker
+
+    class FamilyTracker(MultiModalItemTracker):
+        @cached_property
+        def model_cls(self) -> Any:  # type: ignore[override]
+            def placeholder(modality: str, index: int) -> str | None:
+                assert modality == "image"
+                return vllm_placeholder(family.vllm_module, family.vllm_class, index)
+
+            return SimpleNamespace(get_placeholder_str=placeholder)
+
+        def _validate_add(self, modality: str) -> tuple[str, str, bool, int]:
+            # The processor's per-prompt limit check; the limit is 1 image (max_images).
+            count = len(self._items_by_modality[modality]) + 1
+            assert count == 1
+            return modality, modality, False, count
+
+    model_config = SimpleNamespace(
+        multimodal_config=None,
+        allowed_local_media_path="",
+        allowed_media_domains=None,
+        hf_config=SimpleNamespace(),
+        enable_prompt_embeds=False,
+    )
+    return FamilyTracker(model_config)
+
+
+def prepared_conversation(
+    messages: list[dict[str, Any]], family: Family, settings: StageSettings
+) -> list[dict[str, Any]]:
+    """The conversation Ray's prepare-multimodal stage hands the chat-template stage."""
+    from ray.llm._internal.batch.stages.prepare_multimodal_stage import PrepareMultimodalUDF
+    from vllm.entrypoints.chat_utils import _parse_chat_message_content
+
+    system: list[dict[str, Any]] = []
+    if settings.system_as_string:  # Ray's own helper; it reads nothing of its instance
+        system, messages = PrepareMultimodalUDF._extract_system_messages(None, messages)  # type: ignore[arg-type]
+    tracker = vllm_tracker(family)
+    parsed = [
+        part
+        for message in messages
+        for part in _parse_chat_message_content(
+            message, tracker, settings.content_format, interleave_strings=False
+        )
+    ]
+    return system + parsed
+
+
+def render(template: str, conversation: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+    """transformers' rendering, as `apply_chat_template(tokenize=False)` runs it."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    rendered, _ = render_jinja_template(
+        conversations=[conversation],
+        chat_template=template,
+        add_generation_prompt=True,
+        bos_token="<s>",
+        eos_token="</s>",
+        **kwargs,
+    )
+    return str(rendered[0])
+
+
+# --- a NoReGeo request per setup -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def items() -> dict[str, Any]:
+    """One item of the first task in every setup, with a real rendered figure."""
+    from geometry.item import SETUPS
+    from geometry.items import build_items
+    from geometry.render import render_png
+    from geometry.tasks.registry import all_tasks
+
+    task = next(iter(all_tasks()))
+    rows = build_items(task, 1, seed=0, setups=SETUPS, image_size=64, render=render_png)
+    return {row.setup: row for row in rows}
+
+
+def request(cfg: ModelConfig, item: Any) -> list[dict[str, Any]]:
+    """The messages `add_requests` builds for the config (pipelines.engines.requests)."""
+    from pipelines.engines.requests import build_messages
+
+    return build_messages(item.system_prompt, item.prompt, item.image, cfg.modality == "text")
+
+
+def template_of(family: Family) -> str:
+    return (FIXTURES / f"{family.template}.jinja").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", RENDERED)
+def test_template_renders_the_request(
+    name: str, items: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = CONFIGS[name]
+    family = FAMILIES[CONFIG_FAMILY[name]]
+    settings = stage_settings(cfg, monkeypatch)
+    assert settings.multimodal == (cfg.modality == "image-text")
+    for setup in cfg.setups:
+        item = items[setup]
+        messages = request(cfg, item)
+        conversation = (
+            prepared_conversation(messages, family, settings) if settings.multimodal else messages
+        )
+        prompt = render(template_of(family), conversation, settings.template_kwargs)
+        where = f"{name} ({setup}, {settings.content_format} content): {prompt!r}"
+        assert item.prompt.strip() in prompt, f"question missing: {where}"
+        # The system prompt is kept: no template here drops it or refuses it.
+        assert item.system_prompt.strip() in prompt, f"system prompt missing: {where}"
+        if family.image_token:
+            images = 1 if item.image is not None else 0
+            assert prompt.count(family.image_token) == images, f"image placeholders: {where}"
+
+
+@pytest.mark.parametrize("name", [n for n in RENDERED if CONFIGS[n].modality == "image-text"])
+def test_content_format_is_the_one_vllm_detects(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's OpenAI server (our http engine's vLLM servers) picks the format from the
+    template's AST (`vllm.renderers.hf._detect_content_format`); the stages use the same."""
+    from vllm.renderers.hf import _detect_content_format
+
+    template = template_of(FAMILIES[CONFIG_FAMILY[name]])
+    detected = _detect_content_format(template, default="string")
+    assert stage_settings(CONFIGS[name], monkeypatch).content_format == detected
+    assert CONFIGS[name].content_format == detected
+
+
+def test_idefics3_fixture_is_the_checkpoints_template() -> None:
+    """The expected rendering of transformers' test of HuggingFaceM4/Idefics3-8B-Llama3's
+    own processor (tests/models/idefics3/test_processing_idefics3.py,
+    test_apply_chat_template, commit 000c8eae5ab53d70bc0ee1cbe3600f78b380ed4a)."""
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What do these images show?"},
+                {"type": "image"},
+                {"type": "image"},
+                "What do these images show?",
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "The first image shows the statue of Liberty in New York. The second "
+                    "image picture depicts Idefix, the dog of Obelix in Asterix and Obelix.",
+                }
+            ],
+        },
+        {"role": "user", "content": [{"type": "text", "text": "And who is that?"}]},
+    ]
+    expected = (
+        "<|begin_of_text|>User: What do these images show?<image><image><end_of_utterance>\n"
+        "Assistant: The first image shows the statue of Liberty in New York. The second image "
+        "picture depicts Idefix, the dog of Obelix in Asterix and Obelix.<end_of_utterance>\n"
+        "User: And who is that?<end_of_utterance>\n"
+        "Assistant:"
+    )
+    assert render(template_of(FAMILIES["idefics3"]), messages, {}) == expected
+
+
+def test_string_content_empties_the_list_templates() -> None:
+    """The bug this module guards against, shown on the real llava-1.5 template: with Ray's
+    default "string" format the question and the image placeholder are gone."""
+    family = FAMILIES["llava-1.5"]
+    settings = StageSettings(True, "string", False, {})
+    messages = [
+        {"role": "system", "content": [{"type": "text", "text": "SYS"}]},
+        {"role": "user", "content": [{"type": "text", "text": "Q?"}]},
+    ]
+    prompt = render(template_of(family), prepared_conversation(messages, family, settings), {})
+    assert prompt == "USER: ASSISTANT:"
+
+
+@pytest.mark.parametrize(
+    ("module", "cls", "expected"),
+    [
+        ("phi3v", "Phi3VForCausalLM", "<|image_1|>"),  # an f-string of the item number
+        ("internvl", "InternVLChatModel", "<image>"),
+        ("minicpmv", "MiniCPMVBaseModel", "(<image>./</image>)"),
+        ("mistral3", "Mistral3ForConditionalGeneration", None),  # the template writes [IMG]
+    ],
+)
+def test_placeholders_are_read_from_vllms_source(
+    module: str, cls: str, expected: str | None
+) -> None:
+    """The reader of vLLM's get_placeholder_str, on the string-format families' classes:
+    what vLLM puts in front of the text of a "string" config's image message."""
+    assert vllm_placeholder(module, cls, 1) == expected
