@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, NoReturn
 
+from pipelines.cli_args import VALID_RANGE
 from pipelines.cli_renames import parse_command
 from pipelines.logs import add_logging_arguments, configure
 from store.errors import UsageError
@@ -87,11 +88,15 @@ EPILOG = "`geosee COMMAND --help` shows a command's options; README.md walks thr
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """argparse's help, with each option's default shown unless its help already says what
-    the default is, or there is none to show (flags, no value)."""
+    """argparse's help, with each numeric option's range (its validator's, see
+    pipelines.cli_args) and its default shown, unless its help already says what the default
+    is, or there is none to show (flags, no value)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
+        valid = getattr(action.type, VALID_RANGE, None)
+        if valid is not None:
+            text = f"{text} (range: {valid})"
         # `is`, not `in`: 0 == False, and a default of 0 is worth showing.
         shown = not any(action.default is v for v in (None, False, argparse.SUPPRESS))
         if "default" in text or not shown or not action.option_strings:

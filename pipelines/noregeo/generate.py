@@ -32,11 +32,11 @@ from geometry.tasks.options import (
 )
 from geometry.tasks.registry import all_tasks
 from pipelines.cli_args import (
-    int_at_least,
-    non_negative_int,
+    image_size_int,
     output_location,
-    positive_int,
+    per_task_int,
     read_json_object,
+    seed_int,
 )
 from store.atomic import write_bytes_atomic, write_parquet_atomic
 from store.errors import UsageError
@@ -52,17 +52,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", required=True, type=output_location, help="item directory (or URI) to write"
     )
-    parser.add_argument("--per-task", type=positive_int, default=100, help="items per task")
+    parser.add_argument("--per-task", type=per_task_int, default=100, help="items per task")
     parser.add_argument(
         "--item-seed",
-        type=non_negative_int,
+        type=seed_int,
         default=0,
         help="seed of every item draw",
     )
     parser.add_argument("--setups", default=",".join(SETUPS), help="comma-separated setups")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument(
-        "--image-size", type=int_at_least(MIN_IMAGE_SIZE), default=448, help="image side, pixels"
+        "--image-size", type=image_size_int(MIN_IMAGE_SIZE), default=448, help="image side, pixels"
     )
     add_option_arguments(parser)
 
@@ -161,6 +161,11 @@ def parse_list(value: str, valid: list[str] | tuple[str, ...], what: str) -> lis
         raise UsageError(
             f"unknown {what} {','.join(bad) or repr(value)}; valid: {', '.join(valid)}"
         )
+    # Refused, not merged: a repeated task was generated twice and counted twice in the
+    # manifest, and the user may have meant another ID.
+    repeated = sorted({v for v in chosen if chosen.count(v) > 1})
+    if repeated:
+        raise UsageError(f"{what} {','.join(repeated)} given more than once in {value!r}")
     return chosen
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipelines.cli_args import existing_dir, non_negative_int, output_dir
+from pipelines.cli_args import existing_dir, output_dir, seed_int
 from pipelines.noregeo.human import PAGE_SIZE, default_key, export_pages
 
 
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="answer key JSON, outside --out (default: OUT.key.json beside OUT)",
     )
     parser.add_argument(
-        "--order-seed", type=non_negative_int, default=0, help="seed of the item order"
+        "--order-seed", type=seed_int, default=0, help="seed of the item order"
     )
 
 
