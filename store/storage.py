@@ -263,10 +263,13 @@ def relative_parts(path: Location, root: Location) -> tuple[str, ...]:
 
 
 def parquet_file(path: Location) -> pq.ParquetFile:
-    """An open Parquet file (use it as a context manager)."""
+    """An open Parquet file (use it as a context manager) whose pages are checked against
+    their CRC32 when they carry one (store.atomic writes them): a mismatch raises an
+    OSError on read. Files written without checksums read as before."""
     if isinstance(path, RemotePath):
-        return pq.ParquetFile(path.filesystem.open_input_file(path.fs_path))
-    return pq.ParquetFile(path)
+        source = path.filesystem.open_input_file(path.fs_path)
+        return pq.ParquetFile(source, page_checksum_verification=True)
+    return pq.ParquetFile(path, page_checksum_verification=True)
 
 
 def read_table(path: Location, columns: list[str] | None = None) -> pa.Table:

@@ -30,9 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="answer key JSON, outside --out (default: OUT.key.json beside OUT)",
     )
-    parser.add_argument(
-        "--order-seed", type=seed_int, default=0, help="seed of the item order"
-    )
+    parser.add_argument("--order-seed", type=seed_int, default=0, help="seed of the item order")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -73,7 +73,9 @@ def test_a_deleted_settings_json_is_rebuilt_from_the_run_records_and_said_so(
 
 
 @pytest.mark.parametrize(
-    "content", [b"{not json", b"[1, 2]", b"\xff\xfe", b""], ids=["garbage", "list", "bytes", "empty"]
+    "content",
+    [b"{not json", b"[1, 2]", b"\xff\xfe", b""],
+    ids=["garbage", "list", "bytes", "empty"],
 )
 def test_an_unreadable_settings_json_is_one_line_and_exit_2(
     finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes
