@@ -234,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
         cfg.check_setups(setups)
     except ModelConfigError as err:
         raise UsageError(str(err)) from err
-    check_item_shards(files)
+    check_item_shards(files, manifest, tasks, ("task", *ITEM_COLUMNS_NEEDED))
     missing = [s for s in setups if s not in manifest["setups"]]
     if missing:
         raise UsageError(

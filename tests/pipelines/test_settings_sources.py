@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,15 +18,16 @@ TASKS = "C-BCT-CT,N-ECL-SLT"
 
 def _evaluate(items: Path, out: Path, *extra: str) -> int:
     args = ["evaluate", "--items", str(items), "--engine", "oracle", "--model", "oracle"]
-    return main([*args, "--out", str(out), "--setups", "text", *extra])
+    run = ["--tasks", TASKS, "--per-task", "2", "--setups", "text"]
+    return main([*args, "--out", str(out), *run, *extra])
 
 
 @pytest.fixture(scope="module")
-def finished(ray_local: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A results folder holding one finished oracle run (2 tasks x 2 items, text)."""
+def finished(small_items: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding `items` (the session's item table) and `results`, one finished
+    oracle run (2 tasks x 2 items, text)."""
     base = tmp_path_factory.mktemp("settings_sources")
-    args = ["generate", "--out", str(base / "items"), "--tasks", TASKS, "--per-task", "2"]
-    assert main([*args, "--setups", "text", "--image-size", "64"]) == 0
+    (base / "items").symlink_to(small_items)
     assert _evaluate(base / "items", base / "results") == 0
     return base
 
