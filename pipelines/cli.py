@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shlex
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -18,6 +19,7 @@ from pipelines.cli_args import VALID_RANGE
 from pipelines.cli_renames import parse_command
 from pipelines.logs import add_logging_arguments, configure
 from store.errors import UsageError
+from store.storage import RemotePath, storage_failure
 
 __all__ = ["COMMANDS", "OneLineParser", "UsageError", "main"]
 
@@ -184,6 +186,7 @@ def entry() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command (`argv` without the program name); its exit code (2 on a usage error)."""
+    command_args = argparse.Namespace()
     try:
         module, command_args = _parse(sys.argv[1:] if argv is None else argv)
         configure(command_args.log_level, command_args.verbose)
@@ -192,3 +195,24 @@ def main(argv: list[str] | None = None) -> int:
         # One line whatever the message holds (a pydantic or YAML error spans several).
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
+    except Exception as err:
+        # A store that stops answering mid-run (its server down, the network gone): one
+        # line naming it and the command that resumes, not a traceback per layer. Written
+        # shards are whole (store.atomic), so the rerun loses nothing.
+        failure = storage_failure(err, _remote_paths(command_args))
+        if failure is None:
+            raise
+        print(
+            f"error: {failure}; once it answers, resume with: {_resume_command()}", file=sys.stderr
+        )
+        return 1
+
+
+def _remote_paths(args: argparse.Namespace) -> list[RemotePath]:
+    """The storage URIs among a command's parsed arguments."""
+    return [value for value in vars(args).values() if isinstance(value, RemotePath)]
+
+
+def _resume_command() -> str:
+    """The command line as the user gave it: running it again resumes the run."""
+    return " ".join([_program(), *(shlex.quote(arg) for arg in sys.argv[1:])])

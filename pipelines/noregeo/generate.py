@@ -33,6 +33,7 @@ from geometry.tasks.options import (
 )
 from geometry.tasks.registry import all_tasks
 from pipelines.cli_args import (
+    VALID_RANGE,
     image_size_int,
     output_location,
     per_task_int,
@@ -81,6 +82,9 @@ def _grid_step(text: str) -> float:
             f"must be one of {', '.join(f'{g:g}' for g in GRID_STEPS)}, got {text}"
         )
     return value
+
+
+setattr(_grid_step, VALID_RANGE, " or ".join(f"{g:g}" for g in GRID_STEPS))
 
 
 def add_option_arguments(parser: argparse.ArgumentParser) -> None:
