@@ -45,7 +45,10 @@ def test_a_store_that_dies_mid_run_ends_it_with_one_line_naming_it_and_the_resum
                 if root.exists() and len(shard_files(root)) >= 2:
                     break
                 time.sleep(0.2)
-            assert run.poll() is None, "the run ended before the store went down"
+            if run.poll() is not None:
+                err.seek(0)
+                tail = err.read().decode(errors="replace")[-3000:]
+                raise AssertionError(f"the run ended before the store went down:\n{tail}")
             os.killpg(s3.pid, signal.SIGKILL)  # the server's own session: moto alone
             code = run.wait(timeout=END_S)
         finally:
