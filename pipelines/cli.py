@@ -10,16 +10,19 @@ import argparse
 import importlib
 import os
 import re
+import shlex
 import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any, NoReturn
 
+from pipelines.cli_args import VALID_RANGE
 from pipelines.cli_renames import parse_command
 from pipelines.interrupt import EXIT_INTERRUPTED, interrupted_line
 from pipelines.logs import add_logging_arguments, configure
 from pipelines.suggest import did_you_mean
 from store.errors import UsageError
+from store.storage import RemotePath, storage_failure
 
 __all__ = ["COMMANDS", "OneLineParser", "UsageError", "main"]
 
@@ -94,11 +97,15 @@ EPILOG = "`geosee COMMAND --help` shows a command's options; README.md walks thr
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """argparse's help, with each option's default shown unless its help already says what
-    the default is, or there is none to show (flags, no value)."""
+    """argparse's help, with each numeric option's range (its validator's, see
+    pipelines.cli_args) and its default shown, unless its help already says what the default
+    is, or there is none to show (flags, no value)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
+        valid = getattr(action.type, VALID_RANGE, None)
+        if valid is not None:
+            text = f"{text} (range: {valid})"
         # `is`, not `in`: 0 == False, and a default of 0 is worth showing.
         shown = not any(action.default is v for v in (None, False, argparse.SUPPRESS))
         if "default" in text or not shown or not action.option_strings:
@@ -203,6 +210,7 @@ def entry() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command (`argv` without the program name); its exit code (2 on a usage error)."""
+    command_args = argparse.Namespace()
     try:
         module, command_args = _parse(sys.argv[1:] if argv is None else argv)
         configure(command_args.log_level, command_args.verbose)
@@ -211,3 +219,24 @@ def main(argv: list[str] | None = None) -> int:
         # One line whatever the message holds (a pydantic or YAML error spans several).
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
+    except Exception as err:
+        # A store that stops answering mid-run (its server down, the network gone): one
+        # line naming it and the command that resumes, not a traceback per layer. Written
+        # shards are whole (store.atomic), so the rerun loses nothing.
+        failure = storage_failure(err, _remote_paths(command_args))
+        if failure is None:
+            raise
+        print(
+            f"error: {failure}; once it answers, resume with: {_resume_command()}", file=sys.stderr
+        )
+        return 1
+
+
+def _remote_paths(args: argparse.Namespace) -> list[RemotePath]:
+    """The storage URIs among a command's parsed arguments."""
+    return [value for value in vars(args).values() if isinstance(value, RemotePath)]
+
+
+def _resume_command() -> str:
+    """The command line as the user gave it: running it again resumes the run."""
+    return " ".join([_program(), *(shlex.quote(arg) for arg in sys.argv[1:])])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,68 +19,110 @@ from typing import Any
 from store.errors import UsageError
 from store.storage import KNOWN_SCHEMES, Location, RemotePath, StorageURIError, is_uri
 
+# The attribute of a validator holding its range as help shows it (pipelines.cli.HelpFormatter).
+VALID_RANGE = "valid_range"
+
 
 def _refuse(requirement: str, text: str) -> argparse.ArgumentTypeError:
     shown = text if text.strip() == text and text else repr(text)
     return argparse.ArgumentTypeError(f"must be {requirement}, got {shown}")
 
 
-def int_at_least(low: int) -> Callable[[str], int]:
-    """An integer >= `low`."""
+# Upper bounds. Every numeric option has one (help shows it as "range: low..high"): a
+# value past what Arrow's int64 columns, numpy, torch or vLLM take passed the parser,
+# started Ray and crashed inside it, leaving settings.json behind (issue 26).
+SEED_MAX = 2**63 - 1  # int64: result columns, torch.Generator.manual_seed, vLLM
+COUNT_MAX = 2**31 - 1  # any other count (rows, replicas, rounds, trials): int32
+MAX_TOKENS_MAX = 1 << 20  # tokens per reply: beyond every context length of configs/models
+IMAGE_SIZE_MAX = 4096  # image side in pixels: a 4096^2 RGBA figure is 64 MiB already
+PER_TASK_MAX = 10_000  # items per task: item IDs number them with four digits
+REPLICAS_MAX = 1024  # actors or processes of one kind (pool size, workers, executors)
+SECONDS_MAX = 86_400.0  # any duration option: a day
+TEMPERATURE_MAX = 10.0  # past it sampling is uniform noise (OpenAI's servers stop at 2)
+FLOAT_MAX = 1e6  # any other non-negative number (a GPU count)
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An integer within [low, high]."""
+    requirement = f"an integer from {low} to {high}"
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise _refuse(f"an integer >= {low}", text) from None
-        if value < low:
-            raise _refuse(f"an integer >= {low}", text)
+            raise _refuse(requirement, text) from None
+        if not low <= value <= high:
+            raise _refuse(requirement, text)
         return value
 
-    parse.__name__ = f"int_at_least_{low}"
+    parse.__name__ = f"int_{low}_to_{high}"
+    setattr(parse, VALID_RANGE, f"{low}..{high}")
     return parse
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An integer from `low` to COUNT_MAX."""
+    return int_in(low, COUNT_MAX)
 
 
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
+seed_int = int_in(0, SEED_MAX)
+max_tokens_int = int_in(1, MAX_TOKENS_MAX)
+per_task_int = int_in(1, PER_TASK_MAX)
+replicas_int = int_in(1, REPLICAS_MAX)
+
+
+def image_size_int(low: int) -> Callable[[str], int]:
+    """An image side in pixels, from `low` to IMAGE_SIZE_MAX."""
+    return int_in(low, IMAGE_SIZE_MAX)
 
 
 def finite_float(
-    low: float | None = None,
-    high: float | None = None,
-    *,
-    above: bool = False,
-    below: bool = False,
+    low: float, high: float, *, above: bool = False, below: bool = False
 ) -> Callable[[str], float]:
     """A finite number (NaN and inf refused) within [low, high]; `above` excludes low,
     `below` excludes high."""
-    parts = ["a finite number"]
-    if low is not None:
-        parts.append(f"{'>' if above else '>='} {low:g}")
-    if high is not None:
-        parts.append(f"{'and ' if low is not None else ''}{'<' if below else '<='} {high:g}")
-    requirement = " ".join(parts)
+    requirement = (
+        f"a finite number {'>' if above else '>='} {low:g} and {'<' if below else '<='} {high:g}"
+    )
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise _refuse(requirement, text) from None
-        too_low = low is not None and (value <= low if above else value < low)
-        too_high = high is not None and (value >= high if below else value > high)
+        too_low = value <= low if above else value < low
+        too_high = value >= high if below else value > high
         if not math.isfinite(value) or too_low or too_high:
             raise _refuse(requirement, text)
         return value
 
     parse.__name__ = "finite_float"
+    setattr(
+        parse,
+        VALID_RANGE,
+        f"{'above ' if above else ''}{low:g}..{high:g}{' (exclusive)' if below else ''}",
+    )
     return parse
 
 
 share = finite_float(0.0, 1.0)  # a fraction, 0..1
 share_below_one = finite_float(0.0, 1.0, below=True)  # a fraction that leaves something
 percent = finite_float(0.0, 100.0)
-non_negative_float = finite_float(0.0)
-positive_float = finite_float(0.0, above=True)
+non_negative_float = finite_float(0.0, FLOAT_MAX)
+seconds_float = finite_float(0.0, SECONDS_MAX)
+positive_seconds = finite_float(0.0, SECONDS_MAX, above=True)
+positive_float = finite_float(0.0, FLOAT_MAX, above=True)
+temperature_float = finite_float(0.0, TEMPERATURE_MAX)
+
+
+def name_text(text: str) -> str:
+    """A name (a model, revision, encoder): not empty, not only spaces. An empty `--model`
+    passed every check and named a results folder `model=model`."""
+    if not text.strip():
+        raise _refuse("a non-empty name", text)
+    return text
 
 
 def path_component(text: str) -> str:
@@ -109,13 +152,30 @@ def existing_file(text: str) -> Path:
 
 
 def output_dir(text: str) -> Path:
-    """A directory to write into: absent (created later) or a directory, never a file."""
+    """A local directory to write into: absent (created later) or a directory, never a file,
+    under a folder this process may write; a storage URI is refused (the commands that take
+    this write local files only: a report, probe trials, images)."""
     if not text.strip():
         raise _refuse("a directory path", text)
+    if is_uri(text):
+        raise _refuse("a local directory (this command cannot write to a storage URI)", text)
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a file; give a directory (existing or new)")
+    _check_writable(path, text)
     return path
+
+
+def _check_writable(path: Path, text: str) -> None:
+    """The nearest existing folder of `path` is a folder this process may write into: a
+    file on the way (`--out notes.txt/x`) or a read-only folder gave a traceback at mkdir."""
+    existing = path.absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: {existing} is not writable by this user")
 
 
 def _uri(text: str) -> RemotePath:

@@ -33,6 +33,12 @@ RAY_QUIET_LEVELS: dict[str, int] = {
     # WARNING "Truncating long operator name to 100 characters..." (the truncated bar
     # names are what we want; only the notice goes).
     "ray.data._internal.progress.utils": logging.ERROR,
+    # ERROR "Exception occurred in user code, with the abbreviated stack trace below..."
+    # and ERROR "An exception was raised from a task of operator ...": the exception itself
+    # reaches the driver, which prints it once (one line for a store that stopped
+    # answering, pipelines.cli; Python's traceback for the rest).
+    "ray.data.exceptions": logging.CRITICAL,
+    "ray.data._internal.execution.streaming_executor_state": logging.CRITICAL,
 }
 # Without a terminal, Ray Data's progress display: a block of 7 lines per dataset every 10 s
 # (247 lines in one demo). Held at WARNING unless --verbose: the commands print their own

@@ -65,10 +65,19 @@ def _put_object(path: RemotePath, data: bytes, guard: Guard | None) -> bool:
 
 
 def write_parquet_atomic(path: Location, table: pa.Table, guard: Guard | None = None) -> bool:
-    """Write `table` as one zstd Parquet file, whole or not at all (as `write_bytes_atomic`)."""
+    """Write `table` as one zstd Parquet file, whole or not at all (as `write_bytes_atomic`),
+    with a CRC32 in every page header, which readers verify (store.storage.parquet_file): a
+    flipped byte in a page that still decodes (zstd keeps no checksum) would else change
+    values without a sign."""
+    return write_bytes_atomic(path, parquet_bytes(table), guard)
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """`table` as the bytes of one zstd Parquet file with page checksums (what
+    `write_parquet_atomic` writes): for a writer that also records the file's hash."""
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
-    return write_bytes_atomic(path, sink.getvalue().to_pybytes(), guard)
+    pq.write_table(table, sink, compression="zstd", write_page_checksum=True)
+    return bytes(sink.getvalue().to_pybytes())
 
 
 def sweep_temporaries(root: Location) -> int:

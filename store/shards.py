@@ -5,6 +5,10 @@
   model directory with `/` spelled `__` (`setup=text__part-0a1b.parquet`), and skipped: its
   keys count as unfinished, so the next run recomputes them. One bad file never stops a
   reader, and it is kept for inspection rather than deleted.
+- A shard is also quarantined when a page fails its checksum (store.atomic writes one per
+  page), when a column has another type than the reader's `schema` says (a `correct`
+  column of strings crashed every summary), or when a row has a null key (its rows cannot
+  be matched with a request, so they would be counted without one).
 - Rows are idempotent by request key: when several rows share one (a shard copied under
   another name, two jobs that wrote overlapping batches), readers keep exactly one and
   warn how many they dropped. The kept row is the first by (has an `engine_error`, shard
@@ -72,19 +76,60 @@ def quarantine(shard: Location, root: Location, reason: str) -> Location | None:
     return target
 
 
-def _read_one(shard: Location, columns: Sequence[str] | None, required: Sequence[str]) -> pa.Table:
+# Arrow types that hold the same values: polars writes large_string where pyarrow writes
+# string, and either is a valid shard.
+_SAME_VALUES = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
+
+
+def _plain_type(kind: pa.DataType) -> pa.DataType:
+    if pa.types.is_large_list(kind):
+        return pa.list_(_plain_type(kind.value_type))
+    if pa.types.is_list(kind):
+        return pa.list_(_plain_type(kind.value_type))
+    return _SAME_VALUES.get(kind, kind)
+
+
+def wrong_types(actual: pa.Schema, expected: pa.Schema) -> list[str]:
+    """`column: type (expected type)` for each column of `actual` that `expected` types
+    otherwise (columns `expected` lacks, or `actual` lacks, are not compared)."""
+    wrong = []
+    for field in actual:
+        index = expected.get_field_index(field.name)
+        if index < 0:
+            continue
+        want = expected.field(index).type
+        # An all-null column (polars writes one as type null) holds no value of a wrong type.
+        if not pa.types.is_null(field.type) and _plain_type(field.type) != _plain_type(want):
+            wrong.append(f"{field.name}: {field.type} (expected {want})")
+    return wrong
+
+
+def _read_one(
+    shard: Location,
+    columns: Sequence[str] | None,
+    required: Sequence[str],
+    schema: pa.Schema | None,
+    key: str | None,
+) -> pa.Table:
     """`columns` (all when None) and `engine_error` if the shard has it; a shard lacking a
     `required` column is as unusable as a corrupt one, one lacking another asked-for column
-    is read without it."""
+    is read without it. ValueError for a column typed against `schema` or a null `key`."""
     with parquet_file(shard) as f:
         names = f.schema_arrow.names
         missing = [c for c in required if c not in names]
         if missing:
             raise ValueError(f"no column(s) {', '.join(missing)}")
+        wrong = wrong_types(f.schema_arrow, schema) if schema is not None else []
+        if wrong:
+            raise ValueError(f"wrongly typed column(s) {'; '.join(wrong)}")
         if columns is None:
-            return f.read()
-        extra = [ERROR_COLUMN] if ERROR_COLUMN in names and ERROR_COLUMN not in columns else []
-        return f.read(columns=[c for c in [*columns, *extra] if c in names])
+            table = f.read()
+        else:
+            extra = [ERROR_COLUMN] if ERROR_COLUMN in names and ERROR_COLUMN not in columns else []
+            table = f.read(columns=[c for c in [*columns, *extra] if c in names])
+    if key is not None and table[key].null_count:
+        raise ValueError(f"{table[key].null_count} row(s) with a null {key}")
+    return table
 
 
 def read_shards(
@@ -92,17 +137,19 @@ def read_shards(
     columns: Sequence[str] | None = None,
     key: str | None = KEY,
     optional: Sequence[str] = (),
+    schema: pa.Schema | None = None,
 ) -> pl.DataFrame | None:
     """Every readable shard's rows under `root`, one row per `key` (no deduplication when
     `key` is None); None when no shard could be read. `optional` columns are returned too,
     null where a shard lacks them (e.g. `engine_error` in shards of engines without one).
-    See the module docstring."""
+    With `schema` (the benchmark's result schema), a shard whose columns are typed
+    otherwise is quarantined. See the module docstring."""
     required = list(dict.fromkeys([*(columns or []), *([key] if key else [])]))
     wanted = None if columns is None else [*required, *optional]
     frames = []
     for index, shard in enumerate(shard_files(root) if root.exists() else []):
         try:
-            table = _read_one(shard, wanted, required)
+            table = _read_one(shard, wanted, required, schema, key)
         except FileNotFoundError:
             continue  # moved or replaced since it was listed; the next read sees it
         except (pa.ArrowException, OSError, ValueError) as err:
@@ -131,14 +178,14 @@ def _one_row_per_key(rows: pl.DataFrame, key: str, root: Location) -> pl.DataFra
     has_error = (
         pl.col(ERROR_COLUMN).is_not_null() if ERROR_COLUMN in rows.columns else pl.lit(False)
     )
-    keyed = rows.filter(pl.col(key).is_not_null())
+    # Shards with a null key were quarantined (_read_one): every row here has one.
     unique = (
-        keyed.with_columns(has_error.alias("__error"))
+        rows.with_columns(has_error.alias("__error"))
         .sort("__error", _SHARD, _ROW)
         .unique(subset=[key], keep="first", maintain_order=True)
         .drop("__error")
     )
-    dropped = keyed.height - unique.height
+    dropped = rows.height - unique.height
     if dropped:
         log.warning(
             "%d duplicate row(s) by %s under %s dropped: kept one row per key (a row without "
@@ -148,5 +195,4 @@ def _one_row_per_key(rows: pl.DataFrame, key: str, root: Location) -> pl.DataFra
             root,
             ERROR_COLUMN,
         )
-    # Rows without a key cannot be duplicates of anything; they stay as they are.
-    return pl.concat([unique, rows.filter(pl.col(key).is_null())], how="vertical_relaxed")
+    return unique

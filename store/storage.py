@@ -263,10 +263,13 @@ def relative_parts(path: Location, root: Location) -> tuple[str, ...]:
 
 
 def parquet_file(path: Location) -> pq.ParquetFile:
-    """An open Parquet file (use it as a context manager)."""
+    """An open Parquet file (use it as a context manager) whose pages are checked against
+    their CRC32 when they carry one (store.atomic writes them): a mismatch raises an
+    OSError on read. Files written without checksums read as before."""
     if isinstance(path, RemotePath):
-        return pq.ParquetFile(path.filesystem.open_input_file(path.fs_path))
-    return pq.ParquetFile(path)
+        source = path.filesystem.open_input_file(path.fs_path)
+        return pq.ParquetFile(source, page_checksum_verification=True)
+    return pq.ParquetFile(path, page_checksum_verification=True)
 
 
 def read_table(path: Location, columns: list[str] | None = None) -> pa.Table:
@@ -301,3 +304,30 @@ def _filesystem(scheme: str, netloc: str, query: str) -> tuple[pafs.FileSystem, 
         return pafs.FileSystem.from_uri(uri)
     except (ValueError, OSError) as err:  # pyarrow's ArrowInvalid is a ValueError
         raise StorageURIError(f"{uri.split('?')[0]}: {err}") from err
+
+
+def storage_failure(err: BaseException, roots: list[RemotePath]) -> str | None:
+    """One line saying which store stopped answering, when `err` (or an error it was raised
+    from, a Ray task's included) is an OSError about one of `roots`' buckets; None when it
+    is not a storage failure of theirs. The line names the URI (without its query) and the
+    endpoint, and the first line of the store's own message."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [err]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError):
+            text = str(current)
+            for root in roots:
+                if f"'{root.netloc}'" in text or f"/{root.netloc}/" in text:
+                    endpoint = dict(parse_qsl(root.query)).get("endpoint_override", "default")
+                    reason = " ".join(text.splitlines()[0].split())[:240] if text else "OSError"
+                    return (
+                        f"the store {root.scheme}://{root.netloc}/{'/'.join(root.segments)} "
+                        f"(endpoint {endpoint}) stopped answering: {reason}"
+                    )
+        # Ray's task errors keep the worker's exception in `cause`; Python's in the others.
+        todo += [current.__cause__, current.__context__, getattr(current, "cause", None)]
+    return None

@@ -21,10 +21,10 @@ from geometry.render import render_png
 from geometry.tasks.registry import all_tasks
 from pipelines.cli_args import (
     any_location,
-    int_at_least,
-    non_negative_int,
+    image_size_int,
     output_dir,
-    positive_int,
+    per_task_int,
+    seed_int,
 )
 from pipelines.noregeo.generate import MIN_IMAGE_SIZE, read_manifest
 from pipelines.terminal_output import FORMATS
@@ -45,19 +45,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--per-task",
-        type=positive_int,
+        type=per_task_int,
         default=100,
         help="without --items: items per task of the generation (default 100, as generate)",
     )
     parser.add_argument(
         "--item-seed",
-        type=non_negative_int,
+        type=seed_int,
         default=0,
         help="without --items: the items' seed of the generation (default 0, as generate)",
     )
     parser.add_argument(
         "--image-size",
-        type=int_at_least(MIN_IMAGE_SIZE),
+        type=image_size_int(MIN_IMAGE_SIZE),
         default=448,
         help="without --items: image side in pixels (default 448, as generate)",
     )

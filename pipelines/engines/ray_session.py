@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 
+from pipelines.engines.ray_reaper import start_reaper
 from pipelines.logs import ray_logging_level, verbose
 
 # The distribution name of vLLM's CPU build (the CUDA build is `vllm`).
@@ -35,7 +36,8 @@ def local_gpus() -> int | None:
 
 
 def ensure_ray(num_cpus: int | None = None) -> None:
-    """Connect to RAY_ADDRESS if set, else start local Ray (no dashboard); idempotent.
+    """Connect to RAY_ADDRESS if set, else start local Ray (no dashboard) with a reaper
+    that ends its processes when this process ends, however it ends; idempotent.
 
     Ray logs at WARNING unless the command runs with --verbose (pipelines.logs, which also
     holds down Ray's start-up and progress-UI notices at their loggers)."""
@@ -50,6 +52,9 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     if address:
         ray.init(address=address, runtime_env={"env_vars": env}, logging_level=ray_logging_level())
     else:
+        # Before ray.init, so it sees every process Ray starts: the agents outlive a killed
+        # driver without it (pipelines.engines.ray_reaper).
+        start_reaper()
         ray.init(
             num_cpus=num_cpus,
             num_gpus=local_gpus(),

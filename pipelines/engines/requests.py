@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from actors.contract import chat_message, check_columns, image_part, text_part
 from geometry.answers import grammar_for
-from pipelines.cli_args import non_negative_float, non_negative_int, positive_int
+from pipelines.cli_args import max_tokens_int, seed_int, temperature_float
 
 ITEM_COLUMNS_NEEDED = (
     "item_id",
@@ -56,19 +56,19 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     fields = SamplingConfig.model_fields
     parser.add_argument(
         "--temperature",
-        type=non_negative_float,
+        type=temperature_float,
         default=fields["temperature"].default,
         help="sampling temperature; 0 is greedy (the paper states both 0 and 0.6)",
     )
     parser.add_argument(
         "--max-tokens",
-        type=positive_int,
+        type=max_tokens_int,
         default=fields["max_tokens"].default,
         help="tokens a reply may have at most (clamped to what the context leaves)",
     )
     parser.add_argument(
         "--sampling-seed",
-        type=non_negative_int,
+        type=seed_int,
         default=fields["seed"].default,
         help="the engine's sampling seed (part of every request key)",
     )

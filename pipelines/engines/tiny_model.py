@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipelines.cli_args import non_negative_int, output_dir
+from pipelines.cli_args import output_dir, seed_int
 from pipelines.engines.model_config import PROVENANCE_FILE
 from store.errors import UsageError
 
@@ -230,7 +230,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", required=True, help=f"one of {', '.join(KINDS)}")
     parser.add_argument("--out", required=True, type=output_dir, help="directory to write")
     parser.add_argument(
-        "--weights-seed", type=non_negative_int, default=0, help="weight initialisation seed"
+        "--weights-seed", type=seed_int, default=0, help="weight initialisation seed"
     )
 
 

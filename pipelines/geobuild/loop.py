@@ -26,9 +26,12 @@ from actors.contract import chat_message, image_part, text_part
 from geometry.dsl.dataset import Problem, load_problems
 from geometry.dsl.prompts import FEEDBACK_MODES, problem_prompt, system_prompt
 from pipelines.cli_args import (
-    int_at_least,
+    image_size_int,
+    name_text,
     output_location,
     positive_int,
+    replicas_int,
+    seed_int,
 )
 from pipelines.engines.model_config import ModelConfig
 from pipelines.engines.requests import add_sampling_arguments
@@ -78,9 +81,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine", required=True, metavar="{" + ",".join(engines) + "}", help="what answers"
     )
-    parser.add_argument("--model", required=True, help="model config/checkpoint, or JSONL file")
     parser.add_argument(
-        "--revision", default=None, help="hub revision (commit or tag); default: the config's"
+        "--model", required=True, type=name_text, help="model config/checkpoint, or JSONL file"
+    )
+    parser.add_argument(
+        "--revision",
+        default=None,
+        type=name_text,
+        help="hub revision (commit or tag); default: the config's",
     )
     parser.add_argument(
         "--max-rounds", type=positive_int, default=default("max_rounds"),
@@ -114,7 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--stratified-sample draws on",
     )  # fmt: skip
     parser.add_argument(
-        "--sample-seed", type=int_at_least(0), default=default("sample_seed"),
+        "--sample-seed", type=seed_int, default=default("sample_seed"),
         help="seed of --stratified-sample",
     )  # fmt: skip
     parser.add_argument(
@@ -123,19 +131,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ids", default=None, help="comma-separated problem ids")
     add_sampling_arguments(parser)
     parser.add_argument(
-        "--pool-size", type=positive_int, default=default("pool_size"), help="engine replicas"
+        "--pool-size", type=replicas_int, default=default("pool_size"), help="engine replicas"
     )
     parser.add_argument(
         "--batch-size", type=positive_int, default=default("batch_size"),
         help="rows per engine call",
     )  # fmt: skip
     parser.add_argument(
-        "--executors", type=positive_int, default=default("executors"),
+        "--executors", type=replicas_int, default=default("executors"),
         help="DSL-executor actors",
     )  # fmt: skip
     # Checked here, not in the Ray executors: a bad size must fail before settings.json.
     parser.add_argument(
-        "--image-size", type=int_at_least(64), default=default("image_size"), help="figure pixels"
+        "--image-size", type=image_size_int(64), default=default("image_size"), help="figure pixels"
     )
     parser.add_argument(
         "--shard-rows", type=positive_int, default=default("shard_rows"), help="rows per shard"

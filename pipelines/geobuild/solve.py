@@ -43,7 +43,7 @@ from typing import Any
 from geometry.dsl.dataset import Problem
 from geometry.dsl.public_judge import public_verdict
 from geometry.dsl.solver import Budget, SolveResult, solve_problem
-from pipelines.cli_args import output_dir, positive_float, positive_int
+from pipelines.cli_args import output_dir, positive_int, positive_seconds, replicas_int
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
 from pipelines.progress import Progress
 from store.atomic import write_bytes_atomic
@@ -87,19 +87,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--workers",
-        type=positive_int,
+        type=replicas_int,
         default=os.cpu_count() or 1,
         help="worker processes (1: run in this process)",
     )
     parser.add_argument(
         "--solve-seconds",
-        type=positive_float,
+        type=positive_seconds,
         default=Budget.solve_seconds,
         help="per problem: no new start after this many seconds",
     )
     parser.add_argument(
         "--conflict-seconds",
-        type=positive_float,
+        type=positive_seconds,
         default=Budget.conflict_seconds,
         help="per unsolved problem: time for the search for conflicting conditions",
     )

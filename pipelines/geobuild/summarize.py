@@ -27,6 +27,7 @@ from geometry.dsl.public_categories import PUBLIC_KIND
 from geometry.dsl.validator import CONDITION_WEIGHT, OBJECT_WEIGHT, PUBLIC_SUCCESS_THRESHOLD
 from pipelines.cli_args import results_location
 from pipelines.geobuild.error_accounting import error_accounting
+from pipelines.geobuild.rows import RESULT_SCHEMA
 from pipelines.terminal_output import add_table_arguments, chosen_tables, percent
 from pipelines.terminal_output import print_tables as print_output
 from store.errors import UsageError
@@ -151,7 +152,7 @@ def read_rows(results: Location, model: str | None = None) -> Rows:
     for root in _model_dirs(results, model):
         problems, recorded_rounds = _attempted(root)
         problems = problems.with_columns(model_dir=pl.lit(root.name))
-        read = read_shards(root, _COLUMNS, optional=_OPTIONAL)
+        read = read_shards(root, _COLUMNS, optional=_OPTIONAL, schema=RESULT_SCHEMA)
         empty = {c: pl.String for c in [*_COLUMNS, *_OPTIONAL]}
         rows = _normalised(read if read is not None else pl.DataFrame(schema=empty))
         rows = rows.join(problems.select("problem_id"), on="problem_id", how="semi")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import logging
 import math
 import sys
@@ -25,9 +24,12 @@ from geometry.item import IMAGE_SETUPS, SETUPS
 from geometry.tasks.options import DEFAULT_OPTIONS
 from pipelines.cli_args import (
     any_location,
-    non_negative_float,
+    name_text,
     output_location,
+    per_task_int,
     positive_int,
+    replicas_int,
+    seconds_float,
     share,
 )
 from pipelines.engines.model_config import (
@@ -67,13 +69,19 @@ from pipelines.noregeo.generate import (
 )
 from pipelines.noregeo.results import ShardWriter
 from pipelines.noregeo.run_health import run_health
-from pipelines.noregeo.run_settings import EXPECTED, EvaluateSettings, expected_rows
+from pipelines.noregeo.run_settings import (
+    EXPECTED,
+    EvaluateSettings,
+    expected_rows,
+    recorded_settings,
+)
 from pipelines.noregeo.sample_log import check_sample_dir, write_sample_logs
 from pipelines.progress import Progress
 from store.errors import UsageError
 from store.records import RETRY_ERRORS, finished_keys, model_dir, model_slug, write_run_record
 from store.run_lock import RunLock
-from store.settings import SETTINGS_FILE, check_settings, write_settings
+from store.settings import SETTINGS_FILE, differences, read_settings, write_settings
+from store.shards import shard_files
 from store.storage import Location, children, location, read_table
 
 log = logging.getLogger(__name__)
@@ -91,22 +99,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--items", required=True, type=any_location, help="item dir (or URI) from `generate`"
     )
     parser.add_argument("--engine", required=True, choices=ENGINES, help="what answers")
-    parser.add_argument("--model", required=True, help="config name/path, checkpoint dir, or name")
     parser.add_argument(
-        "--revision", default=None, help="hub revision (commit or tag); default: the config's"
+        "--model", required=True, type=name_text,
+        help="config name/path, checkpoint dir, or name",
+    )  # fmt: skip
+    parser.add_argument(
+        "--revision",
+        default=None,
+        type=name_text,
+        help="hub revision (commit or tag); default: the config's",
     )
     parser.add_argument("--setups", default=None, help="comma-separated; default: the model's")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument(
-        "--per-task", type=positive_int,
+        "--per-task", type=per_task_int,
         help="items per task: the first N of each task (default: every item the table has)",
     )  # fmt: skip
     add_sampling_arguments(parser)
-    parser.add_argument("--pool-size", type=positive_int, default=1, help="engine replicas")
+    parser.add_argument("--pool-size", type=replicas_int, default=1, help="engine replicas")
     parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
     parser.add_argument(
         "--baseline-delay",
-        type=non_negative_float,
+        type=seconds_float,
         default=0.0,
         help="seconds a baseline engine sleeps per batch, to stand in for model latency",
     )
@@ -232,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
         cfg.check_setups(setups)
     except ModelConfigError as err:
         raise UsageError(str(err)) from err
-    check_item_shards(files)
+    check_item_shards(files, manifest, tasks, ("task", *ITEM_COLUMNS_NEEDED))
     missing = [s for s in setups if s not in manifest["setups"]]
     if missing:
         raise UsageError(
@@ -339,7 +353,8 @@ def evaluate(
             else None
         )
         ours = settings(cfg, run.sampling, manifest)
-        _check_folder_settings(root, ours)
+        if _check_folder_settings(root, ours):
+            write_settings(root, ours)  # rebuilt: the records agree with ours, checked above
         done = frozenset(finished_keys(root, retry=run.retry_errors))
         expected = (
             expected_rows(manifest, run.tasks, run.setups, run.limit)
@@ -445,20 +460,50 @@ def settings(
     }
 
 
-def _check_folder_settings(root: Location, ours: dict[str, Any]) -> None:
-    """`check_settings`, except for a folder recorded before the item fields were: its rows
-    came from LEGACY_GENERATOR_VERSION items, so only items of that version may join them."""
-    path = root / SETTINGS_FILE
-    stored = json.loads(path.read_text()) if path.is_file() else {}
-    if not stored or f"{ITEM_PREFIX}generator_version" in stored:
-        check_settings(root, ours)
-        return
-    check_settings(root, ours, keys=tuple(k for k in ours if not k.startswith(ITEM_PREFIX)))
-    version = ours[f"{ITEM_PREFIX}generator_version"]
-    if version != LEGACY_GENERATOR_VERSION:
+def _check_folder_settings(root: Location, ours: dict[str, Any]) -> bool:
+    """`ours` against both sources of the folder's settings: settings.json and every run
+    record (run_settings.recorded_settings). A missing settings.json is rebuilt from the
+    records (said in one line); rows with neither source are refused, since nothing says
+    what made them. A source recorded before the item fields were (LEGACY_GENERATOR_VERSION
+    items) is compared without them, and only items of that version may join its rows.
+    Whether settings.json is to be rebuilt (it was missing and the records agree)."""
+    stored = read_settings(root)
+    records = recorded_settings(root)
+    if stored is None and not records and root.exists() and shard_files(root):
         raise UsageError(
-            f"{root} holds a run with other settings: item_generator_version="
-            f"{LEGACY_GENERATOR_VERSION!r} (now {version!r}); use another --out"
+            f"{root} holds result rows but neither {SETTINGS_FILE} nor run records: nothing "
+            "says which settings made them; use another --out"
+        )
+    sources = [(str(path), recorded) for path, recorded in records]
+    if stored is not None:
+        sources.insert(0, (str(root / SETTINGS_FILE), stored))
+    for source, recorded in sources:
+        _check_source(root, source, recorded, ours)
+    if stored is not None or not records:
+        return False
+    log.warning(
+        "%s has no %s: rebuilt from the %d run record(s) in %s, which agree with this run",
+        root, SETTINGS_FILE, len(records), root / "runs",
+    )  # fmt: skip
+    return True
+
+
+def _check_source(
+    root: Location, source: str, stored: dict[str, Any], ours: dict[str, Any]
+) -> None:
+    """UsageError naming the fields where one source of the folder's settings differs."""
+    legacy = not any(k.startswith(ITEM_PREFIX) for k in stored)
+    keys = tuple(k for k in ours if not (legacy and k.startswith(ITEM_PREFIX)))
+    differ = differences(stored, ours, keys)
+    version = ours[f"{ITEM_PREFIX}generator_version"]
+    if legacy and version != LEGACY_GENERATOR_VERSION:
+        differ.append(
+            f"{ITEM_PREFIX}generator_version={LEGACY_GENERATOR_VERSION!r} (now {version!r})"
+        )
+    if differ:
+        raise UsageError(
+            f"{root} holds a run with other settings: {', '.join(differ)} (from {source}); "
+            "use another --out"
         )
 
 

@@ -3,8 +3,9 @@
 A Ray Data pipeline: one row per task flows into a generator step that draws the task's
 items, renders their images and writes the task's shard atomically; the driver then writes
 `manifest.json` (counts per task, setup and label; seed; generator version and options;
-content hash). Shards and manifest are byte-for-byte functions of the arguments: same seed,
-same options, same hash.
+content hash; each shard file's sha256). Shards and manifest are byte-for-byte functions of
+the arguments: same seed, same options, same hash. `evaluate` checks each shard it reads
+against the manifest (`check_item_shards`) before Ray starts.
 """
 
 from __future__ import annotations
@@ -32,18 +33,21 @@ from geometry.tasks.options import (
 )
 from geometry.tasks.registry import all_tasks
 from pipelines.cli_args import (
-    int_at_least,
-    non_negative_int,
+    VALID_RANGE,
+    image_size_int,
     output_location,
-    positive_int,
+    per_task_int,
     read_json_object,
+    seed_int,
 )
 from pipelines.suggest import did_you_mean
-from store.atomic import write_bytes_atomic, write_parquet_atomic
+from store.atomic import parquet_bytes, write_bytes_atomic
 from store.errors import UsageError
+from store.shards import wrong_types
 from store.storage import Location, location, parquet_file
 
 MANIFEST = "manifest.json"
+SHARD_FILES = "shard_file_sha256"  # manifest field: {shard name: sha256 of its bytes}
 SHARD_GLOB = "part-*.parquet"
 MIN_IMAGE_SIZE = 64  # smaller figures are unreadable; 0 crashed the renderer
 
@@ -53,17 +57,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", required=True, type=output_location, help="item directory (or URI) to write"
     )
-    parser.add_argument("--per-task", type=positive_int, default=100, help="items per task")
+    parser.add_argument("--per-task", type=per_task_int, default=100, help="items per task")
     parser.add_argument(
         "--item-seed",
-        type=non_negative_int,
+        type=seed_int,
         default=0,
         help="seed of every item draw",
     )
     parser.add_argument("--setups", default=",".join(SETUPS), help="comma-separated setups")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument(
-        "--image-size", type=int_at_least(MIN_IMAGE_SIZE), default=448, help="image side, pixels"
+        "--image-size", type=image_size_int(MIN_IMAGE_SIZE), default=448, help="image side, pixels"
     )
     add_option_arguments(parser)
 
@@ -79,6 +83,9 @@ def _grid_step(text: str) -> float:
             f"must be one of {', '.join(f'{g:g}' for g in GRID_STEPS)}, got {text}"
         )
     return value
+
+
+setattr(_grid_step, VALID_RANGE, " or ".join(f"{g:g}" for g in GRID_STEPS))
 
 
 def add_option_arguments(parser: argparse.ArgumentParser) -> None:
@@ -141,15 +148,52 @@ def read_manifest(
     return manifest
 
 
-def check_item_shards(files: list[Location], flag: str = "--items") -> None:
-    """Every shard has a readable Parquet footer (cheap: no rows are read); a truncated or
-    foreign file is a UsageError naming it, before Ray starts."""
-    for path in files:
+def check_item_shards(
+    files: list[Location],
+    manifest: dict[str, Any],
+    tasks: list[str],
+    needed: tuple[str, ...] = (),
+    flag: str = "--items",
+) -> None:
+    """The shards of the run's `tasks` are all there, readable, typed as ITEM_SCHEMA (with
+    the `needed` columns) and the ones the manifest hashed: the sha256 of each file's bytes
+    (SHARD_FILES) where the manifest records it, else the content hash of its rows (older
+    item tables: reads them whole). A UsageError names the first file that fails, before
+    Ray starts: a rewritten answer was scored against silently, a missing shard dropped
+    its task silently, a wrongly typed column crashed inside Ray."""
+    by_name = {path.name: path for path in files}
+    for task in tasks:
+        name = f"part-{task}.parquet"
+        path = by_name.get(name)
+        if path is None:
+            raise UsageError(f"{flag} shard {name} of task {task} is missing; run `generate`")
         try:
-            with parquet_file(path):
-                pass
+            with parquet_file(path) as f:
+                schema = f.schema_arrow
         except (OSError, pa.ArrowException) as err:
             raise UsageError(f"{flag} shard {path} is not a readable item table: {err}") from err
+        wrong = wrong_types(schema, ITEM_SCHEMA)
+        lacking = [c for c in needed if c not in schema.names]
+        if wrong or lacking:
+            what = "; ".join(wrong + [f"no column {c}" for c in lacking])
+            raise UsageError(f"{flag} shard {path} does not hold item rows: {what}; regenerate it")
+        _check_hash(path, manifest, flag)
+
+
+def _check_hash(path: Location, manifest: dict[str, Any], flag: str) -> None:
+    files, contents = manifest.get(SHARD_FILES) or {}, manifest.get("shards") or {}
+    if path.name in files:
+        found, recorded = hashlib.sha256(path.read_bytes()).hexdigest(), files[path.name]
+    elif path.name in contents:
+        with parquet_file(path) as f:
+            found, recorded = content_hash(f.read()), contents[path.name]
+    else:
+        raise UsageError(f"{flag} shard {path} is not in {MANIFEST}; run `generate` again")
+    if found != recorded:
+        raise UsageError(
+            f"{flag} shard {path} differs from what {MANIFEST} records (sha256 {found[:16]}, "
+            f"recorded {str(recorded)[:16]}): it was changed after `generate`; regenerate it"
+        )
 
 
 def parse_list(value: str, valid: list[str] | tuple[str, ...], what: str) -> list[str]:
@@ -163,6 +207,11 @@ def parse_list(value: str, valid: list[str] | tuple[str, ...], what: str) -> lis
         raise UsageError(
             f"unknown {what} {','.join(bad) or repr(value)}{hint}; valid: {', '.join(valid)}"
         )
+    # Refused, not merged: a repeated task was generated twice and counted twice in the
+    # manifest, and the user may have meant another ID.
+    repeated = sorted({v for v in chosen if chosen.count(v) > 1})
+    if repeated:
+        raise UsageError(f"{what} {','.join(repeated)} given more than once in {value!r}")
     return chosen
 
 
@@ -200,7 +249,9 @@ class TaskShardWriter:
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list[Any]]:
         """Generate and write each task of the batch; one summary row per task."""
-        summaries: dict[str, list[Any]] = {"task": [], "rows": [], "sha256": [], "labels": []}
+        summaries: dict[str, list[Any]] = {
+            "task": [], "rows": [], "sha256": [], "file_sha256": [], "labels": []
+        }  # fmt: skip
         for task_id in batch["task"]:
             items = build_items(
                 str(task_id),
@@ -212,13 +263,15 @@ class TaskShardWriter:
                 self.options,
             )
             table = item_table(items)
-            write_parquet_atomic(self.out / f"part-{task_id}.parquet", table)
+            data = parquet_bytes(table)
+            write_bytes_atomic(self.out / f"part-{task_id}.parquet", data)
             labels = Counter(
                 json.loads(i.answer).get("answer") for i in items if i.setup == self.setups[0]
             )
             summaries["task"].append(str(task_id))
             summaries["rows"].append(table.num_rows)
             summaries["sha256"].append(content_hash(table))
+            summaries["file_sha256"].append(hashlib.sha256(data).hexdigest())
             summaries["labels"].append(
                 json.dumps({str(k): v for k, v in labels.items() if k is not None})
             )
@@ -316,5 +369,6 @@ def build_manifest(
         "counts": {s["task"]: {setup: per_task for setup in setups} for s in shards},
         "labels": {s["task"]: json.loads(s["labels"]) for s in shards},
         "shards": {f"part-{s['task']}.parquet": s["sha256"] for s in shards},
+        SHARD_FILES: {f"part-{s['task']}.parquet": s["file_sha256"] for s in shards},
         "content_sha256": combined,
     }

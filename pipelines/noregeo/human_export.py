@@ -13,9 +13,9 @@ from pathlib import Path
 
 from pipelines.cli_args import (
     existing_dir,
-    non_negative_int,
     output_dir,
     positive_int,
+    seed_int,
     share_below_one,
 )
 from pipelines.noregeo.human import default_key, export_pages
@@ -42,9 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="answer key JSON (answers and item roles), outside --out "
         "(default: OUT.key.json beside OUT); human-import --key reads it",
     )
-    parser.add_argument(
-        "--order-seed", type=non_negative_int, default=0, help="seed of the item order"
-    )
+    parser.add_argument("--order-seed", type=seed_int, default=0, help="seed of the item order")
     parser.add_argument(
         "--control-share",
         type=share_below_one,

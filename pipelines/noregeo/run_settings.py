@@ -7,11 +7,15 @@ answer-changing settings, and the rows its runs expected.
 - Each run record (`runs/*.json`) lists the rows the run covers per task and setup
   (`expected_rows`); summaries compare them with the rows on disk, so a killed or partial
   run shows as missing rows instead of a smaller n.
+- Each run record also holds the run's settings (`record_settings` rebuilds them in
+  settings.json's shape): the second source a run is checked against, so losing
+  settings.json does not let a run with other sampling join the folder.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -21,6 +25,8 @@ from pipelines.engines.stages import EngineOptions
 from pipelines.noregeo.run_health import DEFAULT_MAX_ERROR_RATE
 from store.records import RETRY_ERRORS
 from store.storage import Location, children
+
+log = logging.getLogger(__name__)
 
 EXPECTED = "expected_rows"  # run-record field: {"<task>/<setup>": rows}
 
@@ -89,3 +95,34 @@ def recorded_model_name(root: Location) -> str:
         if name:
             return str(name)
     return root.name.removeprefix("model=")
+
+
+def record_settings(record: dict[str, Any]) -> dict[str, Any]:
+    """The settings.json fields a run record holds (evaluate.settings' shape): the model's
+    engine, repo and revision, the sampling, the grammar hashes and the item fields (absent
+    from records written before item fields were recorded)."""
+    model = record.get("model") or {}
+    return {
+        "engine": model.get("engine"),
+        "repo": model.get("repo"),
+        "revision": model.get("revision"),
+        "sampling": record.get("sampling"),
+        "grammar_sha256": record.get("grammar_sha256"),
+        **(record.get("items") or {}),
+    }
+
+
+def recorded_settings(root: Location) -> list[tuple[Location, dict[str, Any]]]:
+    """Each run record under a model folder with the settings it holds, oldest first. A
+    record that cannot be read is named in a warning and skipped (it cannot vouch for
+    anything)."""
+    found = []
+    for path in sorted(children(root / "runs", "*.json"), key=lambda p: p.name):
+        try:
+            record = json.loads(path.read_bytes().decode("utf-8"))
+            if not isinstance(record, dict):
+                raise ValueError("not a JSON object")
+            found.append((path, record_settings(record)))
+        except (OSError, ValueError, AttributeError) as err:
+            log.warning("run record %s cannot be read (%s): skipped", path, err)
+    return found

@@ -20,6 +20,7 @@ import polars as pl
 
 from geometry.item import SETUPS
 from pipelines.cli_args import path_component, results_location
+from pipelines.noregeo.results import RESULT_SCHEMA
 from pipelines.noregeo.run_settings import recorded_expectations, recorded_model_name
 from pipelines.terminal_output import (
     add_table_arguments,
@@ -56,14 +57,15 @@ def load_results(
     out: Location, model: str | None = None, benchmark: str = "noregeo"
 ) -> pl.DataFrame:
     """Every result row under `out/<benchmark>` (one model's when `model` is given), one
-    per request key; unreadable shards are quarantined with a warning (store.shards)."""
+    per request key; unreadable shards, and shards whose columns are typed otherwise than
+    RESULT_SCHEMA says, are quarantined with a warning (store.shards)."""
     root = out / benchmark
     if model is not None:
         root = root / f"model={model_slug(model)}"
     files = shard_files(root) if root.exists() else []
     if not files:
         raise UsageError(f"no result shards under {root}")
-    rows = read_shards(root)
+    rows = read_shards(root, schema=RESULT_SCHEMA)
     if rows is None:
         raise UsageError(f"no readable result shards under {root}: all were quarantined")
     return rows

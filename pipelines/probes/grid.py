@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from pipelines.cli_args import existing_file, output_dir, positive_int
+from pipelines.cli_args import existing_file, name_text, output_dir, positive_int
 from pipelines.progress import progress
 from probes.grid import GridSpec, Trial, encoder_dir, expand, load_grid, run_trial, trial_path
 from probes.towers import TOKEN_NORMS, EncoderError, check_encoder
@@ -38,10 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="results root; trials go under RESULTS/probes",
     )  # fmt: skip
     parser.add_argument(
-        "--arch", help="override the grid's encoder: open_clip name or hf:<repo|config|path>"
+        "--arch",
+        type=name_text,
+        help="override the grid's encoder: open_clip name or hf:<repo|config|path>",
     )
     parser.add_argument(
-        "--pretrained", help="override the grid's weights: tag, file or none (hf: a revision)"
+        "--pretrained",
+        type=name_text,
+        help="override the grid's weights: tag, file or none (hf: a revision)",
     )
     parser.add_argument(
         "--token-norm", choices=TOKEN_NORMS, default=None,

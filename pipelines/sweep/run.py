@@ -37,12 +37,15 @@ from geometry.tasks.registry import all_tasks
 from pipelines.cli_args import (
     existing_dir,
     existing_file,
-    int_at_least,
+    image_size_int,
     non_negative_float,
-    non_negative_int,
     output_location,
-    positive_float,
+    per_task_int,
     positive_int,
+    positive_seconds,
+    replicas_int,
+    seconds_float,
+    seed_int,
 )
 from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, load_configs
 from pipelines.engines.requests import SamplingConfig, add_sampling_arguments
@@ -87,26 +90,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="results root or URI (s3://...): RESULTS/noregeo, RESULTS/geobuild, RESULTS/sweep",
     )  # fmt: skip
     parser.add_argument("--items", type=output_location, help="item dir (default RESULTS/items)")
-    parser.add_argument("--per-task", type=positive_int, default=100, help="items per task")
+    parser.add_argument("--per-task", type=per_task_int, default=100, help="items per task")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument(
-        "--image-size", type=int_at_least(MIN_IMAGE_SIZE), default=448,
+        "--image-size", type=image_size_int(MIN_IMAGE_SIZE), default=448,
         help="image side in pixels of generated items",
     )  # fmt: skip
     parser.add_argument(
-        "--item-seed", type=non_negative_int, default=0,
+        "--item-seed", type=seed_int, default=0,
         help="seed of the item draws, when the sweep generates the items",
     )  # fmt: skip
     add_sampling_arguments(parser)
     parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
-    parser.add_argument("--replicas", type=positive_int, default=1, help="engine replicas/model")
+    parser.add_argument("--replicas", type=replicas_int, default=1, help="engine replicas/model")
     parser.add_argument(
         "--shard-rows", type=positive_int, default=256,
         help="rows per result shard: what a killed run can lose at most, per writer",
     )  # fmt: skip
     parser.add_argument(
         "--baseline-delay",
-        type=non_negative_float,
+        type=seconds_float,
         default=0.0,
         help="seconds per batch (latency stand-in)",
     )
@@ -124,12 +127,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cpu-parallel",
-        type=positive_int,
+        type=replicas_int,
         default=None,
         help="CPU-only models at once (default: one per 4 cluster CPUs; each pipeline holds "
         "about 1 CPU of actors and needs 1 more for its read tasks)",
     )
-    parser.add_argument("--progress-interval", type=positive_float, default=10.0, help="seconds")
+    parser.add_argument("--progress-interval", type=positive_seconds, default=10.0, help="seconds")
     parser.add_argument(
         "--probes", type=existing_file, nargs="?", const=DEFAULT_GRID, default=None,
         metavar="GRID",

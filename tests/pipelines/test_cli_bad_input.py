@@ -123,6 +123,72 @@ geobuild-summarize-tables-unknown    --tables           geobuild-summarize {dir}
 probe-summarize-format               --format           probe-summarize {dir} --format yaml
 probe-summarize-tables-unknown       --tables           probe-summarize {dir} --tables table6
 evaluate-log-level                   --log-level        evaluate E --log-level LOUD
+# upper bounds (issue 26): values past them started Ray and crashed there, leaving settings
+# seeds beyond int64
+generate-item-seed-2**63             --item-seed        generate --out {out} --item-seed 9223372036854775808
+evaluate-sampling-seed-2**64         --sampling-seed    evaluate E --sampling-seed 18446744073709551616
+geobuild-sample-seed-2**63           --sample-seed      geobuild G --sample-seed 9223372036854775808
+geobuild-sampling-seed-2**63         --sampling-seed    geobuild G --sampling-seed 9223372036854775808
+sweep-item-seed-2**63                --item-seed        sweep W --item-seed 9223372036854775808
+tiny-model-weights-seed-2**63        --weights-seed     tiny-model --kind llm --out {out} --weights-seed 9223372036854775808
+human-export-order-seed-2**63        --order-seed       human-export --items {dir} --out {out} --order-seed 9223372036854775808
+show-item-item-seed-2**63            --item-seed        show-item C-BCT-CT-0001 --item-seed 9223372036854775808 --out {out}
+# tokens per reply
+evaluate-max-tokens-1e23             --max-tokens       evaluate E --max-tokens 100000000000000000000000
+evaluate-max-tokens-2**20+1          --max-tokens       evaluate E --max-tokens 1048577
+geobuild-max-tokens-2**31            --max-tokens       geobuild G --max-tokens 2147483648
+sweep-max-tokens-1e23-text           --max-tokens       sweep W --max-tokens 1e23
+# image sides
+generate-image-size-4097             --image-size       generate --out {out} --image-size 4097
+geobuild-image-size-100000           --image-size       geobuild G --image-size 100000
+sweep-image-size-4097                --image-size       sweep W --image-size 4097
+show-item-image-size-4097            --image-size       show-item C-BCT-CT-0001 --image-size 4097 --out {out}
+# items per task
+generate-per-task-10001              --per-task         generate --out {out} --per-task 10001
+evaluate-per-task-10001              --per-task         evaluate E --per-task 10001
+sweep-per-task-10001                 --per-task         sweep W --per-task 10001
+show-item-per-task-10001             --per-task         show-item C-BCT-CT-0001 --per-task 10001 --out {out}
+# replicas, workers, executors
+evaluate-pool-size-1025              --pool-size        evaluate E --pool-size 1025
+geobuild-executors-100000            --executors        geobuild G --executors 100000
+geobuild-pool-size-1025              --pool-size        geobuild G --pool-size 1025
+geobuild-solve-workers-5000          --workers          geobuild-solve S --workers 5000
+sweep-replicas-2000                  --replicas         sweep W --replicas 2000
+sweep-cpu-parallel-2000              --cpu-parallel     sweep W --cpu-parallel 2000
+# other counts beyond int32
+evaluate-batch-size-2**31            --batch-size       evaluate E --batch-size 2147483648
+evaluate-shard-rows-2**63            --shard-rows       evaluate E --shard-rows 9223372036854775808
+geobuild-max-rounds-2**31            --max-rounds       geobuild G --max-rounds 2147483648
+geobuild-first-2**31                 --first            geobuild G --first 2147483648
+probe-max-trials-2**31               --max-trials       probe --grid {file} --out {out} --max-trials 2147483648
+# numbers with an upper bound: temperature, seconds, GPUs
+evaluate-temperature-11              --temperature      evaluate E --temperature 11
+sweep-temperature-1e300              --temperature      sweep W --temperature 1e300
+evaluate-baseline-delay-1e9          --baseline-delay   evaluate E --baseline-delay 1e9
+geobuild-solve-solve-seconds-1e9     --solve-seconds    geobuild-solve S --solve-seconds 1e9
+geobuild-solve-conflict-seconds-1e9  --conflict-seconds geobuild-solve S --conflict-seconds 1e9
+sweep-progress-interval-1e9          --progress-interval sweep W --progress-interval 1e9
+sweep-gpus-1e7                       --gpus             sweep W --gpus 1e7
+# empty names and repeated IDs
+evaluate-model-empty                 --model            evaluate --items {dir} --engine oracle --model {empty} --out {out}
+evaluate-revision-blank              --revision         evaluate E --revision {blank}
+geobuild-model-empty                 --model            geobuild --dataset {dir} --engine hf --model {empty} --out {out}
+probe-arch-empty                     --arch             probe --grid {file} --out {out} --arch {empty}
+probe-pretrained-blank               --pretrained       probe --grid {file} --out {out} --pretrained {blank}
+generate-tasks-repeated              C-BCT-CT           generate --out {out} --tasks C-BCT-CT,C-ACM-TST,C-BCT-CT
+generate-setups-repeated             text               generate --out {out} --setups text,full,text
+evaluate-tasks-repeated              C-BCT-CT           evaluate --items {items_ok} --engine oracle --model o --out {out} --tasks C-BCT-CT,C-BCT-CT
+sweep-tasks-repeated                 C-BCT-CT           sweep W --tasks C-BCT-CT,C-BCT-CT
+# outputs that cannot be written: under a file, or a URI for a command that writes local files
+generate-out-under-file              --out              generate --out {file}/items
+evaluate-out-under-file              --out              evaluate --items {dir} --engine oracle --model o --out {file}/r
+geobuild-solve-out-under-file        --out              geobuild-solve --dataset {dir} --out {file}/r
+report-out-under-file                --out              report {dir} --out {file}/report
+report-out-s3                        --out              report {dir} --out s3://bucket/report
+probe-out-s3                         --out              probe --grid {file} --out s3://bucket/results
+show-item-out-s3                     --out              show-item C-BCT-CT-0001 --out s3://bucket/images
+tiny-model-out-s3                    --out              tiny-model --kind llm --out s3://bucket/model
+human-export-out-s3                  --out              human-export --items {dir} --out s3://bucket/pages
 # files where folders are wanted and back, missing paths, names that leave RESULTS
 generate-out-file                    --out              generate --out {file}
 evaluate-out-file                    --out              evaluate --items {dir} --engine oracle --model o --out {file}
@@ -256,6 +322,7 @@ def _inputs(tmp: Path) -> dict[str, str]:
         "models": str(REPO / "configs" / "models"),
         "undecodable": UNDECODABLE,
         "empty": "",
+        "blank": "  ",
     }
     files = {
         "file": b"just some text\n",

@@ -62,7 +62,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     ("args", "message"),
     [
         (["--tasks", "C-BCT-CT,BOGUS"], "unknown task IDs BOGUS; valid: C-ACM-PST"),
-        (["--per-task", "0"], "argument --per-task: must be an integer >= 1, got 0"),
+        (["--per-task", "0"], "argument --per-task: must be an integer from 1 to 10000, got 0"),
         (["--setups", "text,sketch"], "unknown setups sketch; valid: text, dotted, full"),
     ],
 )

@@ -7,6 +7,7 @@ import argparse
 import pytest
 
 from pipelines.cli import COMMANDS, command_parser, main
+from pipelines.cli_args import VALID_RANGE
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -43,3 +44,23 @@ def test_the_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[st
     assert "Does a model see elementary geometry?" in text
     for name in COMMANDS:
         assert name in text
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_numeric_option_has_a_range_its_help_shows(name: str) -> None:
+    """A numeric option is one whose default is a number or whose validator has a range;
+    each must have a validator with a range (pipelines.cli_args), shown by --help."""
+    _module, parser = command_parser(name)
+    text = parser.format_help()
+    for action in parser._actions:
+        if not action.option_strings or action.choices is not None:
+            continue
+        label = action.option_strings[0]
+        numeric_default = isinstance(action.default, int | float) and not isinstance(
+            action.default, bool
+        )
+        valid = getattr(action.type, VALID_RANGE, None)
+        assert action.type not in (int, float), f"{name} {label}: a bare {action.type}"
+        if numeric_default or valid is not None:
+            assert valid is not None, f"{name} {label} has no range"
+            assert f"(range: {valid})" in " ".join(_help_of(text, label).split()), label
