@@ -52,9 +52,15 @@ $(VLLM_STAMP): pyproject.toml constraints-vllm.txt
 	touch $(VLLM_STAMP)
 
 # pip's resolver on the GPU cluster profile: `.[gpu]` must resolve (ray[llm] pins vllm, which
-# pins torch). Metadata only (PyPI serves it apart from the wheels): about 2 min cold here.
+# pins torch) to the CUDA tree the cluster image has. --isolated drops this machine's pip
+# config (its local find-links and indexes hold a torch+cpu wheel, and /etc/xdg/pip caps
+# torch), so PyPI's CUDA build is what resolves; the report is then checked against the pins
+# (pipelines/sweep/cluster_image.py). Metadata only: about 2 min here.
+GPU_REPORT := $(VENV)/gpu-profile-report.json
 check-gpu-profile: setup
-	$(PIP) install --dry-run --ignore-installed --quiet --report /dev/null '.[gpu]'
+	$(PIP) install --isolated $${PIP_CERT:+--cert "$$PIP_CERT"} --dry-run --ignore-installed \
+		--quiet --report $(GPU_REPORT) '.[gpu]'
+	$(PY) -m pipelines.sweep.cluster_image $(GPU_REPORT)
 
 # lint first: a docstring or type hint missing fails in seconds, before 20 minutes of tests.
 test: lint test-main test-vllm check-gpu-profile

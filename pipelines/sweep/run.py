@@ -215,6 +215,20 @@ def _materialise(cfg: ModelConfig, out: Location) -> ModelConfig:
     return cfg
 
 
+def _check_gpu_node_types(
+    configs: list[ModelConfig], capacity: GPUCapacity, cluster_config: Path | None
+) -> None:
+    """A named cluster config whose node types declare no GPUs cannot run the GPU models
+    asked for: a usage error, not a sweep that lists them all as not run."""
+    wanting = [c.name for c in configs if c.gpus and not c.blocked]
+    if cluster_config is not None and wanting and capacity.total == 0:
+        raise UsageError(
+            f"--cluster-config {cluster_config}: no node type declares GPUs (resources: "
+            f"{{GPU: N}}), and {len(wanting)} selected model(s) need them ({', '.join(wanting[:3])}"
+            f"{', ...' if len(wanting) > 3 else ''})"
+        )
+
+
 def _geobuild_only_reason(cfg: ModelConfig, capacity: GPUCapacity) -> str | None:
     """Why a model cannot run when GeoBuild is the only benchmark (None: it can)."""
     if cfg.engine in BASELINES:
@@ -448,6 +462,7 @@ def run(args: argparse.Namespace) -> int:
         capacity = discover(args.gpus, args.cluster_config, connected=not args.dry_run)
     except ValueError as err:
         raise UsageError(f"--cluster-config {err}" if args.cluster_config else str(err)) from err
+    _check_gpu_node_types(configs, capacity, args.cluster_config)
     print(f"planning for {capacity.total:g} GPU(s) ({capacity.source})", flush=True)
     geobuild_note = None
     if "geobuild" in benchmarks:
