@@ -91,7 +91,8 @@ bench: setup
 	$(PY) bench/evaluate.py
 	$(PY) bench/probe.py
 
-# Submits the sweep to the Ray cluster at $RAY_ADDRESS with `ray job submit`; results go to
+# Submits the sweep with `ray job submit` through the dashboard tunnel it opens itself (`ray
+# dashboard cluster.yaml`; or to $RAY_ADDRESS when set); results go to
 # s3://$SWEEP_BUCKET/geosee/sweep-45, or $SWEEP_OUT. See scripts/sweep_submit.sh for the knobs.
 sweep-45-models: setup
 	PYTHON=$(PY) RAY=$(VENV)/bin/ray scripts/sweep_submit.sh $(SWEEP_ARGS)

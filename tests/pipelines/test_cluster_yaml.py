@@ -130,12 +130,40 @@ def test_without_an_efs_id_node_setup_mounts_nothing_and_points_to_s3(tmp_path: 
     assert "-v /mnt/shared:/mnt/shared" in raw["docker"]["run_options"]
 
 
-def test_gpu_workers_get_an_instance_profile_for_s3() -> None:
-    """Shard writers run on the GPU workers; Ray gives only the head a profile by itself."""
+PASSROLE_STEP = (
+    "aws iam put-role-policy --role-name ray-autoscaler-v1 --policy-name "
+    "geosee-pass-worker-role --policy-document file://aws/head-passrole-policy.json"
+)
+
+
+def test_gpu_workers_get_an_instance_profile_the_head_may_pass() -> None:
+    """Shard writers run on the GPU workers, so they get Ray's instance profile (Ray gives
+    only the head one by itself). Launching an instance with a profile needs iam:PassRole on
+    its role, which Ray's default head role (EC2 and S3 full access) lacks: the policy file
+    grants it for exactly the role Ray puts in that profile, and only towards EC2."""
+    import json
+
+    from ray.autoscaler._private.aws.config import (
+        DEFAULT_RAY_IAM_ROLE,
+        DEFAULT_RAY_INSTANCE_PROFILE,
+    )
+
     raw = yaml.safe_load((REPO / "cluster.yaml").read_text())
     for name, node in raw["available_node_types"].items():
         if name != raw["head_node_type"]:
-            assert node["node_config"]["IamInstanceProfile"], name
+            assert node["node_config"]["IamInstanceProfile"] == {
+                "Name": DEFAULT_RAY_INSTANCE_PROFILE
+            }, name
+    policy = json.loads((REPO / "aws" / "head-passrole-policy.json").read_text())
+    (statement,) = policy["Statement"]
+    assert statement["Effect"] == "Allow" and statement["Action"] == "iam:PassRole"
+    assert statement["Resource"] == f"arn:aws:iam::*:role/{DEFAULT_RAY_IAM_ROLE}"
+    assert statement["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}
+    }
+    # The step that attaches it, as the user types it, where the user reads it.
+    assert PASSROLE_STEP in (REPO / "docs" / "cluster.md").read_text()
+    assert f"--role-name {DEFAULT_RAY_IAM_ROLE} " in PASSROLE_STEP
 
 
 def test_validator_rejects_a_broken_copy() -> None:
