@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +42,12 @@ EngineStage = Callable[[Any, ModelConfig, EngineOptions], Any]
 
 
 class NoGPUError(RuntimeError):
-    """vLLM asked for on a cluster with no GPUs."""
+    """A GPU engine on a cluster without its GPUs (and no autoscaler adding them in time)."""
+
+
+GPU_WAIT_S = 1200.0
+GPU_WAIT_ENV = "GEOSEE_GPU_WAIT_S"
+LOGICAL_GPUS_ENV = "GEOSEE_LOGICAL_GPUS"
 
 
 class MissingKeyError(RuntimeError):
@@ -106,18 +113,40 @@ def cluster_gpus() -> float:
 
 
 def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
-    """The hf engine as an actor pool: one GPU per replica when the cluster has them."""
+    """The hf engine as an actor pool. A GPU model (a hub config) gets one GPU per replica,
+    waiting for the autoscaler to add them (`check_gpus`), and runs on CUDA or fails: never
+    silently on the CPU. A local entry (a checkpoint folder, a tiny model) takes a GPU when
+    the cluster has one per replica, else runs on the CPU."""
     from actors.hf_engine import HFEngine
 
-    gpus = 1.0 if cluster_gpus() >= opts.pool_size else 0.0
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "model": cfg.repo,
         "revision": hub_revision(cfg.revision),
         "dtype": cfg.dtype,
         "batch_size": opts.batch_size,
         "trust_remote_code": cfg.trust_remote_code,
     }
+    if cfg.gpus:
+        check_gpus(cfg, replicas=opts.pool_size)
+        kwargs["device"] = "cpu" if logical_gpus() else "cuda"
+        gpus = 1.0
+    else:
+        gpus = 1.0 if cluster_gpus() >= opts.pool_size else 0.0
     return _actor_stage(ds, HFEngine, kwargs, opts, num_gpus=gpus)
+
+
+def logical_gpus() -> bool:
+    """GEOSEE_LOGICAL_GPUS=1: the cluster's GPUs are Ray resources without CUDA devices (a
+    test cluster on one machine), so an hf GPU model is placed by them and computes on the
+    CPU, as asked: the only way it ever runs on the CPU."""
+    if os.environ.get(LOGICAL_GPUS_ENV) == "1":
+        print(
+            f"{LOGICAL_GPUS_ENV}=1: hf GPU actors take logical GPUs and compute on the CPU",
+            file=sys.stderr,
+            flush=True,
+        )
+        return True
+    return False
 
 
 def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
@@ -266,13 +295,64 @@ def normalise_engine_errors(batch: dict[str, np.ndarray]) -> dict[str, np.ndarra
     return out
 
 
-def check_gpus(cfg: ModelConfig) -> None:
-    """NoGPUError when the cluster cannot hold one engine replica of the model."""
-    if cluster_gpus() < cfg.tensor_parallel_size:
+def gpu_wait_s() -> float:
+    """How long an engine waits for the autoscaler's GPU nodes (GEOSEE_GPU_WAIT_S, default
+    GPU_WAIT_S: a p4de boots and pulls the image in about 10 minutes)."""
+    try:
+        return max(0.0, float(os.environ.get(GPU_WAIT_ENV, GPU_WAIT_S)))
+    except ValueError:
+        return GPU_WAIT_S
+
+
+def check_gpus(cfg: ModelConfig, replicas: int = 1) -> None:
+    """Return once the cluster holds `replicas` engine replicas of the model. On an
+    autoscaling cluster that can grow to them, ask its autoscaler for them and wait (saying
+    why, up to `gpu_wait_s()`); NoGPUError when they are not there in time, or at once
+    when the cluster can never have them."""
+    need = float(cfg.tensor_parallel_size * replicas)
+    if cluster_gpus() >= need:
+        return
+    from pipelines.sweep.capacity import discover
+
+    capacity = discover(None, None, connected=True)
+    never = capacity.reason_not_runnable(float(cfg.tensor_parallel_size))
+    if never or capacity.total < need:
         raise NoGPUError(
-            f"the vllm engine needs {cfg.tensor_parallel_size} GPU(s) for {cfg.name} and this "
-            f"Ray cluster has {cluster_gpus():g}; use --engine hf on CPU, or a GPU cluster"
+            f"the {cfg.engine} engine needs {need:g} GPU(s) for {cfg.name} and this Ray "
+            f"cluster has {cluster_gpus():g} and can grow to {capacity.total:g} "
+            f"({capacity.source}); use a local checkpoint with --engine hf on CPU, or a GPU "
+            f"cluster"
         )
+    wait_gpus(cfg.name, [float(cfg.tensor_parallel_size)] * replicas, need, gpu_wait_s())
+
+
+def wait_gpus(name: str, bundles: list[float], need: float, limit_s: float) -> None:
+    """Ask the autoscaler for `bundles` (GPUs per engine replica) and wait until the cluster
+    has `need` GPUs, for at most `limit_s` seconds; the request is withdrawn either way
+    (the engine's actors hold their nodes from then on)."""
+    import ray
+    from ray.autoscaler.sdk import request_resources
+
+    print(
+        f"{name}: waiting up to {limit_s:g} s for {need:g} GPU(s): the cluster has "
+        f"{cluster_gpus():g} now and its autoscaler is asked for the rest",
+        file=sys.stderr,
+        flush=True,
+    )
+    request_resources(bundles=[{"GPU": g} for g in bundles])
+    try:
+        deadline = time.monotonic() + limit_s
+        while cluster_gpus() < need:
+            if time.monotonic() >= deadline:
+                raise NoGPUError(
+                    f"{name}: {need:g} GPU(s) did not appear within {limit_s:g} s "
+                    f"({GPU_WAIT_ENV} sets the limit); the cluster has {cluster_gpus():g}"
+                )
+            time.sleep(min(5.0, max(0.1, deadline - time.monotonic())))
+        print(f"{name}: {cluster_gpus():g} GPU(s) up", file=sys.stderr, flush=True)
+    finally:
+        if ray.is_initialized():
+            request_resources(bundles=[])
 
 
 def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:

@@ -268,10 +268,13 @@ def _run_model(
 
     ray.data.DataContext.get_current().enable_progress_bars = False  # the driver shows progress
     model = ModelConfig.model_validate(cfg)
+    # Every replica's GPUs, as the engine stage's own check counts them: that check then
+    # finds them present and leaves the sweep's request to the autoscaler alone.
+    need = model.gpus * int(opts.get("pool_size", 1))
     deadline = time.monotonic() + 3600  # autoscaled nodes take minutes, never an hour
-    while cluster_gpus() < model.gpus:
+    while cluster_gpus() < need:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{model.name}: {model.gpus} GPU(s) did not appear in an hour")
+            raise RuntimeError(f"{model.name}: {need} GPU(s) did not appear in an hour")
         time.sleep(5)
     written = {"noregeo": 0, "geobuild": 0}
     if setups:
@@ -328,6 +331,35 @@ def _nodes_by_tag() -> dict[str, set[str]]:
         if tag:
             nodes.setdefault(tag, set()).add(ips.get(actor.node_id or "", "?"))
     return nodes
+
+
+class GPURequest:
+    """The sweep's standing request to the autoscaler: one bundle per GPU engine replica of
+    the models running now. Ray keeps a `request_resources` request until the next call, and
+    a node a request covers is never idle, so the request follows the models: set as they
+    start, narrowed as they end, and cleared (`request_resources(bundles=[])`, Ray's way to
+    withdraw one) when the sweep ends, so `idle_timeout_minutes` can release the GPU nodes."""
+
+    def __init__(self) -> None:
+        self.bundles: list[dict[str, float]] | None = None  # None: never asked
+
+    def follow(self, jobs: list[Job], replicas: int) -> None:
+        """Ask for exactly the GPUs of `jobs` (an empty request once asked and none left)."""
+        bundles = [{"GPU": float(j.cfg.gpus)} for j in jobs if j.cfg.gpus for _ in range(replicas)]
+        if bundles == self.bundles or (self.bundles is None and not bundles):
+            return
+        from ray.autoscaler.sdk import request_resources
+
+        request_resources(bundles=bundles)
+        self.bundles = bundles
+
+    def clear(self) -> None:
+        """Withdraw the request (nothing to do when none was made)."""
+        if self.bundles:
+            from ray.autoscaler.sdk import request_resources
+
+            request_resources(bundles=[])
+        self.bundles = [] if self.bundles is not None else None
 
 
 @dataclasses.dataclass
@@ -393,50 +425,53 @@ def execute(
     running: list[_Running] = []
     cache: dict[Location, int] = {}
     last = 0.0
-    while queue or running:
-        used = sum(r.job.cfg.gpus * args.replicas for r in running)
-        cpu_jobs = sum(1 for r in running if not r.job.cfg.gpus)
-        for job in list(queue):
-            need = job.cfg.gpus * args.replicas
-            never = capacity.reason_not_runnable(need)
-            if never:  # could never be admitted (replicas x TP): say so, never wait forever
-                states[job.cfg.name] = never
+    request = GPURequest()
+    try:
+        while queue or running:
+            used = sum(r.job.cfg.gpus * args.replicas for r in running)
+            cpu_jobs = sum(1 for r in running if not r.job.cfg.gpus)
+            for job in list(queue):
+                need = job.cfg.gpus * args.replicas
+                never = capacity.reason_not_runnable(need)
+                if never:  # could never be admitted (replicas x TP): say so, never wait forever
+                    states[job.cfg.name] = never
+                    queue.remove(job)
+                    continue
+                if (need and used + need > gpus) or (not need and cpu_jobs >= cpu_parallel):
+                    continue
+                if need:
+                    request.follow([r.job for r in running] + [job], args.replicas)
+                cfg = _materialise(job.cfg, args.out)
+                task = ray.remote(_run_model).options(
+                    num_cpus=0,
+                    runtime_env={"env_vars": {TAG_ENV: job.cfg.name}},
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+                )
+                ref = task.remote(cfg.model_dump(), job.setups, [str(f) for f in files], tasks,
+                                  limit, sampling, opts, str(args.out.resolve()), args.shard_rows,
+                                  geobuild)  # fmt: skip
+                running.append(_Running(job, ref, time.monotonic()))
                 queue.remove(job)
+                states[job.cfg.name] = "running"
+                used, cpu_jobs = used + need, cpu_jobs + (0 if need else 1)
+            if not running:
                 continue
-            if (need and used + need > gpus) or (not need and cpu_jobs >= cpu_parallel):
-                continue
-            if need and float(ray.cluster_resources().get("GPU", 0)) < gpus:
-                from ray.autoscaler.sdk import request_resources
-
-                pending = [r.job for r in running if r.job.cfg.gpus] + [job]
-                request_resources(bundles=[{"GPU": j.cfg.gpus} for j in pending])
-            cfg = _materialise(job.cfg, args.out)
-            task = ray.remote(_run_model).options(
-                num_cpus=0,
-                runtime_env={"env_vars": {TAG_ENV: job.cfg.name}},
-                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
-            )
-            ref = task.remote(cfg.model_dump(), job.setups, [str(f) for f in files], tasks,
-                              limit, sampling, opts, str(args.out.resolve()), args.shard_rows,
-                              geobuild)  # fmt: skip
-            running.append(_Running(job, ref, time.monotonic()))
-            queue.remove(job)
-            states[job.cfg.name] = "running"
-            used, cpu_jobs = used + need, cpu_jobs + (0 if need else 1)
-        if not running:
-            continue
-        ready, _ = ray.wait([r.ref for r in running], num_returns=1, timeout=1.0)
-        for r in [r for r in running if r.ref in ready]:
-            running.remove(r)
-            try:
-                ray.get(r.ref)
-                states[r.job.cfg.name] = "done"
-            except Exception as err:  # one model's failure never stops the others
-                first = str(err).strip().splitlines()[-1] if str(err).strip() else repr(err)
-                states[r.job.cfg.name] = f"failed: {first[:200]}"
-        if time.monotonic() - last >= args.progress_interval or not (queue or running):
-            _progress(jobs, states, args.out, cache)
-            last = time.monotonic()
+            ready, _ = ray.wait([r.ref for r in running], num_returns=1, timeout=1.0)
+            for r in [r for r in running if r.ref in ready]:
+                running.remove(r)
+                try:
+                    ray.get(r.ref)
+                    states[r.job.cfg.name] = "done"
+                except Exception as err:  # one model's failure never stops the others
+                    first = str(err).strip().splitlines()[-1] if str(err).strip() else repr(err)
+                    states[r.job.cfg.name] = f"failed: {first[:200]}"
+            if ready:  # a finished GPU model's nodes may go once nothing else needs them
+                request.follow([r.job for r in running], args.replicas)
+            if time.monotonic() - last >= args.progress_interval or not (queue or running):
+                _progress(jobs, states, args.out, cache)
+                last = time.monotonic()
+    finally:  # also when interrupted: a standing request would hold the GPU nodes forever
+        request.clear()
     return states
 
 

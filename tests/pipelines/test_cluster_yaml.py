@@ -158,9 +158,7 @@ def test_gpu_workers_get_an_instance_profile_the_head_may_pass() -> None:
     (statement,) = policy["Statement"]
     assert statement["Effect"] == "Allow" and statement["Action"] == "iam:PassRole"
     assert statement["Resource"] == f"arn:aws:iam::*:role/{DEFAULT_RAY_IAM_ROLE}"
-    assert statement["Condition"] == {
-        "StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}
-    }
+    assert statement["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}
     # The step that attaches it, as the user types it, where the user reads it.
     assert PASSROLE_STEP in (REPO / "docs" / "cluster.md").read_text()
     assert f"--role-name {DEFAULT_RAY_IAM_ROLE} " in PASSROLE_STEP
