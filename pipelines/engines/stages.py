@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from actors.contract import ENGINE_OUTPUT, numpy_columns, object_array
-from pipelines.engines.model_config import BASELINES, ModelConfig, hub_revision
+from pipelines.engines.model_config import BASELINES, ModelConfig, api_model, hub_revision
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         raise ValueError(f"model {cfg.name} has no api_base; the http engine needs one")
     kwargs: dict[str, Any] = {
         "base_url": cfg.api_base,
-        "model": cfg.repo,
+        "model": api_model(cfg),
         "api_key_env": cfg.api_key_env,
         "constraint": cfg.api_constraint,
     }
