@@ -330,8 +330,7 @@ def wait_gpus(name: str, bundles: list[float], need: float, limit_s: float) -> N
     """Ask the autoscaler for `bundles` (GPUs per engine replica) and wait until the cluster
     has `need` GPUs, for at most `limit_s` seconds; the request is withdrawn either way
     (the engine's actors hold their nodes from then on)."""
-    import ray
-    from ray.autoscaler.sdk import request_resources
+    from pipelines.engines.gpu_request import GPURequest
 
     print(
         f"{name}: waiting up to {limit_s:g} s for {need:g} GPU(s): the cluster has "
@@ -339,7 +338,8 @@ def wait_gpus(name: str, bundles: list[float], need: float, limit_s: float) -> N
         file=sys.stderr,
         flush=True,
     )
-    request_resources(bundles=[{"GPU": g} for g in bundles])
+    request = GPURequest(f"engine-{name}")
+    request.set(bundles)
     try:
         deadline = time.monotonic() + limit_s
         while cluster_gpus() < need:
@@ -348,11 +348,11 @@ def wait_gpus(name: str, bundles: list[float], need: float, limit_s: float) -> N
                     f"{name}: {need:g} GPU(s) did not appear within {limit_s:g} s "
                     f"({GPU_WAIT_ENV} sets the limit); the cluster has {cluster_gpus():g}"
                 )
+            request.set(bundles)  # renewed while it waits
             time.sleep(min(5.0, max(0.1, deadline - time.monotonic())))
         print(f"{name}: {cluster_gpus():g} GPU(s) up", file=sys.stderr, flush=True)
     finally:
-        if ray.is_initialized():
-            request_resources(bundles=[])
+        request.clear()
 
 
 def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:

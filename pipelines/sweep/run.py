@@ -44,6 +44,7 @@ from pipelines.cli_args import (
     positive_float,
     positive_int,
 )
+from pipelines.engines.gpu_request import GPURequest
 from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, load_configs
 from pipelines.engines.requests import SamplingConfig, add_sampling_arguments
 from pipelines.engines.stages import EngineOptions
@@ -66,6 +67,7 @@ from pipelines.sweep.probes import (
     read_grid,
     run_probes,
 )
+from pipelines.sweep.revisions import pin_by_use
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
 from store.storage import Location, children, location
@@ -135,6 +137,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="GRID",
         help=f"also probe each evaluated model's own vision tower with GRID's trials "
         f"(default {DEFAULT_GRID}; its `models:` says which); results in RESULTS/probes",
+    )  # fmt: skip
+    parser.add_argument(
+        "--keep-recorded-revisions", action="store_true",
+        help="when a config's revision (e.g. main) now resolves to another commit than its "
+        "results in RESULTS were made with, run the recorded commit instead of stopping",
     )  # fmt: skip
     parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
 
@@ -333,35 +340,6 @@ def _nodes_by_tag() -> dict[str, set[str]]:
     return nodes
 
 
-class GPURequest:
-    """The sweep's standing request to the autoscaler: one bundle per GPU engine replica of
-    the models running now. Ray keeps a `request_resources` request until the next call, and
-    a node a request covers is never idle, so the request follows the models: set as they
-    start, narrowed as they end, and cleared (`request_resources(bundles=[])`, Ray's way to
-    withdraw one) when the sweep ends, so `idle_timeout_minutes` can release the GPU nodes."""
-
-    def __init__(self) -> None:
-        self.bundles: list[dict[str, float]] | None = None  # None: never asked
-
-    def follow(self, jobs: list[Job], replicas: int) -> None:
-        """Ask for exactly the GPUs of `jobs` (an empty request once asked and none left)."""
-        bundles = [{"GPU": float(j.cfg.gpus)} for j in jobs if j.cfg.gpus for _ in range(replicas)]
-        if bundles == self.bundles or (self.bundles is None and not bundles):
-            return
-        from ray.autoscaler.sdk import request_resources
-
-        request_resources(bundles=bundles)
-        self.bundles = bundles
-
-    def clear(self) -> None:
-        """Withdraw the request (nothing to do when none was made)."""
-        if self.bundles:
-            from ray.autoscaler.sdk import request_resources
-
-            request_resources(bundles=[])
-        self.bundles = [] if self.bundles is not None else None
-
-
 @dataclasses.dataclass
 class _Running:
     job: Job
@@ -398,6 +376,11 @@ def _progress(
     print(f"--- sweep progress {stamp} ---\n" + "\n".join(lines), flush=True)
 
 
+def _bundles(jobs: list[Job], replicas: int) -> list[float]:
+    """GPUs per engine replica of each GPU model in `jobs`: the autoscaler's bundles."""
+    return [float(j.cfg.gpus) for j in jobs if j.cfg.gpus for _ in range(replicas)]
+
+
 def execute(
     jobs: list[Job],
     args: argparse.Namespace,
@@ -425,7 +408,10 @@ def execute(
     running: list[_Running] = []
     cache: dict[Location, int] = {}
     last = 0.0
-    request = GPURequest()
+    # The autoscaler's request follows the GPU models running now: made as they start,
+    # narrowed as they end, withdrawn when the sweep ends (also when it is interrupted: a
+    # standing request keeps its nodes from ever going idle).
+    request = GPURequest("sweep")
     try:
         while queue or running:
             used = sum(r.job.cfg.gpus * args.replicas for r in running)
@@ -440,7 +426,7 @@ def execute(
                 if (need and used + need > gpus) or (not need and cpu_jobs >= cpu_parallel):
                     continue
                 if need:
-                    request.follow([r.job for r in running] + [job], args.replicas)
+                    request.set(_bundles([r.job for r in running] + [job], args.replicas))
                 cfg = _materialise(job.cfg, args.out)
                 task = ray.remote(_run_model).options(
                     num_cpus=0,
@@ -465,14 +451,20 @@ def execute(
                 except Exception as err:  # one model's failure never stops the others
                     first = str(err).strip().splitlines()[-1] if str(err).strip() else repr(err)
                     states[r.job.cfg.name] = f"failed: {first[:200]}"
-            if ready:  # a finished GPU model's nodes may go once nothing else needs them
-                request.follow([r.job for r in running], args.replicas)
+            # Narrowed as GPU models finish, renewed while they run.
+            request.set(_bundles([r.job for r in running], args.replicas))
             if time.monotonic() - last >= args.progress_interval or not (queue or running):
                 _progress(jobs, states, args.out, cache)
                 last = time.monotonic()
-    finally:  # also when interrupted: a standing request would hold the GPU nodes forever
+    finally:
         request.clear()
     return states
+
+
+def _start_ray() -> None:
+    from pipelines.engines.ray_session import ensure_ray
+
+    ensure_ray()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -489,15 +481,25 @@ def run(args: argparse.Namespace) -> int:
     limit = args.per_task if manifest and args.per_task < manifest["per_task"] else None
     sampling = SamplingConfig.from_args(args)
     probe_grid = read_grid(args.probes) if args.probes else None
-    if not args.dry_run:
-        from pipelines.engines.ray_session import ensure_ray
-
-        ensure_ray()
+    # With --gpus or --cluster-config the capacity needs no Ray: every check of the input
+    # (the cluster config, the revisions) then runs before Ray starts.
+    capacity_first = args.gpus is not None or args.cluster_config is not None
+    if not args.dry_run and not capacity_first:
+        _start_ray()
     try:
         capacity = discover(args.gpus, args.cluster_config, connected=not args.dry_run)
     except ValueError as err:
         raise UsageError(f"--cluster-config {err}" if args.cluster_config else str(err)) from err
     _check_gpu_node_types(configs, capacity, args.cluster_config)
+    # Hub models that can run here run one commit (pinned by use: pipelines.sweep.revisions).
+    runnable = [c for c in configs if cpu_runnable_reason(c, capacity) is None]
+    pinned, commits = pin_by_use(
+        runnable, args.out, ask_hub=not args.dry_run, keep_recorded=args.keep_recorded_revisions
+    )
+    by_name = {c.name: c for c in pinned}
+    configs = [by_name.get(c.name, c) for c in configs]
+    if not args.dry_run and capacity_first:
+        _start_ray()
     print(f"planning for {capacity.total:g} GPU(s) ({capacity.source})", flush=True)
     geobuild_note = None
     if "geobuild" in benchmarks:
@@ -544,11 +546,13 @@ def run(args: argparse.Namespace) -> int:
     if probe_grid is not None:
         probe_jobs = plan_probes(probe_grid, configs, args.out, capacity)
         states.update(run_probes(probe_jobs, args.probes, Path(args.out)))
-    _report(states, args.out, geobuild_note)
+    _report(states, args.out, geobuild_note, commits)
     return 1 if any(s.startswith("failed") for s in states.values()) else 0
 
 
-def _report(states: dict[str, str], out: Location, geobuild_note: str | None) -> None:
+def _report(
+    states: dict[str, str], out: Location, geobuild_note: str | None, commits: dict[str, str]
+) -> None:
     ran = sorted(n for n, s in states.items() if s == "done")
     print(f"\nsweep: {len(ran)} model(s) done")
     for name, state in sorted(states.items()):
@@ -556,6 +560,6 @@ def _report(states: dict[str, str], out: Location, geobuild_note: str | None) ->
             print(f"  {name}: {state}")
     if geobuild_note:
         print(geobuild_note)
-    record = {"states": states, "geobuild": geobuild_note, "argv": sys.argv}
+    record = {"states": states, "geobuild": geobuild_note, "argv": sys.argv, "revisions": commits}
     payload = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
     write_bytes_atomic(out / "sweep" / "status.json", payload)

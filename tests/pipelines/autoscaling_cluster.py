@@ -148,12 +148,17 @@ class AutoscalingHead:
 
 @contextmanager
 def autoscaling_head(
-    logs: Path, head_cpus: int, worker_types: dict[str, Any], idle_minutes: float = 0.1
+    logs: Path,
+    head_cpus: int,
+    worker_types: dict[str, Any],
+    idle_minutes: float = 0.1,
+    node_env: dict[str, str] | None = None,
 ) -> Iterator[AutoscalingHead]:
-    """The head (`head_cpus` CPUs, no GPU) with the fake autoscaler over `worker_types`."""
-    env = ray_env()
+    """The head (`head_cpus` CPUs, no GPU) with the fake autoscaler over `worker_types`;
+    `node_env` goes into the environment of every node (and so of its workers)."""
+    env = {**ray_env(), **(node_env or {})}
     temp = Path(tempfile.mkdtemp(prefix="ah", dir="/tmp"))  # short: socket paths are limited
-    gcs, client, *ports = free_ports(2 + NODE_PORTS)
+    gcs, client, dashboard, *ports = free_ports(3 + NODE_PORTS)
     address = f"{HEAD_IP}:{gcs}"
     config = fake_config(head_cpus, worker_types, address, idle_minutes)
     config_file = logs / "autoscaling.json"
@@ -162,7 +167,8 @@ def autoscaling_head(
     cmd = [str(VENV_BIN / "ray"), "start", "--head", "--block",
            f"--autoscaling-config={config_file}", "--num-cpus", str(head_cpus),
            "--num-gpus", "0", "--object-store-memory", str(OBJECT_STORE),
-           "--include-dashboard=false", "--node-ip-address", HEAD_IP, "--port", str(gcs),
+           "--include-dashboard=false", "--dashboard-port", str(dashboard),
+           "--node-ip-address", HEAD_IP, "--port", str(gcs),
            "--temp-dir", str(temp), "--ray-client-server-port", str(client),
            *node_ports(ports)]  # fmt: skip
     proc = start(cmd, head_env, logs / "head.log")

@@ -176,6 +176,9 @@ geobuild-programs-latin1             --model            geobuild --dataset {noda
 sweep-model-yaml-latin1              x.yaml             sweep --models {badmodels} --out {out} --dry-run
 sweep-cluster-config-latin1          --cluster-config   sweep --models {models} --out {out} --cluster-config {latin1} --dry-run
 sweep-cluster-config-not-launcher    --cluster-config   sweep --models {models} --out {out} --cluster-config {badyaml} --dry-run
+pin-revisions-models-missing         --models           pin-revisions --models {out}
+pin-revisions-models-latin1          x.yaml             pin-revisions --models {badmodels}
+pin-revisions-only-unknown           --only             pin-revisions --models {models} --only nope --dry-run
 sweep-cluster-config-old-image       --cluster-config   sweep --models {models} --out {out} --cluster-config {oldimage} --dry-run
 sweep-cluster-config-no-gpu-type     --cluster-config   sweep --models {models} --out {out} --only qwen3-8b --cluster-config {cpuonly} --dry-run
 evaluate-manifest-latin1             manifest.json      evaluate --items {items_latin1} --engine oracle --model o --out {out}
