@@ -50,7 +50,7 @@ from pipelines.engines.requests import SamplingConfig, add_sampling_arguments
 from pipelines.engines.stages import EngineOptions
 from pipelines.noregeo.generate import MANIFEST, MIN_IMAGE_SIZE, parse_list, read_manifest
 from pipelines.noregeo.run_settings import EvaluateSettings
-from pipelines.sweep.capacity import GPUCapacity, discover
+from pipelines.sweep.capacity import BOOTSTRAP_CONFIG, GPUCapacity, discover
 from pipelines.sweep.plan import (
     ASSUMPTIONS,
     Job,
@@ -68,6 +68,7 @@ from pipelines.sweep.probes import (
     run_probes,
 )
 from pipelines.sweep.revisions import pin_by_use
+from pipelines.sweep.weights import disks_from_yaml, print_weights
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
 from store.storage import Location, children, location
@@ -527,6 +528,8 @@ def run(args: argparse.Namespace) -> int:
         where = f"in {items}" if manifest else "not generated yet"
         print(f"dry run: {len(jobs)} models, items {where}")
         print_plan(jobs, chars)
+        launcher = args.cluster_config or (BOOTSTRAP_CONFIG if capacity_first is False else None)
+        print_weights([j.cfg for j in jobs if j.runnable], disks_from_yaml(launcher))
         if probe_grid is not None:
             print_probe_plan(plan_probes(probe_grid, configs, args.out, capacity), args.probes)
         if geobuild_note:
