@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -197,8 +198,9 @@ def autoscaling_head(
                 pass
         for name in ("monitor.log", "monitor.out", "monitor.err", "raylet.out"):
             path = temp / "session_latest" / "logs" / name
-            if path.is_file():
+            if path.is_file():  # kept with the test's logs, for a failure's report
                 (logs / f"head-{name}").write_bytes(path.read_bytes())
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def cluster_yaml() -> Path:

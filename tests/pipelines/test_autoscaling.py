@@ -20,10 +20,12 @@ never silently on the CPU).
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -108,8 +110,32 @@ def _driver_env(head: AutoscalingHead, home: Path, wait_s: int) -> dict[str, str
 
 
 def _events(head: AutoscalingHead, text: str) -> int:
-    """How often the autoscaler's event summary says `text` (its launches and removals)."""
-    return sum(1 for line in head.monitor_log().splitlines() if f":event_summary:{text}" in line)
+    """How often the autoscaler's event summary said `text` (its launches and removals)."""
+    return len(_event_times(head.monitor_log(), text))
+
+
+EVENT = re.compile(r"^(\S+ \S+)\s+INFO monitor.py:\d+ -- :event_summary:(.*)$")
+
+
+def _gpu_request_times(log: str) -> list[datetime]:
+    """When the autoscaler's status showed a standing request for GPUs."""
+    times = []
+    for block in log.split("======== Autoscaler status: ")[1:]:
+        stamp, _, body = block.partition(" ========")
+        asked = body.split("From request_resources:", 1)[-1].split("Pending Demands:", 1)[0]
+        if "'GPU'" in asked:
+            times.append(datetime.fromisoformat(stamp.strip()))
+    return times
+
+
+def _event_times(log: str, text: str) -> list[datetime]:
+    """When the autoscaler's event summary said `text`."""
+    found = (EVENT.match(line) for line in log.splitlines())
+    return [
+        datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f")
+        for m in found
+        if m and m.group(2).startswith(text)
+    ]
 
 
 def _gpu_workers(head: AutoscalingHead) -> int:
@@ -147,10 +173,12 @@ def test_sweep_scales_up_for_the_gpu_model_then_releases_the_worker(
     assert run.returncode == 0, text[-4000:]
     assert "planning for 8 GPU(s)" in text  # from the bootstrap config: a100x8 x 1
     # The autoscaler added one GPU worker for the model (none was up before) and kept it
-    # while the model ran: a request overwritten mid-sweep (Ray Data's autoscaling
-    # coordinator replaces SDK requests every 20 s) let it go idle and be removed.
-    assert _events(cluster, "Adding 1 node(s) of type a100x8") == 1, cluster.monitor_log()[-3000:]
-    assert _events(cluster, "Removing 1 nodes of type a100x8") == 0, cluster.monitor_log()[-3000:]
+    # while the sweep asked for it: a request overwritten mid-sweep (Ray Data's autoscaling
+    # coordinator replaces SDK requests every 20 s) let it go idle, be removed and re-added.
+    log = cluster.monitor_log()
+    assert _events(cluster, "Adding 1 node(s) of type a100x8") == 1, log[-3000:]
+    last_asked = max(_gpu_request_times(log))
+    assert all(t > last_asked for t in _event_times(log, "Removing 1 nodes of type a100x8"))
     # Every expected row once.
     files = children(out / "items", "part-*.parquet")
     assert (out / "items" / MANIFEST).is_file()
