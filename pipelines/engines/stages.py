@@ -47,6 +47,7 @@ class NoGPUError(RuntimeError):
 
 GPU_WAIT_S = 1200.0
 GPU_WAIT_ENV = "GEOSEE_GPU_WAIT_S"
+GPU_POLL_S = 5.0  # how often a waiting engine looks at the cluster's GPUs
 LOGICAL_GPUS_ENV = "GEOSEE_LOGICAL_GPUS"
 
 
@@ -349,7 +350,7 @@ def wait_gpus(name: str, bundles: list[float], need: float, limit_s: float) -> N
                     f"({GPU_WAIT_ENV} sets the limit); the cluster has {cluster_gpus():g}"
                 )
             request.set(bundles)  # renewed while it waits
-            time.sleep(min(5.0, max(0.1, deadline - time.monotonic())))
+            time.sleep(min(GPU_POLL_S, max(0.01, deadline - time.monotonic())))
         print(f"{name}: {cluster_gpus():g} GPU(s) up", file=sys.stderr, flush=True)
     finally:
         request.clear()
