@@ -184,9 +184,12 @@ def test_sweep_scales_up_for_the_gpu_model_then_releases_the_worker(
     assert (out / "items" / MANIFEST).is_file()
     sampling = SamplingConfig(max_tokens=MAX_TOKENS)
     for cfg in load_configs(models):
-        want = expected_keys(files, cfg, TASKS, "text", None, sampling)
+        want = set().union(
+            *(expected_keys(files, cfg, TASKS, s, None, sampling) for s in cfg.setups)
+        )
         got = raw_keys(model_dir(out, "noregeo", cfg.name))
-        assert len(want) == PER_TASK and sorted(got) == sorted(want), cfg.name
+        assert len(want) == PER_TASK * len(cfg.setups), cfg.name
+        assert sorted(got) == sorted(want), cfg.name  # each once: none lost, none twice
     # The request is withdrawn, and the idle worker goes.
     assert not [b for b in cluster.resource_request() if b.get("GPU")]
     waited = _wait_no_gpu_worker(cluster)
@@ -206,12 +209,13 @@ def test_evaluate_vllm_waits_for_the_autoscaler_instead_of_failing_at_once(
     items = tmp_path / "items"
     generate = [sys.executable, "-m", "pipelines", "generate", "--out", str(items),
                 "--tasks", TASKS[0], "--per-task", "1", "--setups", "text"]  # fmt: skip
-    made = subprocess.run(generate, cwd=REPO, capture_output=True, text=True, timeout=300)
+    env = _driver_env(cluster, tmp_path / "home", wait_s=600)
+    made = subprocess.run(generate, cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
     assert made.returncode == 0, made.stderr[-2000:]
     cmd = [sys.executable, "-m", "pipelines", "evaluate", "--items", str(items),
            "--engine", "vllm", "--model", str(models / f"{GPU_MODEL}.yaml"),
            "--setups", "text", "--out", str(tmp_path / "eval")]  # fmt: skip
-    env = _driver_env(cluster, tmp_path / "home", wait_s=600)
     run = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=800)
     text = run.stdout + run.stderr
     print(text[-3000:])

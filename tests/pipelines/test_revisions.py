@@ -47,6 +47,7 @@ def _models(tmp_path: Path) -> Path:
 def _record(out: Path, name: str, revision: str) -> None:
     """settings.json as evaluate writes it for a model's results."""
     root = model_dir(out, "noregeo", name)
+    assert isinstance(root, Path)
     root.mkdir(parents=True)
     (root / "settings.json").write_text(json.dumps({"revision": revision, "engine": "vllm"}))
 
