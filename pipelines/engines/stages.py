@@ -351,9 +351,9 @@ def wait_gpus(name: str, bundles: list[float], need: float, limit_s: float) -> N
                 )
             request.set(bundles)  # renewed while it waits
             time.sleep(min(GPU_POLL_S, max(0.01, deadline - time.monotonic())))
-        print(f"{name}: {cluster_gpus():g} GPU(s) up", file=sys.stderr, flush=True)
     finally:
         request.clear()
+    print(f"{name}: {cluster_gpus():g} GPU(s) up", file=sys.stderr, flush=True)
 
 
 def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
