@@ -67,9 +67,15 @@ $(REAL_MODEL)/provenance.json: | $(STAMP)
 	echo "== real-model done in $$(( $$(date +%s) - start )) s"
 
 # pip's resolver on the GPU cluster profile: `.[gpu]` must resolve (ray[llm] pins vllm, which
-# pins torch). Metadata only (PyPI serves it apart from the wheels): about 2 min cold here.
+# pins torch) to the CUDA tree the cluster image has. --isolated drops this machine's pip
+# config (its local find-links and indexes hold a torch+cpu wheel, and /etc/xdg/pip caps
+# torch), so PyPI's CUDA build is what resolves; the report is then checked against the pins
+# (pipelines/sweep/cluster_image.py). Metadata only: about 2 min here.
+GPU_REPORT := $(VENV)/gpu-profile-report.json
 check-gpu-profile: setup
-	$(PIP) install --dry-run --ignore-installed --quiet --report /dev/null '.[gpu]'
+	$(PIP) install --isolated $${PIP_CERT:+--cert "$$PIP_CERT"} --dry-run --ignore-installed \
+		--quiet --report $(GPU_REPORT) '.[gpu]'
+	$(PY) -m pipelines.sweep.cluster_image $(GPU_REPORT)
 
 # lint first: a docstring or type hint missing fails in seconds, before 20 minutes of tests.
 test: lint test-main test-vllm check-gpu-profile
@@ -100,7 +106,8 @@ bench: setup
 	$(PY) bench/evaluate.py
 	$(PY) bench/probe.py
 
-# Submits the sweep to the Ray cluster at $RAY_ADDRESS with `ray job submit`; results go to
+# Submits the sweep with `ray job submit` through the dashboard tunnel it opens itself (`ray
+# dashboard cluster.yaml`; or to $RAY_ADDRESS when set); results go to
 # s3://$SWEEP_BUCKET/geosee/sweep-45, or $SWEEP_OUT. See scripts/sweep_submit.sh for the knobs.
 sweep-45-models: setup
 	PYTHON=$(PY) RAY=$(VENV)/bin/ray scripts/sweep_submit.sh $(SWEEP_ARGS)

@@ -15,6 +15,7 @@ import base64
 import binascii
 import dataclasses
 import io
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -216,6 +217,14 @@ class HFEngine:
         self.batch_size = batch_size
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            # Ray gave this actor a GPU that torch cannot see: never fall back to the CPU
+            # (a GPU model there runs for days), say so.
+            raise RuntimeError(
+                f"hf engine for {model}: asked to run on {device}, but torch sees no CUDA "
+                f"device (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}, "
+                f"torch {torch.__version__})"
+            )
         self.device = torch.device(device)
         if self.device.type == "cpu":
             # Two threads on two busy cores were measured 5-25x slower than one.

@@ -59,6 +59,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "pipelines.sweep.run",
         "run every model config x setup (and GeoBuild) across the cluster",
     ),
+    "pin-revisions": (
+        "pipelines.sweep.pin_revisions",
+        "write the commit each hub model's revision points to into its config",
+    ),
     "report": (
         "pipelines.report.build",
         "HTML report: paper tables, heatmaps, gaps, GeoBuild, audit, probes",

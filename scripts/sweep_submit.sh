@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# Submit the NoReGeo/GeoBuild sweep to the Ray cluster at $RAY_ADDRESS with `ray job submit`.
-#   RAY_ADDRESS=http://HEAD:8265 scripts/sweep_submit.sh [extra sweep args...]
+# Submit the NoReGeo/GeoBuild sweep to a Ray cluster with `ray job submit`.
+#   SWEEP_BUCKET=my-bucket scripts/sweep_submit.sh [extra sweep args...]
+# With RAY_ADDRESS unset, the script opens the dashboard tunnel itself: `ray dashboard
+# $CLUSTER_YAML` (default cluster.yaml; an SSH port-forward, as Ray's AWS docs say: Ray's
+# default security group opens SSH only, never 8265) in the background, submits to
+# http://127.0.0.1:$DASHBOARD_PORT (default 8265), and closes the tunnel when `ray job
+# submit` returns. With RAY_ADDRESS set (a tunnel of your own, a head you can reach), it
+# submits there.
 # The cluster's nodes run Ray's LLM image with the project installed (cluster.yaml), so the
 # job installs nothing: it carries the repository and the commit it was submitted from.
 # RUNTIME_ENV adds to the runtime env (e.g. '{"pip": [...]}' on a cluster without the image).
@@ -19,7 +25,6 @@
 # store (pipelines/engines/stages.py: http_stage). A secret set in this shell is not sent: the
 # script says so, and refuses a RUNTIME_ENV whose env_vars name one.
 set -euo pipefail
-: "${RAY_ADDRESS:?set RAY_ADDRESS to the Ray dashboard address, e.g. http://HEAD:8265}"
 RAY="${RAY:-ray}"
 PY="${PYTHON:-python3}"
 # Results go where every node writes and the head resumes from: an S3 prefix by default
@@ -75,8 +80,49 @@ PYEOF
 LOAD_SECRETS='d=$1; shift; case $d in "~/"*) d=$HOME/${d#"~/"};; esac
 for f in "$d"/*; do n=${f##*/}; case $n in [!A-Za-z_]*|*[!A-Za-z0-9_]*) continue;; esac
 [ -f "$f" ] && export "$n=$(cat "$f")"; done; exec "$@"'
+if [ -z "${RAY_ADDRESS:-}" ]; then
+  CLUSTER_YAML="${CLUSTER_YAML:-cluster.yaml}"
+  DASHBOARD_PORT="${DASHBOARD_PORT:-8265}"
+  if [ ! -f "$CLUSTER_YAML" ]; then
+    echo "sweep_submit: no RAY_ADDRESS and no $CLUSTER_YAML to open a dashboard tunnel with;" \
+      "set CLUSTER_YAML to your cluster's launcher config, or RAY_ADDRESS" >&2
+    exit 2
+  fi
+  TUNNEL_LOG=$(mktemp "${TMPDIR:-/tmp}/geosee-dashboard-tunnel.XXXXXX")
+  "$RAY" dashboard --port "$DASHBOARD_PORT" "$CLUSTER_YAML" >"$TUNNEL_LOG" 2>&1 &
+  TUNNEL_PID=$!
+  trap 'kill "$TUNNEL_PID" 2>/dev/null || true; rm -f "$TUNNEL_LOG"' EXIT
+  echo "sweep_submit: dashboard tunnel: $RAY dashboard --port $DASHBOARD_PORT $CLUSTER_YAML" \
+    "(pid $TUNNEL_PID)" >&2
+  # Until the forwarded port accepts connections: SSH to a fresh head takes seconds.
+  if ! "$PY" - "$DASHBOARD_PORT" "$TUNNEL_PID" "${TUNNEL_WAIT_S:-120}" <<'PYEOF'
+import os, socket, sys, time
+port, pid, limit = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+deadline = time.monotonic() + limit
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        sys.exit("the tunnel process ended")
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(1)
+sys.exit(f"no answer on 127.0.0.1:{port} in {limit:g} s")
+PYEOF
+  then
+    echo "sweep_submit: the dashboard tunnel did not open; its output:" >&2
+    tail -n 20 "$TUNNEL_LOG" >&2
+    exit 1
+  fi
+  RAY_ADDRESS="http://127.0.0.1:$DASHBOARD_PORT"
+fi
 # JOB_ARGS: extra `ray job submit` options, e.g. "--submission-id sweep-1 --no-wait".
+# Not exec: the EXIT trap closes the tunnel once `ray job submit` returns.
+rc=0
 # shellcheck disable=SC2086
-exec "$RAY" job submit --address "$RAY_ADDRESS" ${JOB_ARGS:-} --working-dir . --runtime-env-json "$ENV_JSON" \
+"$RAY" job submit --address "$RAY_ADDRESS" ${JOB_ARGS:-} --working-dir . --runtime-env-json "$ENV_JSON" \
   -- sh -c "$LOAD_SECRETS" sh "$CLUSTER_SECRETS_DIR" \
-  python -m pipelines sweep --models configs/models --out "$OUT" "$@"
+  python -m pipelines sweep --models configs/models --out "$OUT" "$@" || rc=$?
+exit "$rc"

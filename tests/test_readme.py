@@ -29,7 +29,7 @@ NOT_RUN = {
     "make test": "this test is part of `make test`",
     "make cluster-up": "needs cloud credentials and a cluster",
     "make cluster-down": "needs cloud credentials and a cluster",
-    "RAY_ADDRESS=http://HEAD:8265 make sweep-45-models": "needs a running Ray cluster",
+    "SWEEP_BUCKET=my-bucket make sweep-45-models": "needs a running Ray cluster",
     "geosee probe --grid configs/probes/paper.yaml --out results/run1": (
         "downloads ViT-B-32 weights from the model hub (offline here: refused with exit 2)"
     ),

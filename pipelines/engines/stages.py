@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from actors.contract import ENGINE_OUTPUT, numpy_columns, object_array, prompt_ids_digest
-from pipelines.engines.model_config import BASELINES, ModelConfig, hub_revision
+from pipelines.engines.model_config import BASELINES, ModelConfig, api_model, hub_revision
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,13 @@ EngineStage = Callable[[Any, ModelConfig, EngineOptions], Any]
 
 
 class NoGPUError(RuntimeError):
-    """vLLM asked for on a cluster with no GPUs."""
+    """A GPU engine on a cluster without its GPUs (and no autoscaler adding them in time)."""
+
+
+GPU_WAIT_S = 1200.0
+GPU_WAIT_ENV = "GEOSEE_GPU_WAIT_S"
+GPU_POLL_S = 5.0  # how often a waiting engine looks at the cluster's GPUs
+LOGICAL_GPUS_ENV = "GEOSEE_LOGICAL_GPUS"
 
 
 class MissingKeyError(RuntimeError):
@@ -106,11 +114,13 @@ def cluster_gpus() -> float:
 
 
 def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
-    """The hf engine as an actor pool: one GPU per replica when the cluster has them."""
+    """The hf engine as an actor pool. A GPU model (a hub config) gets one GPU per replica,
+    waiting for the autoscaler to add them (`check_gpus`), and runs on CUDA or fails: never
+    silently on the CPU. A local entry (a checkpoint folder, a tiny model) takes a GPU when
+    the cluster has one per replica, else runs on the CPU."""
     from actors.hf_engine import HFEngine
 
-    gpus = 1.0 if cluster_gpus() >= opts.pool_size else 0.0
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "model": cfg.repo,
         "revision": hub_revision(cfg.revision),
         "dtype": cfg.dtype,
@@ -118,7 +128,27 @@ def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         "trust_remote_code": cfg.trust_remote_code,
         "content_format": cfg.content_format,
     }
+    if cfg.gpus:
+        check_gpus(cfg, replicas=opts.pool_size)
+        kwargs["device"] = "cpu" if logical_gpus() else "cuda"
+        gpus = 1.0
+    else:
+        gpus = 1.0 if cluster_gpus() >= opts.pool_size else 0.0
     return _actor_stage(ds, HFEngine, kwargs, opts, num_gpus=gpus)
+
+
+def logical_gpus() -> bool:
+    """GEOSEE_LOGICAL_GPUS=1: the cluster's GPUs are Ray resources without CUDA devices (a
+    test cluster on one machine), so an hf GPU model is placed by them and computes on the
+    CPU, as asked: the only way it ever runs on the CPU."""
+    if os.environ.get(LOGICAL_GPUS_ENV) == "1":
+        print(
+            f"{LOGICAL_GPUS_ENV}=1: hf GPU actors take logical GPUs and compute on the CPU",
+            file=sys.stderr,
+            flush=True,
+        )
+        return True
+    return False
 
 
 def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
@@ -146,7 +176,7 @@ def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         raise ValueError(f"model {cfg.name} has no api_base; the http engine needs one")
     kwargs: dict[str, Any] = {
         "base_url": cfg.api_base,
-        "model": cfg.repo,
+        "model": api_model(cfg),
         "api_key_env": cfg.api_key_env,
         "constraint": cfg.api_constraint,
     }
@@ -274,13 +304,64 @@ def normalise_engine_errors(batch: dict[str, np.ndarray]) -> dict[str, np.ndarra
     return out
 
 
-def check_gpus(cfg: ModelConfig) -> None:
-    """NoGPUError when the cluster cannot hold one engine replica of the model."""
-    if cluster_gpus() < cfg.tensor_parallel_size:
+def gpu_wait_s() -> float:
+    """How long an engine waits for the autoscaler's GPU nodes (GEOSEE_GPU_WAIT_S, default
+    GPU_WAIT_S: a p4de boots and pulls the image in about 10 minutes)."""
+    try:
+        return max(0.0, float(os.environ.get(GPU_WAIT_ENV, GPU_WAIT_S)))
+    except ValueError:
+        return GPU_WAIT_S
+
+
+def check_gpus(cfg: ModelConfig, replicas: int = 1) -> None:
+    """Return once the cluster holds `replicas` engine replicas of the model. On an
+    autoscaling cluster that can grow to them, ask its autoscaler for them and wait (saying
+    why, up to `gpu_wait_s()`); NoGPUError when they are not there in time, or at once
+    when the cluster can never have them."""
+    need = float(cfg.tensor_parallel_size * replicas)
+    if cluster_gpus() >= need:
+        return
+    from pipelines.sweep.capacity import discover
+
+    capacity = discover(None, None, connected=True)
+    never = capacity.reason_not_runnable(float(cfg.tensor_parallel_size))
+    if never or capacity.total < need:
         raise NoGPUError(
-            f"the vllm engine needs {cfg.tensor_parallel_size} GPU(s) for {cfg.name} and this "
-            f"Ray cluster has {cluster_gpus():g}; use --engine hf on CPU, or a GPU cluster"
+            f"the {cfg.engine} engine needs {need:g} GPU(s) for {cfg.name} and this Ray "
+            f"cluster has {cluster_gpus():g} and can grow to {capacity.total:g} "
+            f"({capacity.source}); use a local checkpoint with --engine hf on CPU, or a GPU "
+            f"cluster"
         )
+    wait_gpus(cfg.name, [float(cfg.tensor_parallel_size)] * replicas, need, gpu_wait_s())
+
+
+def wait_gpus(name: str, bundles: list[float], need: float, limit_s: float) -> None:
+    """Ask the autoscaler for `bundles` (GPUs per engine replica) and wait until the cluster
+    has `need` GPUs, for at most `limit_s` seconds; the request is withdrawn either way
+    (the engine's actors hold their nodes from then on)."""
+    from pipelines.engines.gpu_request import GPURequest
+
+    print(
+        f"{name}: waiting up to {limit_s:g} s for {need:g} GPU(s): the cluster has "
+        f"{cluster_gpus():g} now and its autoscaler is asked for the rest",
+        file=sys.stderr,
+        flush=True,
+    )
+    request = GPURequest(f"engine-{name}")
+    request.set(bundles)
+    try:
+        deadline = time.monotonic() + limit_s
+        while cluster_gpus() < need:
+            if time.monotonic() >= deadline:
+                raise NoGPUError(
+                    f"{name}: {need:g} GPU(s) did not appear within {limit_s:g} s "
+                    f"({GPU_WAIT_ENV} sets the limit); the cluster has {cluster_gpus():g}"
+                )
+            request.set(bundles)  # renewed while it waits
+            time.sleep(min(GPU_POLL_S, max(0.01, deadline - time.monotonic())))
+    finally:
+        request.clear()
+    print(f"{name}: {cluster_gpus():g} GPU(s) up", file=sys.stderr, flush=True)
 
 
 def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:

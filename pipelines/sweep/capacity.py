@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from pipelines.sweep.cluster_image import image_mismatch
+
 BOOTSTRAP_CONFIG = Path.home() / "ray_bootstrap_config.yaml"
 
 
@@ -71,13 +73,17 @@ def from_launcher_config(config: dict[str, Any], source: str) -> GPUCapacity:
 
 
 def from_yaml(path: Path) -> GPUCapacity:
-    """GPU capacity of the node types a cluster description (cluster.yaml) lists."""
+    """GPU capacity of the node types a cluster description (cluster.yaml) lists; a config
+    whose docker image is not the one the pins need is refused (ValueError)."""
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         raise ValueError(f"{path}: not a readable cluster-launcher YAML ({err})") from err
     if not isinstance(config, dict) or "available_node_types" not in config:
         raise ValueError(f"{path}: not a cluster-launcher config (no available_node_types)")
+    mismatch = image_mismatch(config, str(path))
+    if mismatch:  # a cluster of another image runs another vLLM/CUDA than the pins
+        raise ValueError(mismatch)
     return from_launcher_config(config, source=str(path))
 
 

@@ -47,12 +47,13 @@ from pipelines.cli_args import (
     seconds_float,
     seed_int,
 )
+from pipelines.engines.gpu_request import GPURequest
 from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, load_configs
 from pipelines.engines.requests import SamplingConfig, add_sampling_arguments
 from pipelines.engines.stages import EngineOptions
 from pipelines.noregeo.generate import MANIFEST, MIN_IMAGE_SIZE, parse_list, read_manifest
 from pipelines.noregeo.run_settings import EvaluateSettings
-from pipelines.sweep.capacity import GPUCapacity, discover
+from pipelines.sweep.capacity import BOOTSTRAP_CONFIG, GPUCapacity, discover
 from pipelines.sweep.plan import (
     ASSUMPTIONS,
     Job,
@@ -69,6 +70,8 @@ from pipelines.sweep.probes import (
     read_grid,
     run_probes,
 )
+from pipelines.sweep.revisions import pin_by_use
+from pipelines.sweep.weights import disks_from_yaml, print_weights
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
 from store.storage import Location, children, location
@@ -138,6 +141,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="GRID",
         help=f"also probe each evaluated model's own vision tower with GRID's trials "
         f"(default {DEFAULT_GRID}; its `models:` says which); results in RESULTS/probes",
+    )  # fmt: skip
+    parser.add_argument(
+        "--keep-recorded-revisions", action="store_true",
+        help="when a config's revision (e.g. main) now resolves to another commit than its "
+        "results in RESULTS were made with, run the recorded commit instead of stopping",
     )  # fmt: skip
     parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
 
@@ -218,6 +226,20 @@ def _materialise(cfg: ModelConfig, out: Location) -> ModelConfig:
     return cfg
 
 
+def _check_gpu_node_types(
+    configs: list[ModelConfig], capacity: GPUCapacity, cluster_config: Path | None
+) -> None:
+    """A named cluster config whose node types declare no GPUs cannot run the GPU models
+    asked for: a usage error, not a sweep that lists them all as not run."""
+    wanting = [c.name for c in configs if c.gpus and not c.blocked]
+    if cluster_config is not None and wanting and capacity.total == 0:
+        raise UsageError(
+            f"--cluster-config {cluster_config}: no node type declares GPUs (resources: "
+            f"{{GPU: N}}), and {len(wanting)} selected model(s) need them ({', '.join(wanting[:3])}"
+            f"{', ...' if len(wanting) > 3 else ''})"
+        )
+
+
 def _geobuild_only_reason(cfg: ModelConfig, capacity: GPUCapacity) -> str | None:
     """Why a model cannot run when GeoBuild is the only benchmark (None: it can)."""
     if cfg.engine in BASELINES:
@@ -257,10 +279,13 @@ def _run_model(
 
     ray.data.DataContext.get_current().enable_progress_bars = False  # the driver shows progress
     model = ModelConfig.model_validate(cfg)
+    # Every replica's GPUs, as the engine stage's own check counts them: that check then
+    # finds them present and leaves the sweep's request to the autoscaler alone.
+    need = model.gpus * int(opts.get("pool_size", 1))
     deadline = time.monotonic() + 3600  # autoscaled nodes take minutes, never an hour
-    while cluster_gpus() < model.gpus:
+    while cluster_gpus() < need:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{model.name}: {model.gpus} GPU(s) did not appear in an hour")
+            raise RuntimeError(f"{model.name}: {need} GPU(s) did not appear in an hour")
         time.sleep(5)
     written = {"noregeo": 0, "geobuild": 0}
     if setups:
@@ -355,6 +380,11 @@ def _progress(
     print(f"--- sweep progress {stamp} ---\n" + "\n".join(lines), flush=True)
 
 
+def _bundles(jobs: list[Job], replicas: int) -> list[float]:
+    """GPUs per engine replica of each GPU model in `jobs`: the autoscaler's bundles."""
+    return [float(j.cfg.gpus) for j in jobs if j.cfg.gpus for _ in range(replicas)]
+
+
 def execute(
     jobs: list[Job],
     args: argparse.Namespace,
@@ -382,51 +412,63 @@ def execute(
     running: list[_Running] = []
     cache: dict[Location, int] = {}
     last = 0.0
-    while queue or running:
-        used = sum(r.job.cfg.gpus * args.replicas for r in running)
-        cpu_jobs = sum(1 for r in running if not r.job.cfg.gpus)
-        for job in list(queue):
-            need = job.cfg.gpus * args.replicas
-            never = capacity.reason_not_runnable(need)
-            if never:  # could never be admitted (replicas x TP): say so, never wait forever
-                states[job.cfg.name] = never
+    # The autoscaler's request follows the GPU models running now: made as they start,
+    # narrowed as they end, withdrawn when the sweep ends (also when it is interrupted: a
+    # standing request keeps its nodes from ever going idle).
+    request = GPURequest("sweep")
+    try:
+        while queue or running:
+            used = sum(r.job.cfg.gpus * args.replicas for r in running)
+            cpu_jobs = sum(1 for r in running if not r.job.cfg.gpus)
+            for job in list(queue):
+                need = job.cfg.gpus * args.replicas
+                never = capacity.reason_not_runnable(need)
+                if never:  # could never be admitted (replicas x TP): say so, never wait forever
+                    states[job.cfg.name] = never
+                    queue.remove(job)
+                    continue
+                if (need and used + need > gpus) or (not need and cpu_jobs >= cpu_parallel):
+                    continue
+                if need:
+                    request.set(_bundles([r.job for r in running] + [job], args.replicas))
+                cfg = _materialise(job.cfg, args.out)
+                task = ray.remote(_run_model).options(
+                    num_cpus=0,
+                    runtime_env={"env_vars": {TAG_ENV: job.cfg.name}},
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
+                )
+                ref = task.remote(cfg.model_dump(), job.setups, [str(f) for f in files], tasks,
+                                  limit, sampling, opts, str(args.out.resolve()), args.shard_rows,
+                                  geobuild)  # fmt: skip
+                running.append(_Running(job, ref, time.monotonic()))
                 queue.remove(job)
+                states[job.cfg.name] = "running"
+                used, cpu_jobs = used + need, cpu_jobs + (0 if need else 1)
+            if not running:
                 continue
-            if (need and used + need > gpus) or (not need and cpu_jobs >= cpu_parallel):
-                continue
-            if need and float(ray.cluster_resources().get("GPU", 0)) < gpus:
-                from ray.autoscaler.sdk import request_resources
-
-                pending = [r.job for r in running if r.job.cfg.gpus] + [job]
-                request_resources(bundles=[{"GPU": j.cfg.gpus} for j in pending])
-            cfg = _materialise(job.cfg, args.out)
-            task = ray.remote(_run_model).options(
-                num_cpus=0,
-                runtime_env={"env_vars": {TAG_ENV: job.cfg.name}},
-                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
-            )
-            ref = task.remote(cfg.model_dump(), job.setups, [str(f) for f in files], tasks,
-                              limit, sampling, opts, str(args.out.resolve()), args.shard_rows,
-                              geobuild)  # fmt: skip
-            running.append(_Running(job, ref, time.monotonic()))
-            queue.remove(job)
-            states[job.cfg.name] = "running"
-            used, cpu_jobs = used + need, cpu_jobs + (0 if need else 1)
-        if not running:
-            continue
-        ready, _ = ray.wait([r.ref for r in running], num_returns=1, timeout=1.0)
-        for r in [r for r in running if r.ref in ready]:
-            running.remove(r)
-            try:
-                ray.get(r.ref)
-                states[r.job.cfg.name] = "done"
-            except Exception as err:  # one model's failure never stops the others
-                first = str(err).strip().splitlines()[-1] if str(err).strip() else repr(err)
-                states[r.job.cfg.name] = f"failed: {first[:200]}"
-        if time.monotonic() - last >= args.progress_interval or not (queue or running):
-            _progress(jobs, states, args.out, cache)
-            last = time.monotonic()
+            ready, _ = ray.wait([r.ref for r in running], num_returns=1, timeout=1.0)
+            for r in [r for r in running if r.ref in ready]:
+                running.remove(r)
+                try:
+                    ray.get(r.ref)
+                    states[r.job.cfg.name] = "done"
+                except Exception as err:  # one model's failure never stops the others
+                    first = str(err).strip().splitlines()[-1] if str(err).strip() else repr(err)
+                    states[r.job.cfg.name] = f"failed: {first[:200]}"
+            # Narrowed as GPU models finish, renewed while they run.
+            request.set(_bundles([r.job for r in running], args.replicas))
+            if time.monotonic() - last >= args.progress_interval or not (queue or running):
+                _progress(jobs, states, args.out, cache)
+                last = time.monotonic()
+    finally:
+        request.clear()
     return states
+
+
+def _start_ray() -> None:
+    from pipelines.engines.ray_session import ensure_ray
+
+    ensure_ray()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -443,14 +485,25 @@ def run(args: argparse.Namespace) -> int:
     limit = args.per_task if manifest and args.per_task < manifest["per_task"] else None
     sampling = SamplingConfig.from_args(args)
     probe_grid = read_grid(args.probes) if args.probes else None
-    if not args.dry_run:
-        from pipelines.engines.ray_session import ensure_ray
-
-        ensure_ray()
+    # With --gpus or --cluster-config the capacity needs no Ray: every check of the input
+    # (the cluster config, the revisions) then runs before Ray starts.
+    capacity_first = args.gpus is not None or args.cluster_config is not None
+    if not args.dry_run and not capacity_first:
+        _start_ray()
     try:
         capacity = discover(args.gpus, args.cluster_config, connected=not args.dry_run)
     except ValueError as err:
         raise UsageError(f"--cluster-config {err}" if args.cluster_config else str(err)) from err
+    _check_gpu_node_types(configs, capacity, args.cluster_config)
+    # Hub models that can run here run one commit (pinned by use: pipelines.sweep.revisions).
+    runnable = [c for c in configs if cpu_runnable_reason(c, capacity) is None]
+    pinned, commits = pin_by_use(
+        runnable, args.out, ask_hub=not args.dry_run, keep_recorded=args.keep_recorded_revisions
+    )
+    by_name = {c.name: c for c in pinned}
+    configs = [by_name.get(c.name, c) for c in configs]
+    if not args.dry_run and capacity_first:
+        _start_ray()
     print(f"planning for {capacity.total:g} GPU(s) ({capacity.source})", flush=True)
     geobuild_note = None
     if "geobuild" in benchmarks:
@@ -478,6 +531,8 @@ def run(args: argparse.Namespace) -> int:
         where = f"in {items}" if manifest else "not generated yet"
         print(f"dry run: {len(jobs)} models, items {where}")
         print_plan(jobs, chars)
+        launcher = args.cluster_config or (BOOTSTRAP_CONFIG if capacity_first is False else None)
+        print_weights([j.cfg for j in jobs if j.runnable], disks_from_yaml(launcher))
         if probe_grid is not None:
             print_probe_plan(plan_probes(probe_grid, configs, args.out, capacity), args.probes)
         if geobuild_note:
@@ -497,11 +552,13 @@ def run(args: argparse.Namespace) -> int:
     if probe_grid is not None:
         probe_jobs = plan_probes(probe_grid, configs, args.out, capacity)
         states.update(run_probes(probe_jobs, args.probes, Path(args.out)))
-    _report(states, args.out, geobuild_note)
+    _report(states, args.out, geobuild_note, commits)
     return 1 if any(s.startswith("failed") for s in states.values()) else 0
 
 
-def _report(states: dict[str, str], out: Location, geobuild_note: str | None) -> None:
+def _report(
+    states: dict[str, str], out: Location, geobuild_note: str | None, commits: dict[str, str]
+) -> None:
     ran = sorted(n for n, s in states.items() if s == "done")
     print(f"\nsweep: {len(ran)} model(s) done")
     for name, state in sorted(states.items()):
@@ -509,6 +566,6 @@ def _report(states: dict[str, str], out: Location, geobuild_note: str | None) ->
             print(f"  {name}: {state}")
     if geobuild_note:
         print(geobuild_note)
-    record = {"states": states, "geobuild": geobuild_note, "argv": sys.argv}
+    record = {"states": states, "geobuild": geobuild_note, "argv": sys.argv, "revisions": commits}
     payload = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
     write_bytes_atomic(out / "sweep" / "status.json", payload)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pipelines import cli
 from tests.conftest import REPO
@@ -254,6 +255,11 @@ geobuild-programs-latin1             --model            geobuild --dataset {noda
 sweep-model-yaml-latin1              x.yaml             sweep --models {badmodels} --out {out} --dry-run
 sweep-cluster-config-latin1          --cluster-config   sweep --models {models} --out {out} --cluster-config {latin1} --dry-run
 sweep-cluster-config-not-launcher    --cluster-config   sweep --models {models} --out {out} --cluster-config {badyaml} --dry-run
+pin-revisions-models-missing         --models           pin-revisions --models {out}
+pin-revisions-models-latin1          x.yaml             pin-revisions --models {badmodels}
+pin-revisions-only-unknown           --only             pin-revisions --models {models} --only nope --dry-run
+sweep-cluster-config-old-image       --cluster-config   sweep --models {models} --out {out} --cluster-config {oldimage} --dry-run
+sweep-cluster-config-no-gpu-type     --cluster-config   sweep --models {models} --out {out} --only qwen3-8b --cluster-config {cpuonly} --dry-run
 evaluate-manifest-latin1             manifest.json      evaluate --items {items_latin1} --engine oracle --model o --out {out}
 evaluate-manifest-malformed          manifest.json      evaluate --items {items} --engine oracle --model o --out {out}
 evaluate-manifest-not-object         manifest.json      evaluate --items {items_list} --engine oracle --model o --out {out}
@@ -359,6 +365,17 @@ def _inputs(tmp: Path) -> dict[str, str]:
     (tmp / "badmodels").mkdir()
     (tmp / "badmodels" / "x.yaml").write_bytes(NOT_UTF8)
     made["badmodels"] = str(tmp / "badmodels")
+    cluster = (REPO / "cluster.yaml").read_text()
+    image = yaml.safe_load(cluster)["docker"]["image"]
+    (tmp / "oldimage.yaml").write_text(  # the tag the repository once had (issue 28)
+        cluster.replace(image, "rayproject/ray-llm:2.60.0-py311-cu128")
+    )
+    made["oldimage"] = str(tmp / "oldimage.yaml")
+    cpu_only = yaml.safe_load(cluster)
+    for node in cpu_only["available_node_types"].values():
+        node["resources"].pop("GPU", None)
+    (tmp / "cpuonly.yaml").write_text(yaml.safe_dump(cpu_only))
+    made["cpuonly"] = str(tmp / "cpuonly.yaml")
     junk = tmp / "junk_items"
     junk.mkdir()
     (junk / "part-x.parquet").write_bytes(b"not parquet")

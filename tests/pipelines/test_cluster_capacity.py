@@ -85,7 +85,8 @@ def test_dry_run_against_the_autoscaling_cluster_plans_every_gpu_model(
     vllm = [c for c in load_configs(REPO / "configs" / "models") if c.engine == "vllm"]
     runnable = [c.name for c in vllm if not c.blocked]
     assert len(runnable) >= 30
-    lines = {ln.split()[0]: ln for ln in text.splitlines() if ln.strip()}
+    plan = text.split("\nweights")[0]  # the plan table; the weights table follows it
+    lines = {ln.split()[0]: ln for ln in plan.splitlines() if ln.strip()}
     for name in runnable:
         assert lines[name[:34]].rstrip().endswith("will run"), lines[name[:34]]
     assert "GPU(s), the cluster" not in text
@@ -98,3 +99,40 @@ def test_a_gpu_model_waiting_for_the_autoscaler_shows_pending() -> None:
     assert _waiting_state(job, "pending", 1) == "pending: waiting for 2 GPU(s)"
     assert _waiting_state(job, "running", 8) == "running"
     assert _waiting_state(job, "done", 0) == "done"
+
+
+def test_dry_run_prints_each_gpu_models_weights_and_checks_the_node_disk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per GPU model: bytes (params x dtype bytes, recomputed here) and the hub source at
+    its revision; then cluster.yaml's GPU node disk against the largest model and against
+    all of them (a node may cache every model it runs over the sweep)."""
+    import yaml
+
+    monkeypatch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep.run", "run the model sweep"))
+
+    def dry(config: Path) -> str:
+        args = ["sweep", "--out", str(tmp_path / "r"), "--dry-run", "--per-task", "1"]
+        assert cli.main([*args, "--cluster-config", str(config)]) == 0
+        return capsys.readouterr().out
+
+    text = dry(CLUSTER_YAML)
+    gpu = [c for c in load_configs(REPO / "configs" / "models") if c.gpus and not c.blocked]
+    lines = {ln.split()[0]: ln for ln in text.split("\nweights")[1].splitlines()[2:] if ln}
+    total = 0.0
+    for cfg in gpu:
+        assert cfg.params_b, cfg.name
+        size = cfg.params_b * (4 if cfg.dtype == "float32" else 2)
+        total += size
+        fields = lines[cfg.name[:34]].split()
+        assert float(fields[1]) == pytest.approx(size, abs=0.051), cfg.name
+        assert fields[-1] == f"hf://{cfg.repo}@{cfg.revision}"
+    assert f"all {len(gpu)} GPU models: {total:.0f} GB" in text
+    assert "node type a100x8: disk" in text and "holds them all" in text
+    raw = yaml.safe_load(CLUSTER_YAML.read_text())
+    ebs = raw["available_node_types"]["a100x8"]["node_config"]["BlockDeviceMappings"][0]["Ebs"]
+    for size, verdict in ((1000, "cannot hold them all"), (100, "too small for")):
+        ebs["VolumeSize"] = size
+        smaller = tmp_path / f"disk{size}.yaml"
+        smaller.write_text(yaml.safe_dump(raw))
+        assert verdict in dry(smaller)

@@ -255,3 +255,52 @@ def test_results_go_to_s3_by_default_and_nowhere_node_local(tmp_path: Path) -> N
     )
     assert bucket.returncode == 0, bucket.stderr
     assert "--out s3://b1/geosee/sweep-45" in bucket.stdout
+
+
+FAKE_RAY = """#!/bin/sh
+# `ray` stand-in: `dashboard` listens on its --port as the SSH forward would (and records its
+# pid); `job submit` prints its argv.
+echo "$*" >> "$CALLS"
+if [ "$1" = dashboard ]; then
+  echo $$ > "$CALLS.tunnel"
+  exec "$PYTHON" -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(600)' "$3"
+fi
+echo "submitted: $*"
+"""
+
+
+def test_without_ray_address_the_script_opens_the_dashboard_tunnel_and_closes_it(
+    tmp_path: Path,
+) -> None:
+    """`ray dashboard cluster.yaml` (Ray's SSH port-forward) in the background, the job to
+    http://127.0.0.1:PORT once the port answers, and the tunnel gone when the script ends."""
+    from tests.pipelines.processes import free_ports
+
+    fake = tmp_path / "ray"
+    fake.write_text(FAKE_RAY)
+    fake.chmod(0o755)
+    calls = tmp_path / "calls"
+    (port,) = free_ports(1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWEEP_", "RAY_ADDRESS"))}
+    env |= {"SWEEP_BUCKET": "b1", "RAY": str(fake), "PYTHON": sys.executable,
+            "CALLS": str(calls), "DASHBOARD_PORT": str(port)}  # fmt: skip
+    script = [str(REPO / "scripts" / "sweep_submit.sh")]
+    run = subprocess.run(script, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    dashboard, submit, *_ = calls.read_text().splitlines()  # the entrypoint spans lines
+    assert dashboard == f"dashboard --port {port} cluster.yaml"
+    assert submit.startswith(f"job submit --address http://127.0.0.1:{port} ")
+    tunnel = int((tmp_path / "calls.tunnel").read_text())
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{tunnel}").exists():  # killed by the script's EXIT trap
+        assert time.monotonic() < deadline, "the dashboard tunnel outlived the script"
+        time.sleep(0.2)
+    # No cluster config to tunnel to: one line, exit 2, nothing started.
+    calls.unlink()
+    missing = subprocess.run(
+        script, cwd=REPO, env={**env, "CLUSTER_YAML": str(tmp_path / "absent.yaml")},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "CLUSTER_YAML" in missing.stderr
+    assert not calls.exists()

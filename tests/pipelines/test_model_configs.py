@@ -189,3 +189,17 @@ def test_every_engine_list_is_the_engine_tables() -> None:
 
     assert get_args(Engine) == ENGINES == tuple(ENGINE_KINDS)
     assert set(STAGES) == set(ENGINES)  # every engine has its Ray stage, and no other
+
+
+def test_api_models_send_the_snapshot_they_record() -> None:
+    """gpt-4.1 configs record a dated snapshot as their revision; the http engine sends that
+    snapshot, never the alias that moves (issue 28); an unpinned one sends the repo."""
+    from pipelines.engines.model_config import api_model
+
+    api = [c for c in load_configs(REPO / "configs" / "models") if c.engine == "http"]
+    assert {c.name for c in api} >= {"gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano"}
+    for cfg in api:
+        assert api_model(cfg) == cfg.revision != cfg.repo, cfg.name
+        assert cfg.revision.startswith(cfg.repo + "-20"), cfg.name
+    unpinned = api[0].model_copy(update={"revision": "main"})
+    assert api_model(unpinned) == unpinned.repo
