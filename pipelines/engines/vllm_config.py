@@ -57,11 +57,17 @@ def engine_kwargs(cfg: ModelConfig, has_images: bool) -> dict[str, Any]:
     """vLLM engine arguments for the model: revision, grammar backend, reasoning, context."""
     revision = hub_revision(cfg.revision)
     structured: dict[str, Any] = {"backend": "xgrammar"}
+    reasoning: dict[str, Any] = {}
     if cfg.reasoning_parser:
         # The grammar then starts after the model's reasoning ends (vLLM's
         # StructuredOutputsConfig.enable_in_reasoning stays False).
         structured["reasoning_parser"] = cfg.reasoning_parser
+        # Named at the top too, vLLM 0.29 builds its ReasoningConfig from it
+        # (EngineArgs._set_default_reasoning_config_args): without one, a request's
+        # thinking_token_budget is refused, and nothing would end the reasoning.
+        reasoning["reasoning_parser"] = cfg.reasoning_parser
     kwargs: dict[str, Any] = {
+        **reasoning,
         "tensor_parallel_size": cfg.tensor_parallel_size,
         "max_model_len": cfg.max_model_len,
         "dtype": cfg.dtype,
@@ -93,11 +99,24 @@ def tokenizer_source(cfg: ModelConfig) -> str | None:
     return str(snapshot_download(cfg.repo, revision=revision, allow_patterns=list(TOKENIZER_FILES)))
 
 
-# CPU share of the chat-template, tokenize, detokenize and prepare-multimodal actors. Ray
+# CPU share of the chat-template, tokenize and prepare-multimodal actors. Ray
 # gives each a whole CPU by default: on a 2-CPU node three of them and the engine actor
 # (1 CPU) cannot all start, and the pipeline waits forever (seen here). They only load a
 # tokenizer or processor.
 CPU_STAGE_CPUS = 0.25
+
+
+# Rows each engine replica is handed at once: Ray runs `max_concurrent_batches` batches per
+# engine actor (default 8), so with 16-row batches an engine saw at most 128 requests while
+# vLLM schedules up to max_num_seqs (256 by default, CPU and GPU alike) per step. Twice that
+# keeps the engine's queue full while finished batches travel on; Ray's own semaphore
+# (max_pending_requests, 1.1 x max_num_seqs) bounds what actually waits in the engine.
+ROWS_IN_FLIGHT = 512
+
+
+def concurrent_batches(batch_size: int) -> int:
+    """Batches in flight per engine replica: ROWS_IN_FLIGHT rows, at least Ray's default 8."""
+    return max(8, -(-ROWS_IN_FLIGHT // batch_size))
 
 
 def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_images: bool) -> Any:
@@ -118,6 +137,7 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
         engine_kwargs=kwargs,
         concurrency=(opts_pool, opts_pool),
         batch_size=batch_size,
+        max_concurrent_batches=concurrent_batches(batch_size),
         should_continue_on_error=True,
         prepare_multimodal_stage={
             "enabled": has_images,
@@ -126,5 +146,8 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
         },
         chat_template_stage=chat,
         tokenize_stage={"enabled": True, **per_stage},
-        detokenize_stage={"enabled": True, **per_stage},
+        # vLLM detokenizes every reply already (SamplingParams.detokenize, on by default),
+        # with the engine's own tokenizer; Ray's stage would decode the same tokens again
+        # in one more actor hop. Its text is vLLM's (tests/vllm check they are the same).
+        detokenize_stage={"enabled": False},
     )
