@@ -136,7 +136,13 @@ class ModelConfig(BaseModel):
     )
     engine_kwargs: dict[str, Any] = Field(
         default_factory=dict,
-        description="Extra vLLM engine_kwargs this model needs (e.g. tokenizer_mode: mistral).",
+        description="Extra vLLM engine_kwargs this model needs (e.g. mm_processor_kwargs).",
+    )
+    fix_mistral_regex: bool = Field(
+        False,
+        description="The repo's HF tokenizer has the pre-tokenizer regex transformers warns "
+        "about (Mistral Tekken tokenizers): every stage and the engine load a copy that asks "
+        "transformers for its fix (pipelines.engines.vllm_config.tokenizer_source).",
     )
     reasoning_parser: str | None = Field(
         None,
@@ -199,6 +205,12 @@ class ModelConfig(BaseModel):
             raise ValueError("api_base: the http engine needs api_base and api_key_env")
         if self.build_tiny and not self.local:
             raise ValueError("build_tiny: only local test entries may build tiny models")
+        if self.engine_kwargs.get("tokenizer_mode") == "mistral":
+            raise ValueError(
+                "engine_kwargs.tokenizer_mode: mistral would not govern the prompt (Ray's "
+                "chat-template and tokenize stages use the HF tokenizer); use the HF "
+                "tokenizer, with fix_mistral_regex: true for a Tekken tokenizer"
+            )
         if self.reasoning_parser and not self.thinking_max_tokens:
             raise ValueError(
                 "thinking_max_tokens: a reasoning model needs a token budget for its "

@@ -10,6 +10,8 @@ remote-code setting are spelled out here for every stage that loads the model.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from pipelines.engines.model_config import ModelConfig, hub_revision
@@ -21,6 +23,7 @@ TOKENIZER_FILES = ("*.json", "*.jinja", "*.model", "*.txt", "*.tiktoken", "*.py"
 # Engine kwargs that are also fields of vLLM's `ModelConfig`, which the prepare-multimodal
 # stage builds on its own: the same model, revision and tokenizer as the engine's.
 MODEL_CONFIG_KEYS = (
+    "tokenizer",
     "trust_remote_code",
     "revision",
     "tokenizer_revision",
@@ -53,8 +56,11 @@ def cpu_engine_defaults(cfg: ModelConfig) -> dict[str, Any]:
     return defaults
 
 
-def engine_kwargs(cfg: ModelConfig, has_images: bool) -> dict[str, Any]:
-    """vLLM engine arguments for the model: revision, grammar backend, reasoning, context."""
+def engine_kwargs(
+    cfg: ModelConfig, has_images: bool, tokenizer: str | None = None
+) -> dict[str, Any]:
+    """vLLM engine arguments for the model: revision, grammar backend, reasoning, context;
+    `tokenizer`: a tokenizer other than the model's own (see `tokenizer_source`)."""
     revision = hub_revision(cfg.revision)
     structured: dict[str, Any] = {"backend": "xgrammar"}
     reasoning: dict[str, Any] = {}
@@ -62,10 +68,10 @@ def engine_kwargs(cfg: ModelConfig, has_images: bool) -> dict[str, Any]:
         # The grammar then starts after the model's reasoning ends (vLLM's
         # StructuredOutputsConfig.enable_in_reasoning stays False).
         structured["reasoning_parser"] = cfg.reasoning_parser
-        # Named at the top too, vLLM 0.29 builds its ReasoningConfig from it
-        # (EngineArgs._set_default_reasoning_config_args): without one, a request's
-        # thinking_token_budget is refused, and nothing would end the reasoning.
-        reasoning["reasoning_parser"] = cfg.reasoning_parser
+        # vLLM 0.29 enforces a request's thinking_token_budget only with a ReasoningConfig
+        # (refused without one). Not through the top-level `reasoning_parser`, which would
+        # build it: EngineArgs then sets an attribute on this dict and fails at start.
+        reasoning["reasoning_config"] = {"reasoning_parser": cfg.reasoning_parser}
     kwargs: dict[str, Any] = {
         **reasoning,
         "tensor_parallel_size": cfg.tensor_parallel_size,
@@ -77,7 +83,9 @@ def engine_kwargs(cfg: ModelConfig, has_images: bool) -> dict[str, Any]:
         "structured_outputs_config": structured,
     }
     kwargs.update(cpu_engine_defaults(cfg))
-    kwargs.update(cfg.engine_kwargs)  # per-model extras (tokenizer_mode, ...) win
+    if tokenizer:
+        kwargs["tokenizer"] = tokenizer
+    kwargs.update(cfg.engine_kwargs)  # per-model extras win
     if has_images:
         kwargs["limit_mm_per_prompt"] = {"image": max(cfg.max_images, 1)}
     return kwargs
@@ -86,17 +94,56 @@ def engine_kwargs(cfg: ModelConfig, has_images: bool) -> dict[str, Any]:
 def tokenizer_source(cfg: ModelConfig) -> str | None:
     """Where the CPU stages load the tokenizer/processor from; None: the model's repo.
 
-    Ray 2.60's chat-template, tokenize and detokenize stages take no revision, so a pinned
-    revision is resolved here to a local snapshot of its tokenizer files (no weights). The
-    path is in the Hugging Face cache of the driver: on a multi-node cluster HF_HOME must be
-    storage every node sees, or those stages fail loudly at start (never silently on main).
+    Ray 2.60's chat-template and tokenize stages take no revision, so a pinned revision is
+    resolved here to a local snapshot of its tokenizer files (no weights). The path is in
+    the Hugging Face cache of the driver: on a multi-node cluster HF_HOME must be storage
+    every node sees, or those stages fail loudly at start (never silently on main).
+
+    A config with `fix_mistral_regex` gets a copy of those files whose tokenizer_config.json
+    asks for transformers' fix: Ray's stages load the tokenizer with no arguments but the
+    path, and transformers reads the flag from that file as from the argument
+    (`TokenizersBackend._patch_mistral_regex`).
     """
     revision = hub_revision(cfg.revision)
-    if revision is None:
+    if revision is None and not cfg.fix_mistral_regex:
         return None
-    from huggingface_hub import snapshot_download
+    source = Path(cfg.repo)
+    if not source.is_dir():
+        from huggingface_hub import snapshot_download
 
-    return str(snapshot_download(cfg.repo, revision=revision, allow_patterns=list(TOKENIZER_FILES)))
+        patterns = list(TOKENIZER_FILES)
+        source = Path(snapshot_download(cfg.repo, revision=revision, allow_patterns=patterns))
+    return str(regex_fixed_copy(source) if cfg.fix_mistral_regex else source)
+
+
+def regex_fixed_copy(source: Path) -> Path:
+    """A copy of `source`'s tokenizer files whose tokenizer_config.json sets
+    `fix_mistral_regex: true`, in the Hugging Face cache, named by the files' digest."""
+    import hashlib
+    import json
+    import shutil
+
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    files = sorted(p for pattern in TOKENIZER_FILES for p in source.glob(pattern) if p.is_file())
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    target = Path(HF_HUB_CACHE) / "geosee-fixed-tokenizers" / digest.hexdigest()[:16]
+    config_path = target / "tokenizer_config.json"
+    if not config_path.is_file():
+        staging = target.with_name(target.name + f".{os.getpid()}.tmp")
+        staging.mkdir(parents=True, exist_ok=True)
+        for path in files:
+            shutil.copyfile(path, staging / path.name)
+        staged = staging / "tokenizer_config.json"
+        config = json.loads(staged.read_text()) if staged.is_file() else {}
+        staged.write_text(json.dumps({**config, "fix_mistral_regex": True}, indent=2))
+        try:
+            staging.rename(target)  # atomic: a reader sees all the files or none
+        except OSError:  # another process made it first: the same bytes
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 # CPU share of the chat-template, tokenize and prepare-multimodal actors. Ray
@@ -123,8 +170,9 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
     """Ray's vLLM processor config for the model and pool."""
     from ray.data.llm import vLLMEngineProcessorConfig
 
-    kwargs = engine_kwargs(cfg, has_images)
     source = tokenizer_source(cfg)
+    # A regex-fixed tokenizer is the engine's too: it decodes with what the stages encode.
+    kwargs = engine_kwargs(cfg, has_images, source if cfg.fix_mistral_regex else None)
     per_stage: dict[str, Any] = {"num_cpus": CPU_STAGE_CPUS}
     if source:
         per_stage["model_source"] = source

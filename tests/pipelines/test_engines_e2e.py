@@ -203,8 +203,8 @@ def test_vllm_reasoning_model_thinks_before_its_grammar(tiny_thinking_dir: Path)
     config = vllm_processor_config(QWEN3, EngineOptions(), has_images=False)
     structured = config.engine_kwargs["structured_outputs_config"]
     assert structured == {"backend": "xgrammar", "reasoning_parser": "qwen3"}
-    # Named at the top as well: vLLM builds the ReasoningConfig that enforces the budget.
-    assert config.engine_kwargs["reasoning_parser"] == "qwen3"
+    # And vLLM's ReasoningConfig, which enforces the thinking budget.
+    assert config.engine_kwargs["reasoning_config"] == {"reasoning_parser": "qwen3"}
     assert config.chat_template_stage["chat_template_kwargs"] == {"enable_thinking": True}
     thinker = QWEN3.model_copy(update={"repo": str(tiny_thinking_dir)})  # a tokenizer offline
     processor = build_vllm_processor(thinker, EngineOptions())
