@@ -31,20 +31,32 @@ pytestmark = pytest.mark.timeout(1800)
 
 BUDGET = 12  # reasoning tokens before vLLM forces </think>
 MAX_TOKENS = 48  # for the answer, on top of the budget
-RAW = ("request_key", "prompt_token_ids", "generated_tokens", "generated_text")
 
 
 def _tapped_stage(raw_dir: Path) -> Any:
     """The vllm stage, then a step that writes what it returned (token ids included)."""
 
-    def tap(batch: pa.Table) -> pa.Table:
+    def tap(batch: dict[str, Any]) -> dict[str, Any]:
         import uuid
 
-        pq.write_table(batch.select(list(RAW)), raw_dir / f"{uuid.uuid4().hex}.parquet")
+        ids = pa.list_(pa.int64())
+        table = pa.table(
+            {
+                "request_key": [str(k) for k in batch["request_key"]],
+                "prompt_token_ids": pa.array(
+                    [[int(i) for i in x] for x in batch["prompt_token_ids"]], ids
+                ),
+                "generated_tokens": pa.array(
+                    [[int(i) for i in x] for x in batch["generated_tokens"]], ids
+                ),
+                "generated_text": [str(t) for t in batch["generated_text"]],
+            }
+        )
+        pq.write_table(table, raw_dir / f"{uuid.uuid4().hex}.parquet")
         return batch
 
     def stage(ds: Any, cfg: Any, opts: EngineOptions) -> Any:
-        return vllm_stage(ds, cfg, opts).map_batches(tap, batch_format="pyarrow", num_cpus=0.25)
+        return vllm_stage(ds, cfg, opts).map_batches(tap, batch_format="numpy", num_cpus=0.25)
 
     return stage
 
