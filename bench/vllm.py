@@ -43,7 +43,7 @@ from pipelines.engines.ray_session import ensure_ray  # noqa: E402
 from pipelines.engines.requests import SamplingConfig, add_requests  # noqa: E402
 from pipelines.engines.stages import EngineOptions  # noqa: E402
 from pipelines.engines.tiny_model import build_tiny_model  # noqa: E402
-from pipelines.engines.vllm_config import cpu_engine_defaults  # noqa: E402
+from pipelines.engines.vllm_config import ROWS_IN_FLIGHT, cpu_engine_defaults  # noqa: E402
 from pipelines.noregeo.evaluate import evaluate  # noqa: E402
 from pipelines.noregeo.generate import generate  # noqa: E402
 from pipelines.noregeo.run_settings import EvaluateSettings  # noqa: E402
@@ -148,6 +148,13 @@ def main() -> None:
         f"pipeline evaluate --engine vllm: {pipe_s:.1f} s wall incl. its engine load, "
         f"{len(shards)} shards; steady state {1000 * pipe_row:.2f} ms/row"
     )
+    if n <= 2 * ROWS_IN_FLIGHT:
+        # All rows are in the engine at once: shards then land in a burst at the end, and
+        # their slope is no steady state (measured: 250 rows gave 0.2x "per row").
+        print(
+            f"warning: {n} rows <= 2 x {ROWS_IN_FLIGHT} in flight: per-row and fixed costs "
+            "below are not separable at this size (use --rows 2500)"
+        )
     print(f"fixed cost beyond the engine load: {fixed:.1f} s")
     print(f"per-row ratio bare/pipeline (rows/s): {pipe_row / bare_row:.2f}x")
     print(f"load-adjusted ratio bare/pipeline: {(pipe_s - load_s) / bare_s:.2f}x")
