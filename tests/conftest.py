@@ -87,6 +87,17 @@ def real_model_dir() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def tiny_thinking_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny LM as a reasoning model: `<think>`/`</think>` tokens, R1-style template."""
+    import torch
+
+    from pipelines.engines.tiny_model import build_tiny_model
+
+    torch.set_num_threads(1)
+    return build_tiny_model("thinking", tmp_path_factory.mktemp("tiny_thinking"), seed=0)
+
+
 VLLM_TESTS = REPO / "tests" / "vllm"
 
 

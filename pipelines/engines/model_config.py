@@ -81,6 +81,20 @@ REASONING_END: dict[str, str] = {
 REASONING_PARSERS = tuple(REASONING_END)
 
 
+# A grammar-constrained JSON answer: {"answer": ...} or {"x": .., "y": ..}.
+OUTPUT_TOKENS_PER_ROW = 16
+
+
+class AuthorSampling(BaseModel):
+    """Sampling parameters a model's authors require; None leaves the run's (or vLLM's)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    temperature: float | None = Field(None, ge=0.0)
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    top_k: int | None = Field(None, ge=1)
+    min_p: float | None = Field(None, ge=0.0, le=1.0)
+
+
 def _text_only() -> list[SetupName]:
     return ["text"]
 
@@ -143,7 +157,13 @@ class ModelConfig(BaseModel):
     )
     engine_kwargs: dict[str, Any] = Field(
         default_factory=dict,
-        description="Extra vLLM engine_kwargs this model needs (e.g. tokenizer_mode: mistral).",
+        description="Extra vLLM engine_kwargs this model needs (e.g. mm_processor_kwargs).",
+    )
+    fix_mistral_regex: bool = Field(
+        False,
+        description="The repo's HF tokenizer has the pre-tokenizer regex transformers warns "
+        "about (Mistral Tekken tokenizers): every stage and the engine load a copy that asks "
+        "transformers for its fix (pipelines.engines.vllm_config.tokenizer_source).",
     )
     reasoning_parser: str | None = Field(
         None,
@@ -155,7 +175,22 @@ class ModelConfig(BaseModel):
         description="Chat-template kwarg enable_thinking (Qwen3); None: not passed.",
     )
     thinking_max_tokens: int = Field(
-        0, ge=0, description="Tokens of reasoning allowed on top of the answer's max_tokens."
+        0,
+        ge=0,
+        description="Thinking budget: tokens of reasoning vLLM allows (its per-request "
+        "thinking_token_budget) before it forces the end of reasoning, on top of the answer's "
+        "max_tokens.",
+    )
+    sampling: AuthorSampling | None = Field(
+        None,
+        description="Sampling the model's authors require (e.g. Qwen3 thinking mode); it "
+        "replaces the run's temperature for this model and is recorded as the run's sampling.",
+    )
+    expected_output_tokens: int = Field(
+        OUTPUT_TOKENS_PER_ROW,
+        ge=1,
+        description="Output tokens a row is expected to cost, for the sweep's cost estimate "
+        "(a reasoning model: its thinking budget plus the answer).",
     )
     blocked: str | None = Field(
         None,
@@ -200,6 +235,12 @@ class ModelConfig(BaseModel):
             raise ValueError("weights: a tiny model built here has random weights")
         if (self.engine in BASELINES) != (self.weights == "none"):
             raise ValueError("weights: none exactly for the answer baselines (no model)")
+        if self.engine_kwargs.get("tokenizer_mode") == "mistral":
+            raise ValueError(
+                "engine_kwargs.tokenizer_mode: mistral would not govern the prompt (Ray's "
+                "chat-template and tokenize stages use the HF tokenizer); use the HF "
+                "tokenizer, with fix_mistral_regex: true for a Tekken tokenizer"
+            )
         if self.reasoning_parser and not self.thinking_max_tokens:
             raise ValueError(
                 "thinking_max_tokens: a reasoning model needs a token budget for its "

@@ -20,6 +20,12 @@ import pyarrow as pa
 
 from actors.contract import ENGINE_OUTPUT, numpy_columns, object_array, prompt_ids_digest
 from pipelines.engines.model_config import BASELINES, ModelConfig, api_model, hub_revision
+from pipelines.engines.reasoning import (
+    OUT_OF_BUDGET,
+    ThinkingMarkers,
+    markers_for,
+    out_of_budget,
+)
 
 
 @dataclass(frozen=True)
@@ -216,16 +222,18 @@ KEPT_PROMPT = "geosee_prompt"
 KEPT = {"sampling_params": KEPT_PARAMS, "prompt": KEPT_PROMPT}
 
 
-def thinking_budget(extra_tokens: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Preprocess: keeps the row's sampling params aside for after the engine, and a
-    reasoning model's max_tokens grows by its thinking budget, so the reasoning cannot eat
-    the tokens the answer needs (the kept copy stays as asked)."""
+def keep_asked() -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Preprocess: keeps the row's sampling params (and question) aside for after the engine.
+    A reasoning model's max_tokens grows by its thinking budget (vLLM forces the end of
+    reasoning there), so the reasoning cannot eat the tokens the answer needs; the kept copy
+    stays as asked."""
 
     def preprocess(row: dict[str, Any]) -> dict[str, Any]:
         asked = row["sampling_params"]
         params = copy.deepcopy(dict(asked))
-        if extra_tokens:
-            params["max_tokens"] = int(params["max_tokens"]) + extra_tokens
+        budget = params.get("thinking_token_budget")
+        if budget:
+            params["max_tokens"] = int(params["max_tokens"]) + int(budget)
         out = {"sampling_params": params, KEPT_PARAMS: copy.deepcopy(asked)}
         if "prompt" in row:  # NoReGeo rows carry the item's question; GeoBuild rows do not
             out[KEPT_PROMPT] = row["prompt"]
@@ -234,9 +242,12 @@ def thinking_budget(extra_tokens: int) -> Callable[[dict[str, Any]], dict[str, A
     return preprocess
 
 
-def vllm_postprocess(reasoning_end: str | None) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Postprocess: our error column, and a reasoning model's answer without its reasoning
-    (the text after the last end-of-reasoning marker; what the grammar constrained)."""
+def vllm_postprocess(
+    reasoning_end: str | None, markers: ThinkingMarkers | None = None
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Postprocess: our error column; a reasoning model's answer without its reasoning (the
+    text after the last end-of-reasoning marker; what the grammar constrained) and whether
+    the row ran out of budget (`pipelines.engines.reasoning`)."""
 
     def postprocess(row: dict[str, Any]) -> dict[str, Any]:
         text = row.get("generated_text")
@@ -253,9 +264,33 @@ def vllm_postprocess(reasoning_end: str | None) -> Callable[[dict[str, Any]], di
         for column, kept in KEPT.items():
             if kept in out:
                 out[column] = out.pop(kept)
+        if markers is not None:
+            asked = out["sampling_params"]
+            budget = int(asked.get("thinking_token_budget") or 0)
+            out[OUT_OF_BUDGET] = out_of_budget(
+                list(row.get("prompt_token_ids") or []),
+                list(row.get("generated_tokens") or []),
+                markers,
+                budget,
+                int(asked["max_tokens"]) + budget,
+            )
         return out
 
     return postprocess
+
+
+def reasoning_markers(cfg: ModelConfig) -> ThinkingMarkers | None:
+    """The model's reasoning markers as token ids, from its tokenizer (None: not a reasoning
+    model; its tokenizer is then never loaded here)."""
+    if not cfg.reasoning_parser:
+        return None
+    from transformers import AutoTokenizer
+
+    from pipelines.engines.vllm_config import tokenizer_source
+
+    source = tokenizer_source(cfg) or cfg.repo
+    tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=cfg.trust_remote_code)
+    return markers_for(cfg, tokenizer)
 
 
 def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
@@ -266,14 +301,13 @@ def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
 
     config = vllm_processor_config(cfg, opts, has_images=cfg.modality == "image-text")
     end = REASONING_END[cfg.reasoning_parser] if cfg.reasoning_parser else None
-    preprocess = thinking_budget(cfg.thinking_max_tokens)
     # Ray maps pre/postprocess with a whole CPU each by default; on a 2-CPU node, next to
     # the engine actor (1 CPU) and the tokenizer stages, that stalled the run (seen here).
     light = {"num_cpus": LIGHT_CPUS}
     return build_processor(
         config,
-        preprocess=preprocess,
-        postprocess=vllm_postprocess(end),
+        preprocess=keep_asked(),
+        postprocess=vllm_postprocess(end, reasoning_markers(cfg)),
         preprocess_map_kwargs=light,
         postprocess_map_kwargs=light,
     )

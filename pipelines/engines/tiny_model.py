@@ -3,7 +3,9 @@
 Tests and local dry runs need a model that loads through the same Auto classes as real
 checkpoints but needs no hub access. `--kind llm` writes a Llama-style causal LM; `--kind vlm`
 writes a Llava-style image-text model (CLIP-style vision tower + tiny Llama + `<image>`
-token + a 32 px image processor). Both carry a byte-level BPE tokenizer trained here on a
+token + a 32 px image processor); `--kind thinking` the text LM as a reasoning model
+(`<think>` and `</think>` tokens, a template that opens the reasoning, as DeepSeek-R1's
+does). All carry a byte-level BPE tokenizer trained here on a
 small built-in corpus (every byte is in its alphabet, so every grammar string can be
 tokenized) and their family's chat template: string content for the text LM, string or
 list-of-parts content for the image-text model. Weights are
@@ -22,7 +24,7 @@ from pipelines.cli_args import output_dir, seed_int
 from pipelines.engines.model_config import PROVENANCE_FILE
 from store.errors import UsageError
 
-KINDS = ("llm", "vlm")
+KINDS = ("llm", "vlm", "thinking")
 # Longer than the default --max-tokens (2,048) plus the longest GeoBuild prompt, so the
 # README's offline runs fit their context.
 MAX_POSITIONS = 8192
@@ -46,6 +48,12 @@ TEXT_CHAT_TEMPLATE = (
     "<|{{ message['role'] }}|>{{ message['content'] }}{{ eos_token }}"
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}<|assistant|>{%- endif -%}"
+)
+# DeepSeek-R1's template ends its generation prompt with "<think>\n": the reply starts inside
+# the reasoning, which vLLM's deepseek_r1 parser (and thinking budget) then see in the prompt.
+THINK_START, THINK_END = "<think>", "</think>"
+THINKING_CHAT_TEMPLATE = TEXT_CHAT_TEMPLATE.replace(
+    "<|assistant|>{%- endif -%}", "<|assistant|>" + THINK_START + "{{ '\\n' }}{%- endif -%}"
 )
 VLM_CHAT_TEMPLATE = (
     "{{ bos_token }}"
@@ -150,6 +158,17 @@ def _build_llm(out: Path, max_positions: int) -> None:
     tokenizer.save_pretrained(out)
 
 
+def _build_thinking(out: Path, max_positions: int) -> None:
+    from transformers import LlamaForCausalLM
+
+    tokenizer = _train_tokenizer(THINKING_CHAT_TEMPLATE, max_positions)
+    # Added, not special, as Qwen3's and R1's are: decoding with skip_special_tokens keeps them.
+    tokenizer.add_tokens([THINK_START, THINK_END])
+    model = LlamaForCausalLM(_llama_config(tokenizer, max_positions))
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
 def _build_vlm(out: Path, max_positions: int) -> None:
     from transformers import (
         CLIPImageProcessor,
@@ -198,10 +217,11 @@ def _build_vlm(out: Path, max_positions: int) -> None:
 def build_tiny_model(
     kind: str, out: Path, seed: int = 0, max_positions: int = MAX_POSITIONS
 ) -> Path:
-    """Write a tiny random model of `kind` ("llm" or "vlm") to `out`; return `out`.
+    """Write a tiny random model of `kind` (KINDS) to `out`; return `out`.
 
     The directory loads offline with `AutoTokenizer` + `AutoModelForCausalLM` (llm) or
-    `AutoProcessor` + `AutoModelForImageTextToText` (vlm). Same seed, same weights.
+    `AutoProcessor` + `AutoModelForImageTextToText` (vlm); thinking as llm. Same seed,
+    same weights.
     `max_positions` is the context length; tests of context handling make it short.
     """
     if kind not in KINDS:
@@ -217,6 +237,8 @@ def build_tiny_model(
         torch.manual_seed(seed)
         if kind == "llm":
             _build_llm(out, max_positions)
+        elif kind == "thinking":
+            _build_thinking(out, max_positions)
         else:
             _build_vlm(out, max_positions)
     # What the report and model configs read to mark this model's answers as noise.

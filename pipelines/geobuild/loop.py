@@ -235,7 +235,7 @@ class Loop:
         self.cfg: ModelConfig = engine.cfg
         self.dataset, self.lang, self.feedback = settings.dataset, settings.lang, settings.feedback
         self.max_rounds = settings.max_rounds
-        self.sampling = settings.sampling.model_dump()
+        self.sampling = settings.sampling.for_model(self.cfg).model_dump()
         # The figure goes only to image-text models, and only with full feedback.
         self.with_image = (
             settings.attach_image and self.cfg.modality == "image-text" and self.feedback == "full"

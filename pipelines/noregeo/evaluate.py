@@ -343,6 +343,8 @@ def evaluate(
     kept in the run record: the context length and how max_tokens is clamped to it.
     """
     root = model_dir(out, BENCHMARK, cfg.name)
+    # The model's own sampling (its authors' advice, its thinking budget), recorded as asked.
+    run = run.model_copy(update={"sampling": run.sampling.for_model(cfg)})
     # The lock comes before the finished-keys scan: once it is held, no other run (nor a
     # late writer of a dead one) adds rows, so the scan stays true for the whole run.
     with RunLock(root) as lock:

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from actors.contract import ENGINE_OUTPUT, plain
 from geometry.item import ITEM_SCHEMA
+from pipelines.engines.reasoning import OUT_OF_BUDGET
 from pipelines.noregeo.scoring import SCORE_FIELDS
 from store.atomic import write_parquet_atomic
 from store.records import run_guard
@@ -35,6 +36,9 @@ RESULT_SCHEMA = pa.schema(
     # The column order of shards written before ENGINE_OUTPUT existed: the answer, its
     # scores, then the engine's accounting.
     + [f for f in ENGINE_OUTPUT if f.name != "generated_text"]
+    # A reasoning model's row that ran out of its thinking budget or max_tokens (vLLM;
+    # pipelines.engines.reasoning); null for every other model and engine.
+    + [pa.field(OUT_OF_BUDGET, pa.bool_())]
 )
 
 # What a block must hold before Ray joins blocks (actors.contract.restore_types); the

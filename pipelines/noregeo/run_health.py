@@ -67,6 +67,7 @@ def run_health(
 ) -> RunHealth:
     """Error and invalid rates over the model's result rows this run covers: its tasks,
     setups, limit, revision and sampling params (other runs may share the directory)."""
+    sampling = sampling.for_model(cfg)  # as evaluate asked the engine
     rows = results.filter(
         pl.col("task").is_in(tasks)
         & pl.col("setup").is_in(setups)

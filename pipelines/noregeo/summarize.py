@@ -8,6 +8,11 @@ Engine errors are not answers: rows with an `engine_error` (the request failed, 
 said nothing) are left out of accuracy, intervals, invalid rate, MSE and pair consistency,
 and counted in an `engine_error_rate` column of their own, so a flaky API lowers neither
 accuracy nor validity, and shows instead as errors.
+
+A reasoning model's rows that ran out of budget (`out_of_budget`: the thinking budget or
+max_tokens ran out before the model's own answer; `pipelines.engines.reasoning`) are left out
+the same way and counted in an `out of budget` column, which tables get when their rows come
+from a reasoning model.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import polars as pl
 
 from geometry.item import SETUPS
 from pipelines.cli_args import path_component, results_location
+from pipelines.engines.reasoning import OUT_OF_BUDGET
 from pipelines.noregeo.results import RESULT_SCHEMA
 from pipelines.noregeo.run_settings import recorded_expectations, recorded_model_name
 from pipelines.terminal_output import (
@@ -89,33 +95,56 @@ def _failed() -> pl.Expr:
     return pl.col(ERROR_COLUMN).is_not_null()
 
 
+def _over_budget() -> pl.Expr:
+    return pl.col(OUT_OF_BUDGET).fill_null(False)
+
+
+def _reasoned(df: pl.DataFrame) -> bool:
+    """Whether any row says whether it ran out of budget (a reasoning model's rows)."""
+    return OUT_OF_BUDGET in df.columns and df[OUT_OF_BUDGET].null_count() < df.height
+
+
 def _with_errors(df: pl.DataFrame) -> pl.DataFrame:
-    """`df` with an all-null error column if it has none (frames built without engines)."""
-    if ERROR_COLUMN in df.columns:
-        return df
-    return df.with_columns(pl.lit(None, pl.String).alias(ERROR_COLUMN))
+    """`df` with all-null error and out-of-budget columns where it has none (frames built
+    without engines, rows of engines or models that have no budget)."""
+    if ERROR_COLUMN not in df.columns:
+        df = df.with_columns(pl.lit(None, pl.String).alias(ERROR_COLUMN))
+    if OUT_OF_BUDGET not in df.columns:
+        df = df.with_columns(pl.lit(None, pl.Boolean).alias(OUT_OF_BUDGET))
+    return df
+
+
+def _scored() -> pl.Expr:
+    """Rows that count towards accuracy: answered, and not out of budget."""
+    return ~_failed() & ~_over_budget()
 
 
 def answered(df: pl.DataFrame) -> pl.DataFrame:
-    """The rows whose request got an answer (no `engine_error`); all rows of frames that
-    have no error column."""
-    return df.filter(~_failed()) if ERROR_COLUMN in df.columns else df
+    """The rows whose request got an answer (no `engine_error`, not out of budget); all
+    rows of frames that have neither column."""
+    if ERROR_COLUMN in df.columns:
+        df = df.filter(~_failed())
+    return df.filter(~_over_budget()) if OUT_OF_BUDGET in df.columns else df
 
 
 def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Per group: `n` rows in all, their `engine_error_rate`, and over the answered rows
     only: accuracy, 95% CI, invalid rate and MSE (numeric tasks, valid answers).
 
-    A group whose rows all failed has accuracy, invalid rate and MSE null."""
+    A group whose rows all failed has accuracy, invalid rate and MSE null. Rows of a
+    reasoning model that ran out of budget are counted in `out_of_budget` and left out of
+    the rest as failed rows are."""
+    reasoned = _reasoned(df)
     df = _with_errors(df)
     if "request_key" in df.columns:
         # One canonical row order: float sums (MSE) and the seeded bootstrap depend on it,
         # and a resumed run's shards hold the same rows as a fresh run's in another order.
         df = df.sort("request_key")
-    ok = ~_failed()
+    ok = _scored()
     groups = df.group_by(by, maintain_order=True)
     table = groups.agg(
         pl.len().alias("n"),
+        _over_budget().sum().cast(pl.Int64).alias(OUT_OF_BUDGET),
         pl.col("correct").filter(ok).mean().alias("accuracy"),
         (~pl.col("valid")).filter(ok).mean().alias("invalid_rate"),
         _failed().mean().alias("engine_error_rate"),
@@ -126,6 +155,8 @@ def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         pl.col("correct").filter(ok).alias("_correct"),
     )
     cis = [bootstrap_ci(np.array(c, dtype=bool)) for c in table["_correct"].to_list()]
+    if not reasoned:
+        table = table.drop(OUT_OF_BUDGET)
     return (
         table.drop("_correct")
         .with_columns(
@@ -144,7 +175,7 @@ def accuracy_by_task_setup(df: pl.DataFrame) -> pl.DataFrame:
     cells = (
         _with_errors(df)
         .group_by(["model", "task", "setup"])
-        .agg(pl.col("correct").filter(~_failed()).mean().alias("accuracy"))
+        .agg(pl.col("correct").filter(_scored()).mean().alias("accuracy"))
     )
     cells = percent(cells, {"accuracy": "accuracy"})
     setups = ranked(cells.select("setup").unique(), {"setup": SETUPS})["setup"].to_list()
@@ -252,6 +283,7 @@ COLUMN_ORDER = (
     "setup",
     "n",
     "missing",
+    "out_of_budget",
     "pairs",
     "accuracy %",
     "ci95 low %",

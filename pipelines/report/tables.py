@@ -14,6 +14,7 @@ import polars as pl
 
 from geometry.item import SETUPS
 from pipelines.engines.model_config import BASELINES
+from pipelines.engines.reasoning import OUT_OF_BUDGET
 from pipelines.noregeo.summarize import accuracy_table, answered, pair_consistency
 from store.shards import ERROR_COLUMN
 
@@ -391,7 +392,8 @@ def pair_table(df: pl.DataFrame) -> pl.DataFrame:
 def intervals(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Accuracy (%) over the answered rows with its 95% bootstrap interval, the invalid-output
     rate (%) of the answered rows and the engine-error rate (%) of all rows; models in
-    model_order (baselines last), then the other keys."""
+    model_order (baselines last), then the other keys. Where reasoning models' rows are in
+    `df`, the rows out of budget (left out of accuracy) are counted in a column of their own."""
     rank = {m: i for i, m in enumerate(model_order(df))}
     table = (
         accuracy_table(df, by)
@@ -401,6 +403,7 @@ def intervals(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     return table.select(
         *by,
         "n",
+        *[c for c in (OUT_OF_BUDGET,) if c in table.columns],
         _percent(pl.col("accuracy")).alias("accuracy"),
         _percent(pl.col("ci_low")).alias("ci_low"),
         _percent(pl.col("ci_high")).alias("ci_high"),

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from geometry.item import IMAGE_SETUPS
-from pipelines.engines.model_config import BASELINES, ModelConfig
+from pipelines.engines.model_config import BASELINES, OUTPUT_TOKENS_PER_ROW, ModelConfig
 from pipelines.engines.requests import SamplingConfig, add_requests
 from pipelines.sweep.capacity import GPUCapacity
 from store.records import model_dir
@@ -26,12 +26,12 @@ BENCHMARK = "noregeo"
 # Estimate assumptions, printed with every dry run.
 A100_BF16_FLOPS = 312e12  # dense bf16 peak of one A100
 MFU = 0.4  # share of peak a batched vLLM prefill reaches
-OUTPUT_TOKENS_PER_ROW = 16  # a constrained JSON answer: {"answer": ...} or {"x": .., "y": ..}
 CHARS_PER_TOKEN = 4.0  # English prose with coordinates, BPE tokenizers
 LOAD_HOURS = 5 / 60  # engine start (weights from local disk, CUDA graphs) per model
 ASSUMPTIONS = (
     f"tokens/row = (system+prompt chars)/{CHARS_PER_TOKEN:g} + the model's image_tokens on "
-    f"image setups + {OUTPUT_TOKENS_PER_ROW} output tokens; A100 80GB at {MFU:.0%} MFU of "
+    f"image setups + the model's expected_output_tokens (default {OUTPUT_TOKENS_PER_ROW}; "
+    f"a reasoning model's: its thinking budget + the answer); A100 80GB at {MFU:.0%} MFU of "
     f"{A100_BF16_FLOPS / 1e12:g} TFLOPs, 2*params FLOPs per token (output tokens counted at "
     f"the prefill rate, so decode-bound small models are underestimated); "
     f"{LOAD_HOURS * 60:g} min engine start x TP per model"
@@ -123,7 +123,7 @@ def expected_keys(
     for path in files:
         table = read({"path": np.array([str(path)])})
         if table.num_rows:
-            with_keys = add_requests(table, cfg.repo, cfg.revision, sampling)
+            with_keys = add_requests(table, cfg.repo, cfg.revision, sampling.for_model(cfg))
             keys.update(str(k) for k in with_keys.column("request_key").to_pylist())
     return keys
 
@@ -209,7 +209,7 @@ def estimate(job: Job, chars: dict[str, float]) -> Estimate:
     rows = tokens = 0.0
     for setup in job.setups:
         n = job.rows.get(setup, 0)
-        per_row = chars.get(setup, 0.0) / CHARS_PER_TOKEN + OUTPUT_TOKENS_PER_ROW
+        per_row = chars.get(setup, 0.0) / CHARS_PER_TOKEN + cfg.expected_output_tokens
         if setup in IMAGE_SETUPS:
             per_row += cfg.image_tokens
         rows += n

@@ -19,8 +19,8 @@ from pipelines.engines.stages import (
     KEPT_PROMPT,
     EngineOptions,
     build_vllm_processor,
+    keep_asked,
     normalise_engine_errors,
-    thinking_budget,
     vllm_postprocess,
     vllm_processor_config,
 )
@@ -167,7 +167,8 @@ def test_vllm_revision_and_remote_code_reach_every_stage_that_loads_the_model(
     processor = build_vllm_processor(PINNED, EngineOptions())
     stages = {name: stage.fn_constructor_kwargs for name, stage in processor.stages.items()}
     assert snapshots == [(PINNED.repo, "0123abcd")]
-    for name in ("ChatTemplateStage", "TokenizeStage", "DetokenizeStage"):
+    assert "DetokenizeStage" not in stages  # vLLM's own text: no second decode
+    for name in ("ChatTemplateStage", "TokenizeStage"):
         assert stages[name]["model"] == "/hf/snapshots/0123abcd", name
         assert stages[name]["trust_remote_code"] is True, name
     mm = stages["PrepareMultimodalStage"]["model_config_kwargs"]
@@ -209,16 +210,19 @@ QWEN3 = ModelConfig(
 )
 
 
-def test_vllm_reasoning_model_thinks_before_its_grammar() -> None:
+def test_vllm_reasoning_model_thinks_before_its_grammar(tiny_thinking_dir: Path) -> None:
     config = vllm_processor_config(QWEN3, EngineOptions(), has_images=False)
     structured = config.engine_kwargs["structured_outputs_config"]
     assert structured == {"backend": "xgrammar", "reasoning_parser": "qwen3"}
+    # And vLLM's ReasoningConfig, which enforces the thinking budget.
+    assert config.engine_kwargs["reasoning_config"] == {"reasoning_parser": "qwen3"}
     assert config.chat_template_stage["chat_template_kwargs"] == {"enable_thinking": True}
-    processor = build_vllm_processor(QWEN3, EngineOptions())
-    row = {"sampling_params": {"max_tokens": 48, "temperature": 0.0}, "messages": []}
-    data = processor.preprocess(row)["__data"]
-    assert data["sampling_params"] == {"max_tokens": 48 + 4096, "temperature": 0.0}
-    assert data[KEPT_PARAMS] == {"max_tokens": 48, "temperature": 0.0}  # as asked, for results
+    thinker = QWEN3.model_copy(update={"repo": str(tiny_thinking_dir)})  # a tokenizer offline
+    processor = build_vllm_processor(thinker, EngineOptions())
+    asked = {"max_tokens": 48, "temperature": 0.6, "thinking_token_budget": 4096}
+    data = processor.preprocess({"sampling_params": asked, "messages": []})["__data"]
+    assert data["sampling_params"] == {**asked, "max_tokens": 48 + 4096}
+    assert data[KEPT_PARAMS] == asked  # as asked, for results
     # Plain models: no parser, no template kwargs, no budget.
     plain = vllm_processor_config(VLLM_CFG, EngineOptions(), has_images=False)
     assert "reasoning_parser" not in plain.engine_kwargs["structured_outputs_config"]
@@ -231,9 +235,13 @@ def test_vllm_reasoning_is_cut_off_before_scoring() -> None:
     assert cut(row)["generated_text"] == '{"answer": "yes"}'
     assert cut({"generated_text": None})["generated_text"] is None
     assert vllm_postprocess(None)(row)["generated_text"] == row["generated_text"]
-    assert thinking_budget(10)({"sampling_params": {"max_tokens": 5}}) == {
-        "sampling_params": {"max_tokens": 15},
-        KEPT_PARAMS: {"max_tokens": 5},
+    budget = {"max_tokens": 5, "thinking_token_budget": 10}
+    assert keep_asked()({"sampling_params": budget}) == {
+        "sampling_params": {**budget, "max_tokens": 15},
+        KEPT_PARAMS: budget,
+    }
+    assert keep_asked()({"sampling_params": {"max_tokens": 5}})["sampling_params"] == {
+        "max_tokens": 5
     }
     # Ray's engine pops the params off the row; they come back from the kept copy.
     done = {"generated_text": "x", KEPT_PARAMS: {"max_tokens": 5}}
@@ -249,7 +257,7 @@ def test_vllm_reasoning_is_cut_off_before_scoring() -> None:
 def test_vllm_rows_keep_the_items_question_not_the_rendered_template() -> None:
     """Ray's chat-template stage writes the whole template into `prompt`; the item's own
     question comes back after the engine, for answered and failed rows alike."""
-    kept = thinking_budget(0)({"sampling_params": {"max_tokens": 5}, "prompt": "Is AB | CD?"})
+    kept = keep_asked()({"sampling_params": {"max_tokens": 5}, "prompt": "Is AB | CD?"})
     assert kept[KEPT_PROMPT] == "Is AB | CD?"
     rendered = "<|begin|><|system|>sys<|end|><|user|>Is AB | CD?<|end|><|assistant|>"
     answered = {**kept, "prompt": rendered, "generated_text": '{"answer": "yes"}'}
@@ -263,7 +271,7 @@ def test_vllm_rows_keep_the_items_question_not_the_rendered_template() -> None:
     batch["prompt"][1] = rendered
     fixed = normalise_engine_errors(batch)
     assert list(fixed["prompt"]) == ["Q1", "Q2"] and KEPT_PROMPT not in fixed
-    assert "geosee_prompt" not in thinking_budget(0)({"sampling_params": {"max_tokens": 5}})
+    assert "geosee_prompt" not in keep_asked()({"sampling_params": {"max_tokens": 5}})
 
 
 def test_vllm_without_gpus_refuses_at_start(small_items: Path, tmp_path: Path) -> None:
