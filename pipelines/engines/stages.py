@@ -148,6 +148,7 @@ def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         "model": cfg.repo,
         "api_key_env": cfg.api_key_env,
         "constraint": cfg.api_constraint,
+        "deadline_s": cfg.api_deadline_s,
     }
     if cfg.api_key_env:
         # Checked here, on the driver, before anything is written: a clear error naming

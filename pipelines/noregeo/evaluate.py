@@ -277,6 +277,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {write_results_json(args.out, cfg.name, results, args.items)}")
     health = run_health(results, cfg, tasks, setups, args.per_task, run_settings.sampling)
     print(health.line())
+    hint = health.retry_hint()
+    if hint is not None:
+        print(hint)
     if health.error_rate > max_error_rate:
         log.error(health.failure(max_error_rate))
         return 1
