@@ -326,7 +326,8 @@ class HTTPEngine:
                 left = deadline - time.monotonic()
                 wait = self._wait_s(attempt - 1, failure.wait_s, key)
                 if attempt > self.max_retries or self._closed.is_set() or wait >= left:
-                    if attempt <= self.max_retries and not self._closed.is_set():
+                    cut_by_deadline = attempt <= self.max_retries and not self._closed.is_set()
+                    if cut_by_deadline and "deadline" not in failure.detail:
                         failure.detail += f" (the row's deadline of {self.deadline_s:g} s)"
                     return self._error(failure.message(attempt))
                 logger.debug("request %s: %s; retry in %.2fs", key, failure.head, wait)
@@ -355,7 +356,8 @@ class HTTPEngine:
             with self._client.stream(
                 "POST", url, json=body, headers=headers, timeout=timeout
             ) as response:
-                raw = self._read(response, deadline)
+                # Redacted before any excerpt is cut: a cut must not leave half a key.
+                raw = self._redact_bytes(self._read(response, deadline))
         # Not every TransportError: a malformed URL or unsupported scheme never heals.
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             raise Retryable(type(exc).__name__, excerpt(self._redact(str(exc)))) from None
@@ -399,6 +401,13 @@ class HTTPEngine:
         # Seeded by row and attempt: reruns wait alike, and no RNG is shared across threads.
         jitter = random.Random(f"{key}:{attempt}").uniform(0.0, JITTER_FRACTION * base)
         return min(base + jitter, MAX_BACKOFF_S)
+
+    def _redact_bytes(self, body: bytes) -> bytes:
+        """`_redact` on raw bytes; bytes that are not UTF-8 pass through unchanged."""
+        if self._redactor is None:
+            return body
+        text = body.decode("utf-8", "surrogateescape")
+        return self._redactor(text).encode("utf-8", "surrogateescape")
 
     def _redact(self, text: str) -> str:
         """Server text may echo the request headers back; the key must not reach a row."""

@@ -555,3 +555,13 @@ def test_the_key_is_redacted_in_any_case_and_common_encodings(
     for encoded in base64_runs(api_key.encode()):
         assert encoded not in written
     assert echoed not in capsys.readouterr().err
+
+
+def test_an_excerpt_never_cuts_the_key_in_half(api_key: str) -> None:
+    """Redaction comes before the 200-character excerpt: cut first, a key straddling the
+    cut would leave its first characters in the row."""
+    body = ("x" * 190 + " " + api_key).encode()
+    with LoopbackServer(then=always(400, body=body)) as server:
+        out = fast_engine(server.base_url, api_key_env=KEY_ENV)(make_batch(["q"]))
+    error = out["engine_error"][0]
+    assert error.startswith("final: HTTP 400 after 1 attempt: xxx") and api_key[:8] not in error
