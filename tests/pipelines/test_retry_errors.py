@@ -121,9 +121,7 @@ def test_a_rerun_retries_exactly_the_rows_that_failed_transiently(
         # Retry-After 0: the engine's six attempts take no backoff time.
         return Reply(503, headers={"Retry-After": "0"}) if _is_numeric(request) else None
 
-    # A long lifetime: on a loaded machine a run outlasts the default 30 s, and a server
-    # gone mid-run would turn answered rows into connection errors.
-    with LoopbackServer(answer=_answer, decide=busy_on_numbers, lifetime_s=600) as server:
+    with LoopbackServer(answer=_answer, decide=busy_on_numbers) as server:
         _evaluate(small_items, out, cfg, server.base_url)
     first = load_results(out)
     failed = first.filter(pl.col("engine_error").is_not_null())
@@ -134,10 +132,10 @@ def test_a_rerun_retries_exactly_the_rows_that_failed_transiently(
     answered = first.filter(pl.col("engine_error").is_null())
     assert table["accuracy"][0] == pytest.approx(answered["correct"].mean())
 
-    with LoopbackServer(answer=_answer, lifetime_s=600) as server:
+    with LoopbackServer(answer=_answer) as server:
         _evaluate(small_items, out, cfg, server.base_url, "--retry-errors", "none")
         assert server.requests == []  # told not to retry: the error rows stand
-    with LoopbackServer(answer=_answer, lifetime_s=600) as server:
+    with LoopbackServer(answer=_answer) as server:
         _evaluate(small_items, out, cfg, server.base_url)  # default: --retry-errors transient
         retried = list(server.requests)
     assert len(retried) == 2 and all(_is_numeric(r.json) for r in retried)
@@ -172,7 +170,7 @@ def test_poisoned_replies_cost_their_rows_and_every_other_row_is_written(
             kind = assigned.setdefault(key, next(kinds, "healthy"))
         return None if kind == "healthy" else poisoned(kind, _answer(request))
 
-    server = LoopbackServer(answer=_answer, decide=poison, max_requests=1000, lifetime_s=600)
+    server = LoopbackServer(answer=_answer, decide=poison, max_requests=1000)
     with server:
         _evaluate(small_items, out, cfg, server.base_url, per_task=15)
     assert sorted(assigned.values()).count("healthy") == 30 - len(POISON_KINDS)
