@@ -13,25 +13,37 @@ sampling parameters and its answer constraint, in one of two forms (`constraint`
   gives the model. vLLM (0.29) merges a `response_format` into `structured_outputs` and
   refuses a request with two constraint kinds, so the grammar is sent alone.
 
-Rows run concurrently, at most `max_concurrency` in flight; 429, 5xx, timeouts and
-connection errors are retried with exponential backoff.
+Rows run concurrently, at most `max_concurrency` in flight. What a person would retry is
+transient and retried with exponential backoff: 408, 409, 425, 429 and 5xx, an empty 200
+body, an HTML page (a proxy's) instead of a completion, timeouts and connection errors.
+Everything else is final: other statuses, and replies that break a rule of
+actors/http_reply.py (every value taken from the server is checked there, where it enters).
 A row that still fails gets `engine_error` and `generated_text` = None; the batch goes on.
-Every error starts with its kind, `transient: ` (429, 5xx, timeout, connection error: a
-later run may succeed, so `store.records.finished_keys` lets a rerun retry the row) or
-`final: ` (a bad request or an unreadable answer: repeating it gives the same).
+Every error starts with its kind, `transient: ` (a later run may succeed, so
+`store.records.finished_keys` lets a rerun retry the row) or `final: ` (repeating it gives
+the same; `evaluate --retry-errors all` sends such rows again once the cause is fixed).
+
+Each row has a deadline (`deadline_s`, ModelConfig.api_deadline_s, default
+DEFAULT_DEADLINE_S) over all its attempts and waits: a server that trickles bytes or hangs
+costs one row that long at most (a read in progress ends at the deadline too), and the row
+is a transient error. A server's `Retry-After` is honoured when it is a finite number of
+seconds >= 0 or an HTTP date, capped at MAX_BACKOFF_S; anything else (negative, NaN, inf,
+garbage) falls back to the engine's own backoff.
 
 The API key: the engine's own environment variable `api_key_env` if the worker has it (a
 cluster whose nodes or image export it), else the value behind `api_key_ref`, a Ray object
 the driver put in the object store (pipelines.engines.stages.http_stage). Never a runtime-env
 variable or a constructor argument: Ray writes runtime envs to its logs in plain text and
 constructor arguments into task specs. The key is never put into rows, logs, exceptions or
-repr; server text that echoes it is redacted before it lands in a row.
+repr; server text that echoes it, in any case or in its common encodings, is redacted
+(actors/http_redact.py) before it lands in a row.
 """
 
 from __future__ import annotations
 
 import email.utils
 import logging
+import math
 import os
 import random
 import threading
@@ -45,12 +57,19 @@ from typing import Any, Literal, get_args
 import httpx
 import numpy as np
 
-from actors.contract import (
-    ENGINE_OUTPUT,
-    check_columns,
-    numpy_columns,
-    plain,
-    prompt_ids_digest,
+from actors.contract import ENGINE_OUTPUT, check_columns, numpy_columns, plain
+from actors.http_redact import Redactor
+from actors.http_reply import (
+    DEFAULT_DEADLINE_S,
+    FINAL,
+    MAX_BODY_BYTES,
+    TRANSIENT,
+    Failed,
+    Retryable,
+    check_status,
+    clean_text,
+    excerpt,
+    read_completion,
 )
 from geometry.answers import grammar_for, json_schema_for
 
@@ -59,11 +78,7 @@ logger = logging.getLogger(__name__)
 REQUIRED_COLUMNS = ("messages", "sampling_params")
 MAX_BACKOFF_S = 60.0  # cap on one wait, whether from backoff or a server's Retry-After
 JITTER_FRACTION = 0.1  # spreads retries of rows that failed together
-EXCERPT_CHARS = 200
-REDACTED = "[REDACTED]"
-# The kind that opens every `engine_error` (module docstring); readers split on the colon.
-TRANSIENT = "transient"
-FINAL = "final"
+__all__ = ["FINAL", "TRANSIENT", "HTTPEngine", "build_request"]
 # How a row's answer constraint is sent (module docstring); ModelConfig.api_constraint.
 Constraint = Literal["json_schema", "grammar"]
 CONSTRAINTS: tuple[str, ...] = get_args(Constraint)
@@ -97,31 +112,6 @@ class _Result:
     prompt_ids_sha256: str | None = None
 
 
-class _Failed(Exception):
-    """A failed attempt: `head` (e.g. "HTTP 400") and a short `detail` from the response."""
-
-    def __init__(self, head: str, detail: str) -> None:
-        super().__init__(f"{head}: {detail}")
-        self.head = head
-        self.detail = detail
-
-    kind = FINAL
-
-    def message(self, attempts: int) -> str:
-        plural = "attempt" if attempts == 1 else "attempts"
-        return f"{self.kind}: {self.head} after {attempts} {plural}: {self.detail}"
-
-
-class _Retryable(_Failed):
-    """A failed attempt worth repeating; `wait_s` is the server's Retry-After, if any."""
-
-    kind = TRANSIENT
-
-    def __init__(self, head: str, detail: str, wait_s: float | None = None) -> None:
-        super().__init__(head, detail)
-        self.wait_s = wait_s
-
-
 def _arrow_ready(column: np.ndarray) -> np.ndarray:
     """A column as Python lists/dicts: Ray cannot turn nested numpy arrays back into Arrow.
 
@@ -137,16 +127,19 @@ def _arrow_ready(column: np.ndarray) -> np.ndarray:
 
 
 def _retry_after_s(header: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP date); None if absent/bad."""
+    """Seconds from a Retry-After header: a finite number >= 0 or an HTTP date (a past one
+    is 0); None when absent or anything else (negative, NaN, inf, garbage)."""
     if not header:
         return None
     try:
-        return max(0.0, float(header))
+        seconds = float(header)
     except ValueError:
         pass
+    else:
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
     try:
         when = email.utils.parsedate_to_datetime(header)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
@@ -232,6 +225,7 @@ class HTTPEngine:
         backoff_s: float = 1.0,
         timeout_s: float = 120.0,
         constraint: Constraint = "json_schema",
+        deadline_s: float = DEFAULT_DEADLINE_S,
     ) -> None:
         if constraint not in CONSTRAINTS:
             raise ValueError(
@@ -241,7 +235,10 @@ class HTTPEngine:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if not (math.isfinite(deadline_s) and deadline_s > 0):
+            raise ValueError(f"deadline_s must be a finite number > 0, got {deadline_s}")
         self._key: _Secret | None = None
+        self._redactor: Redactor | None = None
         if api_key_env:
             value = os.environ.get(api_key_env) or _key_from_ref(api_key_ref)
             if not value:
@@ -253,6 +250,7 @@ class HTTPEngine:
                     f"api_key_env=None"
                 )
             self._key = _Secret(value)
+            self._redactor = Redactor(value)
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
@@ -260,6 +258,7 @@ class HTTPEngine:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.timeout_s = timeout_s
+        self.deadline_s = deadline_s
         self.constraint = constraint
         limits = httpx.Limits(
             max_connections=max_concurrency, max_keepalive_connections=max_concurrency
@@ -272,7 +271,7 @@ class HTTPEngine:
         return (
             f"HTTPEngine(base_url={self.base_url!r}, model={self.model!r}, "
             f"api_key_env={self.api_key_env!r}, max_concurrency={self.max_concurrency}, "
-            f"constraint={self.constraint!r})"
+            f"constraint={self.constraint!r}, deadline_s={self.deadline_s:g})"
         )
 
     def close(self) -> None:
@@ -321,60 +320,89 @@ class HTTPEngine:
                 self.model, messages, sampling_params, answer_type, options, self.constraint
             )
         except Exception as exc:  # a malformed row must not fail its batch
-            return _Result(error=self._redact(f"{FINAL}: bad row: {type(exc).__name__}: {exc}"))
+            return self._error(f"{FINAL}: bad row: {type(exc).__name__}: {exc}")
+        deadline = time.monotonic() + self.deadline_s
         attempt = 0
         while True:
             attempt += 1
             try:
-                return self._attempt(body)
-            except _Retryable as failure:
-                if attempt > self.max_retries or self._closed.is_set():
-                    return _Result(error=self._redact(failure.message(attempt)))
+                return self._attempt(body, deadline)
+            except Retryable as failure:
+                left = deadline - time.monotonic()
                 wait = self._wait_s(attempt - 1, failure.wait_s, key)
+                if attempt > self.max_retries or self._closed.is_set() or wait >= left:
+                    cut_by_deadline = attempt <= self.max_retries and not self._closed.is_set()
+                    if cut_by_deadline and "deadline" not in failure.detail:
+                        failure.detail += f" (the row's deadline of {self.deadline_s:g} s)"
+                    return self._error(failure.message(attempt))
                 logger.debug("request %s: %s; retry in %.2fs", key, failure.head, wait)
                 time.sleep(wait)
-            except _Failed as failure:  # not worth repeating: bad request, unreadable answer
-                return _Result(error=self._redact(failure.message(attempt)))
+            except Failed as failure:  # not worth repeating: bad request, unreadable answer
+                return self._error(failure.message(attempt))
             except Exception as exc:  # e.g. an unsupported URL scheme: final, and row-local
-                failed = _Failed(type(exc).__name__, _excerpt(str(exc)))
-                return _Result(error=self._redact(failed.message(attempt)))
+                failed = Failed(type(exc).__name__, excerpt(self._redact(str(exc))))
+                return self._error(failed.message(attempt))
 
-    def _attempt(self, body: dict[str, Any]) -> _Result:
-        """One POST. Raises _Retryable for transient failures, _Failed for final ones."""
+    def _error(self, message: str) -> _Result:
+        """A failed row: its message redacted, encodable, one excerpt long at most."""
+        return _Result(error=self._redact(clean_text(message)))
+
+    def _attempt(self, body: dict[str, Any], deadline: float) -> _Result:
+        """One POST, read in chunks until the deadline. Raises Retryable for transient
+        failures, Failed for final ones (actors/http_reply.py)."""
         started = time.perf_counter()
         headers = {"Authorization": f"Bearer {self._key.reveal()}"} if self._key else {}
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise Retryable("deadline passed", f"{self.deadline_s:g} s for the row")
+        timeout = httpx.Timeout(min(self.timeout_s, left))
+        url = f"{self.base_url}/chat/completions"
         try:
-            response = self._client.post(
-                f"{self.base_url}/chat/completions", json=body, headers=headers
-            )
+            with self._client.stream(
+                "POST", url, json=body, headers=headers, timeout=timeout
+            ) as response:
+                # Redacted before any excerpt is cut: a cut must not leave half a key.
+                raw = self._redact_bytes(self._read(response, deadline))
         # Not every TransportError: a malformed URL or unsupported scheme never heals.
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            raise _Retryable(type(exc).__name__, _excerpt(str(exc))) from None
+            raise Retryable(type(exc).__name__, excerpt(self._redact(str(exc)))) from None
         seconds = time.perf_counter() - started
-        if response.status_code == 429 or response.status_code >= 500:
-            raise _Retryable(
-                f"HTTP {response.status_code}",
-                _excerpt(response.text),
+        content_type = response.headers.get("content-type", "")
+        try:
+            check_status(
+                response.status_code,
+                raw,
+                content_type,
                 _retry_after_s(response.headers.get("retry-after")),
             )
-        if response.status_code != 200:
-            raise _Failed(f"HTTP {response.status_code}", _excerpt(response.text))
-        try:
-            data = response.json()
-            message = data["choices"][0]["message"]
-            text = message.get("content")
-            usage = data.get("usage") or {}
-            input_tokens = int(usage.get("prompt_tokens") or 0)
-            output_tokens = int(usage.get("completion_tokens") or 0)
-            prompt_ids = prompt_ids_digest(data.get("prompt_token_ids"))
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise _Failed("unreadable completion", _excerpt(response.text)) from None
-        if not isinstance(text, str):
-            refusal = message.get("refusal")
-            raise _Failed("completion without text", f"refusal: {_excerpt(str(refusal))}")
+            completion = read_completion(raw, content_type)
+        except Failed as failure:
+            failure.detail = excerpt(self._redact(failure.detail))
+            raise
+        text = self._redact(completion.text)
         return _Result(
-            self._redact(text), input_tokens, output_tokens, seconds, prompt_ids_sha256=prompt_ids
+            text,
+            completion.input_tokens,
+            completion.output_tokens,
+            seconds,
+            prompt_ids_sha256=completion.prompt_ids_sha256,
         )
+
+    def _read(self, response: httpx.Response, deadline: float) -> bytes:
+        """The body, at most MAX_BODY_BYTES, read before the deadline (a server that
+        trickles bytes would reset a read timeout with each one)."""
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise Failed("reply too large", f"over {MAX_BODY_BYTES} bytes; not read further")
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise Retryable(
+                    "reply too slow", f"{size} bytes by the row's deadline of {self.deadline_s:g} s"
+                )
+        return b"".join(chunks)
 
     def _wait_s(self, attempt: int, retry_after_s: float | None, key: str) -> float:
         """Retry-After when the server gave one, else exponential backoff with seeded jitter."""
@@ -385,11 +413,16 @@ class HTTPEngine:
         jitter = random.Random(f"{key}:{attempt}").uniform(0.0, JITTER_FRACTION * base)
         return min(base + jitter, MAX_BACKOFF_S)
 
+    def _redact_bytes(self, body: bytes) -> bytes:
+        """`_redact` on raw bytes; bytes that are not UTF-8 pass through unchanged."""
+        if self._redactor is None:
+            return body
+        text = body.decode("utf-8", "surrogateescape")
+        return self._redactor(text).encode("utf-8", "surrogateescape")
+
     def _redact(self, text: str) -> str:
         """Server text may echo the request headers back; the key must not reach a row."""
-        if self._key is None:
-            return text
-        return text.replace(self._key.reveal(), REDACTED)
+        return text if self._redactor is None else self._redactor(text)
 
 
 def _key_from_ref(ref: Any) -> str | None:
@@ -405,8 +438,3 @@ def _key_from_ref(ref: Any) -> str | None:
             f"put the key with ray.put(key.encode())"
         )
     return value.decode()
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + "..."

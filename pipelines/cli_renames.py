@@ -34,6 +34,11 @@ RENAMED: dict[str, dict[str, str]] = {
     "tiny-model": {"--seed": "--weights-seed (the weight initialisation's seed)"},
     "human-export": {"--seed": "--order-seed (the seed of the item order)"},
     "probe": {"--limit": "--max-trials (pending trials to run at most)"},
+    # Issue 26: wall-clock budgets made the audit depend on the machine's load.
+    "geobuild-solve": {
+        "--conflict-seconds": "--conflict-steps (a work budget, the same at any load)",
+        "--solve-seconds": "--restarts (the starts are bounded by their number, not by time)",
+    },
 }
 
 # command -> the flag an input that used to be positional is given with now.

@@ -6,6 +6,13 @@
 - A lock is stale when its holder is gone: on this host, its pid is not alive (or is a
   later process that reused the pid); on another host, its heartbeat is older than
   STALE_AFTER_S. A stale lock is taken over; a live one refuses the run (UsageError).
+- A lock file that is not a holder record (garbage, `"pid": "abc"`: `unreadable`) names no
+  process to check, so it is stale only when nothing has touched it for STALE_AFTER_S: a
+  live run touches its lock every HEARTBEAT_S, whatever the file holds. Younger, it refuses
+  the run with one line naming the path; older, it is taken over with a warning naming it.
+  An empty file is a run killed between creating the lock and writing it (both happen
+  under the flock that every reader takes first), so it is taken over. A directory (or
+  anything else that cannot be opened) in the lock's place refuses the run, naming it.
 - Late shards of a dead run: each shard writer carries its run's token and, just before
   its atomic rename, checks under a shared `flock` that the lock still holds that token
   (and, on the holder's host, that the holder is alive); otherwise it writes nothing. A new
@@ -74,28 +81,67 @@ def _pid_alive(pid: int, start: str | None) -> bool:
 
 
 def holder_alive(holder: dict[str, Any], mtime: float) -> bool:
-    """Whether the run recorded in a lock file may still be writing."""
+    """Whether the run recorded in a lock file (a record `unreadable` accepts) may still be
+    writing."""
     if holder.get("host") == socket.gethostname():
-        return _pid_alive(int(holder.get("pid", -1)), holder.get("pid_start"))
+        return _pid_alive(int(holder["pid"]), holder.get("pid_start"))
     return time.time() - mtime < STALE_AFTER_S
 
 
-def _read_holder(fd: int) -> dict[str, Any] | None:
+def _read_bytes(fd: int) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)
     data = b""
     while chunk := os.read(fd, 65536):
         data += chunk
-    return _parse_holder(data)
+    return data
+
+
+def _read_holder(fd: int) -> dict[str, Any] | None:
+    return _parse_holder(_read_bytes(fd))
+
+
+# The fields a holder record must have, with their types (`RunLock.record`).
+_RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    "pid": (int,),
+    "host": (str,),
+    "token": (str,),
+    "pid_start": (str, type(None)),
+}
+
+
+def unreadable(data: bytes) -> str | None:
+    """Why a lock's bytes are not a holder record (`RunLock.record`); None when they are
+    one, or empty."""
+    if not data.strip():
+        return None
+    try:
+        holder = json.loads(data)
+    except (ValueError, RecursionError):
+        return "not JSON"
+    if not isinstance(holder, dict):
+        return f"JSON {type(holder).__name__}, not an object"
+    for name, types in _RECORD_TYPES.items():
+        value = holder.get(name)
+        # bool is an int to isinstance; a pid of True is as foreign as "abc".
+        if not isinstance(value, types) or isinstance(value, bool):
+            return f"{name!r} is {_shown(value)}"
+    if holder["pid"] <= 0:
+        return f"'pid' is {holder['pid']}"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def _parse_holder(data: bytes) -> dict[str, Any] | None:
     """The holder record in a lock's bytes; None when empty (a holder killed while writing
-    it) or foreign."""
-    try:
-        holder = json.loads(data)
-    except ValueError:
+    it) or not a holder record (`unreadable`)."""
+    if not data.strip() or unreadable(data) is not None:
         return None
-    return holder if isinstance(holder, dict) else None
+    holder: dict[str, Any] = json.loads(data)
+    return holder
 
 
 @contextlib.contextmanager
@@ -128,12 +174,17 @@ def _locked(path: Path, mode: int, create: bool) -> Iterator[int | None]:
 def _read_object(path: RemotePath) -> tuple[dict[str, Any] | None, float]:
     """The holder an object-store lock names and when it was last written (None, 0 when
     there is none, or it is not a holder record)."""
+    holder, mtime, _ = _read_object_raw(path)
+    return (holder, mtime) if holder is not None else (None, 0.0)
+
+
+def _read_object_raw(path: RemotePath) -> tuple[dict[str, Any] | None, float, bytes]:
+    """`_read_object`, with the lock's bytes (b"" when there is none)."""
     try:
         data, mtime = path.read_bytes(), path.mtime() or 0.0
     except FileNotFoundError:
-        return None, 0.0
-    holder = _parse_holder(data)
-    return (holder, mtime) if holder is not None else (None, 0.0)
+        return None, 0.0, b""
+    return _parse_holder(data), mtime, data
 
 
 def _describe(holder: dict[str, Any]) -> str:
@@ -186,15 +237,35 @@ class RunLock:
         self._beat.start()
 
     def _take_object(self, path: RemotePath) -> None:
-        self._refuse_or_take_over(*_read_object(path))
+        holder, mtime, data = _read_object_raw(path)
+        self._refuse_or_take_over(holder, mtime, data)
         path.write_bytes(json.dumps(self.record()).encode())
         # Last writer wins on an object store: read back to learn whether we were last.
         holder, _ = _read_object(path)
         if holder is None or holder.get("token") != self.token:
             raise self._held(holder or {"command": "another run taking it at the same time"})
 
-    def _refuse_or_take_over(self, holder: dict[str, Any] | None, mtime: float) -> None:
-        """UsageError when a live run holds the lock; a warning when a stale one is taken."""
+    def _refuse_or_take_over(
+        self, holder: dict[str, Any] | None, mtime: float, data: bytes
+    ) -> None:
+        """UsageError when a live run holds the lock, or when an unreadable one may still be
+        a live run's (module docstring); a warning naming what a takeover replaces."""
+        why = unreadable(data)
+        if why is not None:
+            age = time.time() - mtime
+            if age < STALE_AFTER_S:
+                raise UsageError(
+                    f"{self.path} is not a run lock this program can read ({why}) and was "
+                    f"touched {age:.0f} s ago; a live run touches its lock every "
+                    f"{HEARTBEAT_S:g} s, so it is taken over only after {STALE_AFTER_S:g} s "
+                    f"untouched: if no run is writing {self.folder}, remove {self.path}"
+                )
+            log.warning(
+                "taking over the unreadable lock %s (%s): untouched for %.0f s, more than "
+                "the %g s after which no live run can hold it",
+                self.path, why, age, STALE_AFTER_S,
+            )  # fmt: skip
+            return
         if holder is not None and holder_alive(holder, mtime):
             raise self._held(holder)
         if holder is not None:
@@ -212,11 +283,18 @@ class RunLock:
         try:
             with _locked(self.path, fcntl.LOCK_EX, create=True) as fd:
                 assert fd is not None
-                holder = _read_holder(fd)
-                self._refuse_or_take_over(holder, os.fstat(fd).st_mtime)
+                data = _read_bytes(fd)
+                self._refuse_or_take_over(_parse_holder(data), os.fstat(fd).st_mtime, data)
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, json.dumps(self.record()).encode(), 0)
                 os.fsync(fd)
+        except OSError as err:  # a directory in its place, no permission, ...
+            self._remove_created_folders()
+            what = "a directory" if self.path.is_dir() else (err.strerror or type(err).__name__)
+            raise UsageError(
+                f"{self.path} cannot be used as the run lock ({what}); nothing of this "
+                f"program makes it so: move it away, then run again"
+            ) from None
         except BaseException:
             self._remove_created_folders()
             raise
@@ -286,7 +364,7 @@ def may_write(folder: Location, holder: dict[str, Any] | None, token: str) -> bo
         log.warning("%s is locked by another run now; a late shard is not written", folder)
         return False
     if holder.get("host") == socket.gethostname() and not _pid_alive(
-        int(holder.get("pid", -1)), holder.get("pid_start")
+        int(holder["pid"]), holder.get("pid_start")
     ):
         log.warning("the run writing %s is dead; a late shard is not written", folder)
         return False

@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from actors.http_reply import DEFAULT_DEADLINE_S
 from geometry.item import IMAGE_SETUPS, SETUPS
 from pipelines.suggest import did_you_mean
 
@@ -128,6 +129,14 @@ class ModelConfig(BaseModel):
         description="How the http engine bounds answers: json_schema (response_format; "
         "OpenAI's API) or grammar (the row's bounded EBNF as vLLM's structured_outputs; "
         "vLLM servers, whose JSON-schema mode lets weak models write whitespace forever).",
+    )
+    api_deadline_s: float = Field(
+        DEFAULT_DEADLINE_S,
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="http engine: seconds one row may take over all its attempts and waits "
+        "(a server that trickles bytes or hangs loses that row, as a transient error).",
     )
     chat_template_notes: str = Field("", description="Anything special about its chat template.")
     chat_template_content_format: ContentFormat | None = Field(

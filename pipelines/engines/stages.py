@@ -185,6 +185,7 @@ def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         "model": api_model(cfg),
         "api_key_env": cfg.api_key_env,
         "constraint": cfg.api_constraint,
+        "deadline_s": cfg.api_deadline_s,
     }
     if cfg.api_key_env:
         # Checked here, on the driver, before anything is written: a clear error naming

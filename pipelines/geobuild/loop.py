@@ -59,7 +59,7 @@ from pipelines.geobuild.settings import GeoBuildSettings, default
 from store.errors import UsageError
 from store.records import model_dir, write_run_record
 from store.run_lock import RunLock
-from store.settings import check_settings, write_settings
+from store.settings import SETTINGS_FILE, check_settings, write_settings
 from store.storage import Location
 
 BENCHMARK = "geobuild"
@@ -67,9 +67,12 @@ BENCHMARK = "geobuild"
 # `protocol` and `public_prompts` are recorded only for --protocol public, so the folders of
 # earlier (geosee) runs still match.
 FIXED_SETTINGS = (
-    "engine", "revision", "lang", "feedback", "with_image", "sampling", "image_size",
-    "protocol", "public_prompts",
+    "engine", "repo", "revision", "lang", "feedback", "with_image", "sampling", "image_size",
+    "max_rounds", "protocol", "public_prompts",
 )  # fmt: skip
+# Fields added to FIXED_SETTINGS by issue 26: a settings.json written before them lacks them,
+# and its folder resumes without their check rather than being refused for a None.
+LATER_SETTINGS = ("repo", "max_rounds")
 
 
 # -- the loop ------------------------------------------------------------------------------
@@ -256,12 +259,15 @@ class Loop:
         """What changes a round's requests: one choice of it per results folder."""
         return {
             "engine": self.cfg.engine,
+            "repo": self.cfg.repo,
             "revision": self.cfg.revision,
             "lang": self.lang,
             "feedback": self.feedback,
             "with_image": self.with_image,
             "sampling": self.sampling,
             "image_size": self.image_size,
+            # "round k of N" is in every prompt, and a longer run continues conversations.
+            "max_rounds": self.max_rounds,
         } | self.protocol_settings()
 
     def protocol_settings(self) -> dict[str, Any]:
@@ -269,6 +275,16 @@ class Loop:
         if self.prompts is None:
             return {}
         return {"protocol": self.protocol, "public_prompts": self.prompts.digest}
+
+    def checked_settings(self) -> tuple[str, ...]:
+        """FIXED_SETTINGS, less the LATER_SETTINGS a folder's older settings.json lacks."""
+        try:
+            stored = json.loads((self.root / SETTINGS_FILE).read_text())
+        except (OSError, ValueError):  # absent or unreadable: check_settings decides
+            return FIXED_SETTINGS
+        if not isinstance(stored, dict):
+            return FIXED_SETTINGS
+        return tuple(k for k in FIXED_SETTINGS if k in stored or k not in LATER_SETTINGS)
 
     def run(self, problems: list[Problem]) -> None:
         """Rounds 1..max_rounds; each skips what the results directory already holds."""
@@ -280,7 +296,7 @@ class Loop:
     def _run_locked(self, problems: list[Problem]) -> None:
         from pipelines.engines.ray_session import ensure_ray
 
-        check_settings(self.root, self.settings(), FIXED_SETTINGS)
+        check_settings(self.root, self.settings(), self.checked_settings())
         by_id = {p.id: p for p in problems}
         pending = self.pending_round(by_id)
         if pending is not None:

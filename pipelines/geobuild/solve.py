@@ -42,8 +42,8 @@ from typing import Any
 
 from geometry.dsl.dataset import Problem
 from geometry.dsl.public_judge import public_verdict
-from geometry.dsl.solver import Budget, SolveResult, solve_problem
-from pipelines.cli_args import output_dir, positive_int, positive_seconds, replicas_int
+from geometry.dsl.solver import MAX_NFEV, Budget, SolveResult, solve_problem
+from pipelines.cli_args import output_dir, positive_int, replicas_int
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
 from pipelines.progress import Progress
 from store.atomic import write_bytes_atomic
@@ -65,7 +65,7 @@ AUDIT_COLUMNS = (
     "broken_data",
 )
 # The settings that change a problem's result; a rerun must match them to resume.
-RESULT_SETTINGS = ("dataset_sha256", "lang", "restarts", "solve_seconds", "conflict_seconds")
+RESULT_SETTINGS = ("dataset_sha256", "lang", "restarts", "conflict_steps")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,16 +92,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="worker processes (1: run in this process)",
     )
     parser.add_argument(
-        "--solve-seconds",
-        type=positive_seconds,
-        default=Budget.solve_seconds,
-        help="per problem: no new start after this many seconds",
-    )
-    parser.add_argument(
-        "--conflict-seconds",
-        type=positive_seconds,
-        default=Budget.conflict_seconds,
-        help="per unsolved problem: time for the search for conflicting conditions",
+        "--conflict-steps",
+        type=positive_int,
+        default=Budget.conflict_steps,
+        help="per unsolved problem: residual evaluations the search for conflicting "
+        "conditions may spend (work, not seconds: the audit is the same at any load)",
     )
 
 
@@ -126,8 +121,13 @@ def run(args: argparse.Namespace) -> int:
     root = audit_dir(Path(args.out))
     if root.exists() and not root.is_dir():
         raise UsageError(f"--out {args.out}: {root} is a file; give another --out")
-    budget = Budget(args.solve_seconds, args.conflict_seconds)
+    budget = Budget(args.conflict_steps)
     ours = run_settings(args)
+    print(
+        f"solver budget: {args.restarts} starts per problem (at most {MAX_NFEV} evaluations "
+        f"per optimiser run), {budget.conflict_steps} steps of conflict search per unsolved "
+        f"problem; no wall-clock limit, so the audit does not depend on the machine's load"
+    )
     started = time.monotonic()
     with RunLock(root):
         check_settings(root, ours, RESULT_SETTINGS)
@@ -188,8 +188,7 @@ def run_settings(args: argparse.Namespace) -> dict[str, Any]:
         "dataset_sha256": hashlib.sha256(data.read_bytes()).hexdigest(),
         "lang": args.lang,
         "restarts": args.restarts,
-        "solve_seconds": args.solve_seconds,
-        "conflict_seconds": args.conflict_seconds,
+        "conflict_steps": args.conflict_steps,
     }
 
 

@@ -313,6 +313,9 @@ def run(args: argparse.Namespace) -> int:
         logged = write_sample_logs(results, cfg.name, args.log_samples)
         print(f"wrote {len(logged)} sample log(s) in {args.log_samples / model_slug(cfg.name)}")
     print(health.line())
+    hint = health.retry_hint()
+    if hint is not None:
+        print(hint)
     if health.error_rate > max_error_rate:
         log.error(health.failure(max_error_rate))
         return 1

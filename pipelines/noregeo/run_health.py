@@ -13,6 +13,7 @@ import polars as pl
 
 from pipelines.engines.model_config import ModelConfig
 from pipelines.engines.requests import SamplingConfig
+from store.records import is_transient
 
 # Above this share of engine-error rows a run has failed (evaluate's --max-error-rate
 # default; the sweep applies it to each model).
@@ -27,6 +28,7 @@ class RunHealth:
     engine_errors: int
     invalid: int  # rows the engine answered whose output does not parse
     first_error: str | None
+    final_errors: int = 0  # engine errors a default rerun does not send again
 
     @property
     def error_rate(self) -> float:
@@ -46,6 +48,19 @@ class RunHealth:
             f"{self.rows} rows in this run: engine errors {self.engine_errors} "
             f"({self.error_rate:.1%}); invalid outputs {self.invalid} of {answered} answered "
             f"({self.invalid_rate:.1%})"
+        )
+
+    def retry_hint(self) -> str | None:
+        """One line on the rows a default rerun leaves as they are (None when there are none):
+        final errors are sent again only with --retry-errors all (issue 26: a 401 or a
+        proxy's page, fixed, left a run that said "nothing to do" and no way on)."""
+        if not self.final_errors:
+            return None
+        one = self.final_errors == 1
+        rows = "row holds a final engine error" if one else "rows hold final engine errors"
+        return (
+            f"{self.final_errors} {rows}, which a rerun leaves as stored; once the cause is "
+            f"fixed (the key, the server, a proxy), rerun with --retry-errors all"
         )
 
     def failure(self, max_error_rate: float) -> str:
@@ -86,4 +101,5 @@ def run_health(
     errors = rows.filter(pl.col("engine_error").is_not_null())
     invalid = rows.filter(pl.col("engine_error").is_null() & ~pl.col("valid"))
     first = errors["engine_error"][0] if errors.height else None
-    return RunHealth(rows.height, errors.height, invalid.height, first)
+    final = sum(not is_transient(e) for e in errors["engine_error"].to_list())
+    return RunHealth(rows.height, errors.height, invalid.height, first, final)

@@ -16,10 +16,16 @@ A 200 reply without `text` or `body` carries `answer(request_json)` as the assis
 The server is bounded: after `max_requests` it answers 503 and stops, and it stops by
 itself after `lifetime_s`. It records every request (path, lower-cased headers, JSON body)
 and the most requests it ever had in flight at once.
+
+`poisoned(kind, text)` gives the reply of each class of hostile or broken server that
+issue 26 found (POISON_KINDS): text that is not encodable as UTF-8, token counts beyond
+int64 or not finite, wrong types, missing choices, huge replies, bodies that are empty,
+HTML or not UTF-8, and more.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -44,6 +50,7 @@ class Reply:
     delay_s: float = 0.0
     drop: bool = False
     usage: bool = True
+    trickle_s: float = 0.0  # > 0: the body goes one byte at a time, this long apart
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,10 @@ class LoopbackServer:
         answer: Callable[[Mapping[str, Any]], str] = echo_last_text,
         decide: Callable[[Mapping[str, Any], int], Reply | None] | None = None,
         max_requests: int = 500,
-        lifetime_s: float = 30.0,
+        # Only a safety net for a server a test forgets to stop: on a loaded machine a Ray
+        # run outlasts 30 s (measured: 476 s at load 50), and a server gone mid-run turns
+        # answered rows into connection errors.
+        lifetime_s: float = 600.0,
     ) -> None:
         self.script = list(script)
         self.then = then or Reply()
@@ -229,7 +239,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             if reply.body is None and reply.status == 200:
-                reply = Reply(200, body=owner._completion(request, reply), headers=reply.headers)
+                body = owner._completion(request, reply)
+                reply = Reply(200, body=body, headers=reply.headers, trickle_s=reply.trickle_s)
             self._send(reply)
         finally:
             with owner._lock:
@@ -246,9 +257,104 @@ class _Handler(BaseHTTPRequestHandler):
             ).encode()
         )
         self.send_response(reply.status)
-        self.send_header("Content-Type", "application/json")
+        if not any(name.lower() == "content-type" for name in reply.headers):
+            self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         for name, value in reply.headers.items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(body)
+        # A client may stop reading (a body over its limit, its deadline): not an error here.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            if not reply.trickle_s:
+                self.wfile.write(body)
+                return
+            for i in range(len(body)):
+                if self.owner._stopped.is_set():
+                    return
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+                time.sleep(reply.trickle_s)
+
+
+def completion_body(text: Any, usage: Any = None, **fields: Any) -> bytes:
+    """A chat completion's JSON bytes with `text` as the assistant content, `usage` as
+    given (None: left out) and any top-level `fields` replaced; NaN and inf are written as
+    JSON's NaN and Infinity, lone surrogates as escapes (as json.dumps does)."""
+    body: dict[str, Any] = {
+        "id": "chatcmpl-poison",
+        "object": "chat.completion",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    body.update(fields)
+    return json.dumps(body).encode()
+
+
+# The body the engine must refuse to read whole (actors.http_reply.MAX_BODY_BYTES is 8 MiB).
+HUGE_BODY_BYTES = 8 * 1024 * 1024 + 1
+# The text the engine must store cut (actors.http_reply.MAX_TEXT_CHARS is 100,000).
+LONG_TEXT_CHARS = 100_000 + 50
+RETRY_AT_ONCE = {"Retry-After": "0"}  # transient replies: retried without backoff time
+
+
+def _usage(prompt: Any, completion: Any = 1) -> dict[str, Any]:
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": 1}
+
+
+def poisoned(kind: str, text: str) -> Reply:
+    """The reply of one POISON_KINDS class; `text` is a right answer where the class keeps
+    one (bad usage, a lone surrogate appended, text past the cap)."""
+    json_body: dict[str, Callable[[], bytes]] = {
+        "lone_surrogate": lambda: completion_body(text + "\ud800", _usage(3)),
+        "tokens_beyond_int64": lambda: completion_body(text, _usage(2**70, 2**64)),
+        "nan_usage": lambda: completion_body(text, _usage(float("nan"), float("nan"))),
+        "inf_usage": lambda: completion_body(text, _usage(float("inf"), float("-inf"))),
+        "negative_usage": lambda: completion_body(text, _usage(-5, -1)),
+        "usage_wrong_types": lambda: completion_body(text, _usage("12", [1])),
+        "usage_not_an_object": lambda: completion_body(text, "lots"),
+        "long_text": lambda: completion_body(text + " " * LONG_TEXT_CHARS, _usage(3)),
+        "content_a_number": lambda: completion_body(42, _usage(3)),
+        "content_a_list": lambda: completion_body([{"type": "text", "text": text}], _usage(3)),
+        "refusal": lambda: json.dumps(
+            {"choices": [{"message": {"content": None, "refusal": "I will not"}}]}
+        ).encode(),
+        "missing_choices": lambda: json.dumps({"id": "x", "usage": _usage(3)}).encode(),
+        "empty_choices": lambda: completion_body(text, choices=[]),
+        "choices_a_string": lambda: completion_body(text, choices="many"),
+        "message_missing": lambda: completion_body(text, choices=[{"index": 0}]),
+        "json_array": lambda: b"[1, 2, 3]",
+        "nested_too_deep": lambda: b"[" * 200_000 + b"]" * 200_000,
+        "digits_beyond_parser": lambda: (
+            completion_body(text)[:-1] + b', "n": ' + b"9" * 5000 + b"}"
+        ),
+        "not_utf8": lambda: completion_body("caf").replace(b"caf", b"caf\xe9\xff"),
+        "not_json": lambda: b"{'choices': oops",
+        "huge_body": lambda: b" " * HUGE_BODY_BYTES,
+    }
+    if kind in json_body:
+        return Reply(200, body=json_body[kind]())
+    transient: dict[str, Reply] = {
+        "empty_body": Reply(200, body=b"", headers=RETRY_AT_ONCE),
+        "html_page": Reply(
+            200,
+            body=b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>",
+            headers={"Content-Type": "text/html", **RETRY_AT_ONCE},
+        ),
+        "status_408": Reply(408, headers=RETRY_AT_ONCE),
+        "status_409": Reply(409, headers=RETRY_AT_ONCE),
+        "status_425": Reply(425, headers=RETRY_AT_ONCE),
+    }
+    return transient[kind]
+
+
+POISON_KINDS = (
+    "lone_surrogate", "tokens_beyond_int64", "nan_usage", "inf_usage", "negative_usage",
+    "usage_wrong_types", "usage_not_an_object", "long_text", "content_a_number",
+    "content_a_list", "refusal", "missing_choices", "empty_choices", "choices_a_string",
+    "message_missing", "json_array", "nested_too_deep", "digits_beyond_parser", "not_utf8",
+    "not_json", "huge_body", "empty_body", "html_page", "status_408", "status_409",
+    "status_425",
+)  # fmt: skip

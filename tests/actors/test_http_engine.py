@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
@@ -14,8 +16,18 @@ from ray.data.block import BlockAccessor
 
 from actors.contract import OUTPUT_COLUMNS, image_part, text_part
 from actors.http_engine import MAX_BACKOFF_S, HTTPEngine, _retry_after_s, build_request
+from actors.http_redact import base64_runs
 from geometry.answers import grammar_for, json_schema_for
-from tests.actors.loopback_server import LoopbackServer, Reply, always, fail_first
+from tests.actors.loopback_server import (
+    LONG_TEXT_CHARS,
+    POISON_KINDS,
+    LoopbackServer,
+    Reply,
+    always,
+    echo_last_text,
+    fail_first,
+    poisoned,
+)
 
 KEY_ENV = "GEOSEE_TEST_API_KEY"
 KEY = "sk-test-9f8e7d6c5b4a-never-leak"
@@ -208,7 +220,20 @@ def test_missing_env_var_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.mark.parametrize(
     ("header", "expected"),
-    [(None, None), ("2", 2.0), ("-3", 0.0), ("soon", None), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0)],
+    [
+        (None, None),
+        ("2", 2.0),
+        ("0", 0.0),
+        ("7.5", 7.5),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a past date: at once
+        # Not sane (issue 26: these gave no backoff at all): the engine's own backoff.
+        ("-3", None),
+        ("nan", None),
+        ("inf", None),
+        ("1e400", None),
+        ("soon", None),
+        ("Wed, 99 Foo 2015", None),
+    ],
 )
 def test_retry_after_parsing(header: str | None, expected: float | None) -> None:
     assert _retry_after_s(header) == expected
@@ -399,3 +424,144 @@ def test_error_kinds_tag_what_a_rerun_may_fix() -> None:
     with LoopbackServer() as server:
         out = fast_engine(server.base_url)(bad)
     assert out["engine_error"][0].startswith("final: bad row: ") and server.requests == []
+
+
+# What each poisoned reply (loopback_server.POISON_KINDS) must become: the row's error
+# prefix, or None where the row keeps its answer (checked and normalised).
+POISON_OUTCOMES: dict[str, str | None] = {
+    "lone_surrogate": None,
+    "tokens_beyond_int64": None,
+    "nan_usage": None,
+    "inf_usage": None,
+    "negative_usage": None,
+    "usage_wrong_types": None,
+    "usage_not_an_object": None,
+    "long_text": None,
+    "content_a_number": "final: unreadable completion after 1 attempt: content is a int",
+    "content_a_list": "final: unreadable completion after 1 attempt: content is a list",
+    "refusal": "final: completion without text after 1 attempt: refusal: I will not",
+    "missing_choices": "final: unreadable completion after 1 attempt: choices is missing",
+    "empty_choices": "final: unreadable completion after 1 attempt: choices is an empty list",
+    "choices_a_string": "final: unreadable completion after 1 attempt: choices is a str",
+    "message_missing": "final: unreadable completion after 1 attempt: choices[0].message is "
+    "missing",
+    "json_array": "final: unreadable completion after 1 attempt: JSON list, not an object",
+    "nested_too_deep": "final: reply not JSON after 1 attempt: ",
+    "digits_beyond_parser": "final: reply not JSON after 1 attempt: ",
+    "not_utf8": "final: reply not UTF-8 after 1 attempt: ",
+    "not_json": "final: reply not JSON after 1 attempt: ",
+    "huge_body": "final: reply too large after 1 attempt: over 8388608 bytes",
+    "empty_body": "transient: empty reply after 3 attempts: HTTP 200 with no body",
+    "html_page": "transient: HTML page instead of a completion after 3 attempts: 502 Bad Gateway",
+    "status_408": "transient: HTTP 408 after 3 attempts",
+    "status_409": "transient: HTTP 409 after 3 attempts",
+    "status_425": "transient: HTTP 425 after 3 attempts",
+}
+ANSWER = '{"answer": "yes"}'
+
+
+def test_each_poisoned_reply_costs_its_row_only() -> None:
+    """Issue 26: one poisoned reply in fifty failed every row of every rerun. Each class
+    in one batch: every row ends as its rule says, and the batch still becomes Arrow."""
+    assert set(POISON_OUTCOMES) == set(POISON_KINDS)
+    kinds = [*POISON_KINDS, "healthy"]
+
+    def decide(request: Mapping[str, Any], attempt: int) -> Reply | None:
+        kind = echo_last_text(request)
+        return None if kind == "healthy" else poisoned(kind, ANSWER)
+
+    with LoopbackServer(decide=decide, answer=lambda r: ANSWER) as server:
+        out = fast_engine(server.base_url, max_retries=2, max_concurrency=4)(make_batch(kinds))
+    for kind, text, error in zip(kinds, out["generated_text"], out["engine_error"], strict=True):
+        expected = POISON_OUTCOMES.get(kind)
+        if expected is None:
+            assert error is None and isinstance(text, str), (kind, error)
+            text.encode("utf-8")  # encodable: the writer would raise otherwise
+            assert text.startswith(ANSWER) or kind == "lone_surrogate", (kind, text[:50])
+        else:
+            assert text is None and error.startswith(expected), (kind, error)
+            assert len(error) < 400, kind
+    by_kind = dict(zip(kinds, range(len(kinds)), strict=True))
+    assert out["generated_text"][by_kind["lone_surrogate"]] == ANSWER + "\ufffd"
+    cut = out["generated_text"][by_kind["long_text"]]
+    total = len(ANSWER) + LONG_TEXT_CHARS
+    assert cut.endswith(f"[geosee: reply cut at 100000 of {total} characters]")
+    assert len(cut) < 100_100
+    tokens = dict(zip(kinds, out["num_input_tokens"].tolist(), strict=True))
+    assert out["num_input_tokens"].dtype == np.int64
+    for kind in ("tokens_beyond_int64", "nan_usage", "inf_usage", "negative_usage"):
+        assert tokens[kind] == 0, kind
+    assert tokens["healthy"] > 0 and tokens["lone_surrogate"] == 3
+    table = BlockAccessor.batch_to_block(out)
+    assert table.num_rows == len(kinds)
+    assert table.schema.field("num_input_tokens").type == pa.int64()
+
+
+def test_a_trickling_or_hung_server_costs_a_row_its_deadline_only() -> None:
+    """Issue 26: a server trickling bytes held a row 1,085 s, a hung one 794 s per batch.
+    The row's deadline covers every attempt and wait; the error is transient (a rerun may
+    find the server well) and names the deadline. Work, not time, is asserted."""
+
+    def decide(request: Mapping[str, Any], attempt: int) -> Reply | None:
+        kind = echo_last_text(request)
+        if kind == "trickle":
+            return Reply(trickle_s=0.05)
+        return Reply(delay_s=20.0) if kind == "hung" else None
+
+    with LoopbackServer(decide=decide, lifetime_s=60) as server:
+        engine = HTTPEngine(server.base_url, "m", backoff_s=0.001, deadline_s=1.0)
+        out = engine(make_batch(["trickle", "hung", "fine"]))
+        by_prompt = {echo_last_text(r.json): 0 for r in server.requests}
+    trickle, hung, fine = out["engine_error"]
+    assert trickle.startswith("transient: reply too slow after 1 attempt: ")
+    assert "the row's deadline of 1 s" in trickle
+    assert hung.startswith("transient: ReadTimeout after 1 attempt")
+    assert "the row's deadline of 1 s" in hung
+    assert fine is None and out["generated_text"][2] == "fine"
+    assert set(by_prompt) == {"trickle", "hung", "fine"}
+
+
+@pytest.mark.parametrize(
+    "echo",
+    [
+        lambda k: k.upper(),
+        lambda k: k.swapcase(),
+        lambda k: "Authorization: Bearer " + k,
+        lambda k: quote(k, safe=""),
+        lambda k: "".join(f"%{ord(c):02x}" for c in k),  # every character escaped
+        lambda k: base64.b64encode(k.encode()).decode(),
+        lambda k: base64.b64encode(f"Authorization: Bearer {k}".encode()).decode(),
+        lambda k: base64.urlsafe_b64encode(f"x{k}yz".encode()).decode(),
+        lambda k: base64.b64encode(f"ab{k}".encode()).decode(),
+    ],
+    ids=["upper", "swapcase", "bearer", "url", "url-all", "b64", "b64-header", "b64-url", "b64-2"],
+)
+def test_the_key_is_redacted_in_any_case_and_common_encodings(
+    api_key: str, capsys: pytest.CaptureFixture[str], echo: Any
+) -> None:
+    echoed = echo(api_key)
+
+    def decide(request: Mapping[str, Any], attempt: int) -> Reply | None:
+        if echo_last_text(request) == "q0":
+            return Reply(401, body=f"bad credentials: {echoed}".encode())
+        return Reply(text=f"you sent {echoed} ok")
+
+    with LoopbackServer(decide=decide) as server:
+        engine = fast_engine(server.base_url, "m", api_key_env=KEY_ENV)
+        out = engine(make_batch(["q0", "q1"]))
+    written = str(out["engine_error"].tolist()) + str(out["generated_text"].tolist())
+    assert "[REDACTED]" in out["engine_error"][0] and "[REDACTED]" in out["generated_text"][1]
+    assert echoed not in written and api_key.lower() not in written.lower()
+    for encoded in base64_runs(api_key.encode()):
+        assert encoded not in written
+    assert echoed not in capsys.readouterr().err
+
+
+def test_an_excerpt_never_cuts_the_key_in_half(api_key: str) -> None:
+    """Redaction comes before the 200-character excerpt: cut first, a key straddling the
+    cut would leave its first characters in the row."""
+    body = ("x" * 190 + " " + api_key).encode()
+    with LoopbackServer(then=always(400, body=body)) as server:
+        out = fast_engine(server.base_url, api_key_env=KEY_ENV)(make_batch(["q"]))
+    error = out["engine_error"][0]
+    assert error.startswith("final: HTTP 400 after 1 attempt: xxx") and api_key[:8] not in error

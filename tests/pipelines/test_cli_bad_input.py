@@ -73,8 +73,8 @@ geobuild-stratify-from-missing       --stratify-from    geobuild G --stratified-
 geobuild-stratify-from-no-rows       --stratify-from    geobuild G --stratified-sample 5 --stratify-from {dir}
 geobuild-temperature-nan             --temperature      geobuild G --temperature nan
 geobuild-sampling-seed--3            --sampling-seed    geobuild G --sampling-seed -3
-geobuild-solve-solve-seconds-nan     --solve-seconds    geobuild-solve S --solve-seconds nan
-geobuild-solve-solve-seconds-0       --solve-seconds    geobuild-solve S --solve-seconds 0
+geobuild-solve-conflict-steps-0      --conflict-steps   geobuild-solve S --conflict-steps 0
+geobuild-solve-conflict-steps-float  --conflict-steps   geobuild-solve S --conflict-steps 1e5
 geobuild-solve-restarts-0            --restarts         geobuild-solve S --restarts 0
 geobuild-solve-workers-0             --workers          geobuild-solve S --workers 0
 sweep-replicas-0                     --replicas         sweep W --replicas 0
@@ -91,7 +91,7 @@ sweep-baseline-delay-nan             --baseline-delay   sweep W --baseline-delay
 sweep-item-seed--1                   --item-seed        sweep W --item-seed -1
 sweep-sampling-seed--1               --sampling-seed    sweep W --sampling-seed -1
 sweep-temperature--1                 --temperature      sweep W --temperature -1
-geobuild-solve-conflict-seconds--inf --conflict-seconds geobuild-solve S --conflict-seconds=-inf
+geobuild-solve-conflict-steps--inf   --conflict-steps   geobuild-solve S --conflict-steps=-inf
 tiny-model-weights-seed              --weights-seed     tiny-model --kind llm --out {out} --weights-seed -1
 report-min-accuracy-nan              --min-accuracy     report {dir} --out {out} --min-accuracy nan
 report-min-accuracy-101              --min-accuracy     report {dir} --out {out} --min-accuracy 101

@@ -28,10 +28,18 @@ ROWS = [
         ["--order-seed"],
     ),
     ("probe", "--limit", "probe --grid {file} --out {out} --limit 2", ["--max-trials"]),
+    (
+        "geobuild-solve",
+        "--conflict-seconds",
+        "geobuild-solve {S} --conflict-seconds 5",
+        ["--conflict-steps"],
+    ),
+    ("geobuild-solve", "--solve-seconds", "geobuild-solve {S} --solve-seconds 5", ["--restarts"]),
 ]
 REQUIRED = {
     "E": "--items {dir} --engine oracle --model o --out {out}",
     "G": "--dataset {dir} --engine hf --model m --out {out}",
+    "S": "--dataset {dir} --out {out}",
     "W": "--models {models} --out {out} --dry-run",
 }
 

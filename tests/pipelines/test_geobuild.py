@@ -13,7 +13,7 @@ import pytest
 import pipelines.cli
 from geometry.dsl.dataset import load_problems
 from pipelines.geobuild.engines import resolve_engine
-from pipelines.geobuild.loop import Loop
+from pipelines.geobuild.loop import LATER_SETTINGS, Loop
 from pipelines.geobuild.settings import GeoBuildSettings
 from tests.conftest import SHARED
 
@@ -75,10 +75,38 @@ def _rows(out: Path) -> pl.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def full_run(ray_local, script: Path, tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
+def full_out(ray_local, script: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("full")
     assert _run(out, script, "--ids", IDS, "--max-rounds", "3") == 0
-    return _rows(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def full_run(full_out: Path) -> pl.DataFrame:
+    return _rows(full_out)
+
+
+def _listing(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
+def test_a_resume_with_other_max_rounds_is_refused(
+    full_out: Path, script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 26: "round k of 4" and "of 5" conversations must not mix in one folder."""
+    before = _listing(full_out)
+    capsys.readouterr()
+    assert _run(full_out, script, "--ids", IDS, "--max-rounds", "4") == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "max_rounds=3 (now 4)" in lines[0], lines
+    assert _listing(full_out) == before
+    # A settings.json from before max_rounds was recorded resumes unchecked on it (one
+    # refused for a None would strand the folder); the run itself is done, so nothing runs.
+    path = next(full_out.glob("geobuild/model=*/settings.json"))
+    stored = json.loads(path.read_text())
+    path.write_text(json.dumps({k: v for k, v in stored.items() if k not in LATER_SETTINGS}))
+    assert _run(full_out, script, "--ids", IDS, "--max-rounds", "3") == 0
+    assert "nothing to do" in capsys.readouterr().out
 
 
 def _row(rows: pl.DataFrame, pid: str, k: int) -> dict:

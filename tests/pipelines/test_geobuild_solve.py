@@ -68,7 +68,7 @@ def dataset(tmp_path: Path) -> Path:
 
 def solve(dataset: Path, out: Path, *extra: str) -> int:
     args = ["geobuild-solve", "--dataset", str(dataset), "--out", str(out), *extra]
-    return cli.main(args + ["--restarts", "3", "--conflict-seconds", "5"])
+    return cli.main(args + ["--restarts", "3", "--conflict-steps", "20000"])
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
@@ -150,7 +150,7 @@ def test_killed_run_resumes_to_the_same_audit(
     journal = killed / "audit" / "results.jsonl"
     command = [sys.executable, "-m", "pipelines", "geobuild-solve", "--dataset", str(dataset)]
     command += ["--out", str(killed), "--workers", "1", "--restarts", "3"]
-    command += ["--conflict-seconds", "5"]
+    command += ["--conflict-steps", "20000"]
     env = os.environ | {"PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -188,10 +188,14 @@ def test_other_settings_are_refused(
 ) -> None:
     out = tmp_path / "out"
     assert solve(dataset, out, "--ids", "bad") == 0
+    # The audit states its budget, in work: the same at any machine load (issue 26).
+    assert "20000 steps of conflict search per unsolved problem" in capsys.readouterr().out
     before = (out / "audit" / "results.jsonl").read_bytes()
     args = ["geobuild-solve", "--dataset", str(dataset), "--out", str(out), "--ids", "bad"]
     assert cli.main(args + ["--restarts", "4"]) == 2
     assert "restarts=3 (now 4)" in capsys.readouterr().err
+    assert cli.main(args + ["--restarts", "3", "--conflict-steps", "9"]) == 2
+    assert "conflict_steps=20000 (now 9)" in capsys.readouterr().err
     assert (out / "audit" / "results.jsonl").read_bytes() == before
 
 

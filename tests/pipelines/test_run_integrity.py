@@ -88,6 +88,60 @@ def test_a_stale_lock_is_taken_over_and_a_live_one_is_not(
     assert not path.exists()
 
 
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"\x00\xffgarbage{", "not JSON"),
+        (b"[1, 2]", "JSON list, not an object"),
+        (b'{"pid": "abc", "host": "h", "token": "t"}', "'pid' is \"abc\""),
+        (b'{"pid": true, "host": "h", "token": "t"}', "'pid' is true"),
+        (b'{"pid": -5, "host": "h", "token": "t"}', "'pid' is -5"),
+        (b'{"pid": 1, "host": 7, "token": "t"}', "'host' is 7"),
+    ],
+)
+def test_an_unreadable_lock_is_refused_while_fresh_and_taken_over_when_stale(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, content: bytes, why: str
+) -> None:
+    """Issue 26: garbage was silently taken over, `"pid": "abc"` was a traceback. The rule:
+    no holder to check, so stale only when untouched for STALE_AFTER_S (heartbeats)."""
+    folder = tmp_path / "model=m"
+    folder.mkdir()
+    path = folder / LOCK_FILE
+    path.write_bytes(content)
+    with pytest.raises(UsageError) as err:
+        RunLock(folder).acquire()
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message and why in message, message
+    assert path.read_bytes() == content  # left as it was
+    old = time.time() - STALE_AFTER_S - 60
+    os.utime(path, (old, old))
+    with RunLock(folder) as lock:
+        assert json.loads(path.read_text())["token"] == lock.token
+    assert str(path) in caplog.text and "taking over the unreadable lock" in caplog.text
+    assert not path.exists()
+
+
+def test_an_empty_lock_is_a_run_killed_while_writing_it_and_is_taken_over(tmp_path: Path) -> None:
+    folder = tmp_path / "model=m"
+    folder.mkdir()
+    (folder / LOCK_FILE).write_bytes(b"")
+    with RunLock(folder) as lock:
+        assert json.loads((folder / LOCK_FILE).read_text())["token"] == lock.token
+
+
+def test_a_directory_in_the_locks_place_is_one_line_naming_it(
+    small_items: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    lock = model_dir(out, "noregeo", "oracle") / LOCK_FILE
+    (lock / "inside").mkdir(parents=True)
+    assert _evaluate(small_items, out) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and str(lock) in lines[0] and "a directory" in lines[0], lines
+    assert (lock / "inside").is_dir()  # nothing of the user's removed
+    assert sorted(p.name for p in lock.parent.iterdir()) == [LOCK_FILE]
+
+
 def test_a_refused_start_leaves_no_folder_behind(tmp_path: Path) -> None:
     out = tmp_path / "results"
     lock = RunLock(out / "noregeo" / "model=m")
