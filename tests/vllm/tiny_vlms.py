@@ -25,6 +25,7 @@ TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
 CONTEXT = 4096
 
 QWEN_PATCH, QWEN_MERGE = 14, 2
+QWEN_MIN_PIXELS, QWEN_MAX_PIXELS = 56 * 56, 28 * 28 * 64
 QWEN_SPECIAL = [
     "<|endoftext|>",
     "<|im_start|>",
@@ -114,13 +115,12 @@ def build_qwen2_vl(out: Path) -> Path:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = Qwen2VLForConditionalGeneration(config)
-    unit = QWEN_PATCH * QWEN_MERGE
     images = Qwen2VLImageProcessor(
         patch_size=QWEN_PATCH,
         merge_size=QWEN_MERGE,
         temporal_patch_size=2,
-        min_pixels=(2 * unit) ** 2,
-        max_pixels=unit * unit * 64,
+        min_pixels=QWEN_MIN_PIXELS,
+        max_pixels=QWEN_MAX_PIXELS,
     )
     processor = Qwen2VLProcessor(
         image_processor=images,
@@ -194,9 +194,15 @@ def expected_image_tokens(family: str, width: int, height: int) -> int:
     the processor."""
     if family == "qwen2-vl":
         unit = QWEN_PATCH * QWEN_MERGE
-        # smart_resize: each side rounded to a multiple of 28 (within min/max pixels, which
-        # the test images are).
-        h, w = (max(unit, round(side / unit) * unit) for side in (height, width))
+        # smart_resize: each side rounded to a multiple of 28, then the area scaled into
+        # [QWEN_MIN_PIXELS, QWEN_MAX_PIXELS] keeping the aspect ratio.
+        h, w = (round(side / unit) * unit for side in (height, width))
+        if h * w > QWEN_MAX_PIXELS:
+            beta = math.sqrt(height * width / QWEN_MAX_PIXELS)
+            h, w = (math.floor(side / beta / unit) * unit for side in (height, width))
+        elif h * w < QWEN_MIN_PIXELS:
+            beta = math.sqrt(QWEN_MIN_PIXELS / (height * width))
+            h, w = (math.ceil(side * beta / unit) * unit for side in (height, width))
         return (h // QWEN_PATCH) * (w // QWEN_PATCH) // QWEN_MERGE**2
     if family == "idefics3":
         scale = IDEFICS_LONGEST / max(width, height)
