@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from pipelines.engines.tiny_model import byte_bpe
 
@@ -49,6 +50,16 @@ IDEFICS_SPECIAL = [
 ]
 
 IMAGE_TOKEN = {"qwen2-vl": "<|image_pad|>", "idefics3": "<image>"}
+
+
+def _token_ids(tokenizer: Any, tokens: list[str]) -> dict[str, int]:
+    """Each token's id in `tokenizer` (every one must be a single known token)."""
+    ids = {}
+    for token in tokens:
+        found = tokenizer.convert_tokens_to_ids(token)
+        assert isinstance(found, int) and found != tokenizer.unk_token_id, token
+        ids[token] = found
+    return ids
 
 
 def _text_config(vocab: int, eos: int, pad: int, **extra: object) -> dict[str, object]:
@@ -88,7 +99,7 @@ def build_qwen2_vl(out: Path) -> Path:
         model_max_length=CONTEXT,
     )
     tokenizer.chat_template = template
-    ids = {token: tokenizer.convert_tokens_to_ids(token) for token in QWEN_SPECIAL}
+    ids = _token_ids(tokenizer, QWEN_SPECIAL)
     # M-RoPE sections sum to head_dim / 2 = 32.
     rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [8, 12, 12]}
     config = Qwen2VLConfig(
@@ -153,7 +164,7 @@ def build_idefics3(out: Path) -> Path:
         model_max_length=CONTEXT,
     )
     tokenizer.chat_template = template
-    ids = {token: tokenizer.convert_tokens_to_ids(token) for token in IDEFICS_SPECIAL}
+    ids = _token_ids(tokenizer, IDEFICS_SPECIAL)
     config = Idefics3Config(
         text_config=_text_config(len(tokenizer), ids["<end_of_utterance>"], ids["<|endoftext|>"]),
         vision_config={
