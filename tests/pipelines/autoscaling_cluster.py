@@ -67,6 +67,8 @@ FAKE_MULTINODE_TEMPLATE: dict[str, Any] = {
 HEAD_TYPE = "ray.head.default"
 OBJECT_STORE = 200 * 1024 * 1024  # per node: this machine's memory is shared
 WORKER_CPUS = 2  # logical CPUs of a GPU worker here (cluster.yaml's 96 would flood 2 cores)
+# What a probe driver prints before its result line (autoscaling_cluster.AutoscalingHead.probe).
+PROBE_MARK = "GEOSEE-PROBE "
 
 
 def gpu_worker_types(cluster_yaml: Path, max_workers: int = 1) -> dict[str, Any]:
@@ -114,28 +116,39 @@ class AutoscalingHead:
     config: dict[str, Any]
 
     def probe(self, code: str, timeout: float = 120) -> str:
-        """Run `code` in a driver joined to this cluster; its stdout (last line)."""
+        """Run `code` in a driver joined to this cluster; the last line it printed that starts
+        with PROBE_MARK, without the mark. Ray's driver prints autoscaler events on stdout
+        too, at any time up to its exit ("(autoscaler +0s) Removing 1 nodes ..."), so the
+        result is found by its mark, not by its place."""
         script = f"import ray, sys\nray.init(address={self.address!r}, logging_level='ERROR')\n"
         run = subprocess.run(
             [sys.executable, "-c", script + code],
-            env=self.env,
+            env={**self.env, "RAY_SCHEDULER_EVENTS": "0"},
             capture_output=True,
             text=True,
             timeout=timeout,
         )
         assert run.returncode == 0, run.stderr[-3000:]
-        return run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
+        marked = [
+            line.removeprefix(PROBE_MARK)
+            for line in run.stdout.splitlines()
+            if line.startswith(PROBE_MARK)
+        ]
+        assert marked, f"the probe printed no {PROBE_MARK!r} line: {run.stdout[-2000:]}"
+        return marked[-1]
 
     def alive_nodes(self) -> list[dict[str, Any]]:
         """Alive nodes with their resources (from a probe driver)."""
-        code = "import json\nprint(json.dumps([n['Resources'] for n in ray.nodes() if n['Alive']]))"
+        alive = "[n['Resources'] for n in ray.nodes() if n['Alive']]"
+        code = f"import json\nprint({PROBE_MARK!r} + json.dumps({alive}))"
         return list(json.loads(self.probe(code)))
 
     def resource_request(self) -> list[dict[str, float]]:
         """The standing `request_resources` request (autoscaler v1 keeps it in the GCS KV)."""
         code = (
             "from ray.experimental.internal_kv import _internal_kv_get\n"
-            "print((_internal_kv_get(b'autoscaler_resource_request') or b'[]').decode())"
+            f"print({PROBE_MARK!r} + "
+            "(_internal_kv_get(b'autoscaler_resource_request') or b'[]').decode())"
         )
         return list(json.loads(self.probe(code)))
 

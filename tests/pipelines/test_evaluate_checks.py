@@ -9,6 +9,7 @@ clamped, not an error.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,13 @@ def _evaluate(items: Path, engine: str, model: str, out: Path, *extra: str) -> i
     return main([*args, "--out", str(out), *extra])
 
 
+# A run's own progress lines (pipelines.progress, stderr off a terminal): not messages.
+PROGRESS_LINE = re.compile(r"^evaluate \S+: \d+(/\d+)? rows")
+
+
 def _one_line(err: str) -> str:
-    lines = err.strip().splitlines()
+    """The one message on stderr, progress lines aside."""
+    lines = [line for line in err.strip().splitlines() if not PROGRESS_LINE.match(line)]
     assert len(lines) == 1, err
     return lines[0]
 
