@@ -69,6 +69,7 @@ FAMILIES = {
         "mistral-small-3.1", "mistral3", "Mistral3ForConditionalGeneration", "[IMG]"
     ),
     "deepseek-r1-distill-qwen": Family("deepseek-r1-distill-qwen"),
+    "smollm2": Family("smollm2"),
 }
 
 CONFIG_FAMILY = {
@@ -85,6 +86,7 @@ CONFIG_FAMILY = {
     "mistral-small-3.1-24b-instruct": "mistral-small-3.1",
     "deepseek-r1-distill-qwen-7b": "deepseek-r1-distill-qwen",
     "deepseek-r1-distill-qwen-32b": "deepseek-r1-distill-qwen",
+    "smollm2-135m-instruct": "smollm2",
 }
 
 # Configs with a chat template whose real text was not found in a public source reachable
