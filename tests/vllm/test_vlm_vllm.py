@@ -39,8 +39,8 @@ def _keep_prompt_ids(ids_dir: Path) -> Callable[..., Any]:
 
     original = stages.vllm_postprocess
 
-    def wrapped(reasoning_end: str | None) -> Callable[[dict[str, Any]], dict[str, Any]]:
-        inner = original(reasoning_end)
+    def wrapped(*args: Any, **kwargs: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        inner = original(*args, **kwargs)  # whatever the stage passes it, passed on
 
         def postprocess(row: dict[str, Any]) -> dict[str, Any]:
             ids = [int(i) for i in row["prompt_token_ids"]]
