@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
+from typing import IO
 
 from store.shards import shard_files
 from store.storage import Location
@@ -26,24 +26,19 @@ def free_ports(n: int) -> list[int]:
     return ports
 
 
-def descendants(root: int) -> list[int]:
-    """Pids under `root` (from /proc): the GCS, raylet and workers this test process started."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # gone since the listing
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # field 4, after the parenthesised name
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+def _start_evaluate(args: list[str], err: IO[bytes], sigint: bool = False) -> subprocess.Popen:
+    """`python -m pipelines evaluate ARGS` in its own session (so the whole group can be
+    signalled), stderr to `err`; with `sigint`, SIGINT restored to its default in the child
+    (a background job of a non-interactive shell starts with it ignored)."""
+    restore = (lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if sigint else None
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipelines", "evaluate", *args],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=err,
+        start_new_session=True,
+        preexec_fn=restore,
+    )
 
 
 def kill_evaluate_after(
@@ -54,13 +49,7 @@ def kill_evaluate_after(
     `root`, or the run ended, or `timeout_s` passed. Returns which: "killed", or what
     happened instead with the end of the run's stderr, for the caller's assertion message."""
     with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pipelines", "evaluate", *args],
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            start_new_session=True,
-        )
+        proc = _start_evaluate(args, err)
         deadline = time.monotonic() + timeout_s
         outcome = f"no {shards} shards under {root} in {timeout_s:.0f} s"
         try:
@@ -91,14 +80,7 @@ def interrupt_evaluate_after(
     SIGINT is restored to its default in the child: a background job of a non-interactive
     shell starts with it ignored, and Python would then never raise KeyboardInterrupt."""
     with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pipelines", "evaluate", *args],
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            start_new_session=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )
+        proc = _start_evaluate(args, err, sigint=True)
         deadline = time.monotonic() + timeout_s
         try:
             while time.monotonic() < deadline and proc.poll() is None:

@@ -26,8 +26,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines.engines.ray_reaper import descendants
 from tests.conftest import REPO
-from tests.pipelines.processes import descendants, free_ports
+from tests.pipelines.processes import free_ports
 
 VENV_BIN = Path(sys.executable).parent
 HEAD_IP = "127.0.0.1"  # drivers started without --node-ip-address join the head's address

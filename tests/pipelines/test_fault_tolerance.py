@@ -15,6 +15,7 @@ import pytest
 
 from geometry.item import SETUPS
 from pipelines.engines.model_config import resolve_model
+from pipelines.engines.ray_reaper import descendants
 from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.stages import EngineOptions, oracle_actor_stage
 from pipelines.noregeo.evaluate import evaluate
@@ -22,7 +23,6 @@ from pipelines.noregeo.generate import generate
 from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.noregeo.summarize import load_results
 from store.records import model_dir
-from tests.pipelines.processes import descendants
 
 TASKS = ["C-BCT-CT", "U-PAP-PT"]
 PER_TASK = 8

@@ -26,6 +26,7 @@ import pytest
 
 from geometry.item import SETUPS
 from pipelines.engines.model_config import load_configs
+from pipelines.engines.ray_reaper import descendants
 from pipelines.engines.requests import SamplingConfig
 from pipelines.noregeo.generate import MANIFEST
 from pipelines.sweep.plan import expected_keys
@@ -33,7 +34,6 @@ from pipelines.sweep.run import _materialise
 from store.records import model_dir
 from store.storage import Location, children, location
 from tests.conftest import REPO
-from tests.pipelines.processes import descendants
 from tests.pipelines.raw_shards import raw_keys
 from tests.pipelines.ray_nodes import Node, ray_cluster, raylet
 from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
