@@ -122,10 +122,17 @@ def byte_bpe(special_tokens: list[str]) -> Any:
 
 def _train_tokenizer(chat_template: str, max_positions: int = MAX_POSITIONS) -> Any:
     """A byte-level BPE tokenizer wrapped as a transformers fast tokenizer."""
+    from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
 
+    bpe = byte_bpe([PAD, BOS, EOS, IMAGE])
+    # Every text gets BOS, as Llama-3's tokenizer.json does while its template writes BOS
+    # too: what is not encoded with add_special_tokens=False then shows a second BOS.
+    bpe.post_processor = processors.TemplateProcessing(
+        single=f"{BOS} $A", pair=f"{BOS} $A {BOS} $B", special_tokens=[(BOS, bpe.token_to_id(BOS))]
+    )
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=byte_bpe([PAD, BOS, EOS, IMAGE]),
+        tokenizer_object=bpe,
         bos_token=BOS,
         eos_token=EOS,
         pad_token=PAD,

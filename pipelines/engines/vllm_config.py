@@ -10,15 +10,12 @@ remote-code setting are spelled out here for every stage that loads the model.
 
 from __future__ import annotations
 
-import os
+import json
 from pathlib import Path
 from typing import Any
 
 from pipelines.engines.model_config import ModelConfig, hub_revision
-
-# Files the CPU stages read (tokenizer, processor, chat template, config, remote code): a
-# pinned revision is snapshotted with these only, never the weights.
-TOKENIZER_FILES = ("*.json", "*.jinja", "*.model", "*.txt", "*.tiktoken", "*.py")
+from pipelines.engines.plain_tokenizer import TOKENIZER_FILES, plain_tokenizer, staged_copy
 
 # Engine kwargs that are also fields of vLLM's `ModelConfig`, which the prepare-multimodal
 # stage builds on its own: the same model, revision and tokenizer as the engine's.
@@ -130,31 +127,28 @@ def tokenizer_source(cfg: ModelConfig) -> str | None:
 def regex_fixed_copy(source: Path) -> Path:
     """A copy of `source`'s tokenizer files whose tokenizer_config.json sets
     `fix_mistral_regex: true`, in the Hugging Face cache, named by the files' digest."""
-    import hashlib
-    import json
-    import shutil
 
-    from huggingface_hub.constants import HF_HUB_CACHE
-
-    files = sorted(p for pattern in TOKENIZER_FILES for p in source.glob(pattern) if p.is_file())
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    target = Path(HF_HUB_CACHE) / "geosee-fixed-tokenizers" / digest.hexdigest()[:16]
-    config_path = target / "tokenizer_config.json"
-    if not config_path.is_file():
-        staging = target.with_name(target.name + f".{os.getpid()}.tmp")
-        staging.mkdir(parents=True, exist_ok=True)
-        for path in files:
-            shutil.copyfile(path, staging / path.name)
-        staged = staging / "tokenizer_config.json"
+    def ask_for_the_fix(folder: Path) -> None:
+        staged = folder / "tokenizer_config.json"
         config = json.loads(staged.read_text()) if staged.is_file() else {}
         staged.write_text(json.dumps({**config, "fix_mistral_regex": True}, indent=2))
-        try:
-            staging.rename(target)  # atomic: a reader sees all the files or none
-        except OSError:  # another process made it first: the same bytes
-            shutil.rmtree(staging, ignore_errors=True)
-    return target
+
+    return staged_copy(source, "geosee-fixed-tokenizers", ask_for_the_fix)
+
+
+def tokenize_stage_source(cfg: ModelConfig, stages_source: str | None) -> str:
+    """The tokenizer Ray's tokenize stage loads: the stages' own (`stages_source`, else the
+    model's; a hub repo's tokenizer files are fetched here, without weights) or, when that
+    tokenizer adds special tokens to every text, a copy that does not (plain_tokenizer.py)."""
+    source = Path(stages_source or cfg.repo)
+    if not source.is_dir():
+        from huggingface_hub import snapshot_download
+
+        revision = hub_revision(cfg.revision)
+        patterns = list(TOKENIZER_FILES)
+        source = Path(snapshot_download(cfg.repo, revision=revision, allow_patterns=patterns))
+    plain = plain_tokenizer(source, cfg.trust_remote_code)
+    return str(plain or source)
 
 
 # CPU share of the chat-template, tokenize and prepare-multimodal actors. Ray
@@ -207,7 +201,12 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
             "chat_template_content_format": cfg.content_format,
         },
         chat_template_stage=chat,
-        tokenize_stage={"enabled": True, **per_stage},
+        # Its own tokenizer: one that adds no special tokens to the rendered prompt.
+        tokenize_stage={
+            "enabled": True,
+            "num_cpus": CPU_STAGE_CPUS,
+            "model_source": tokenize_stage_source(cfg, source),
+        },
         # vLLM detokenizes every reply already (SamplingParams.detokenize, on by default),
         # with the engine's own tokenizer; Ray's stage would decode the same tokens again
         # in one more actor hop. Its text is vLLM's (tests/vllm check they are the same).

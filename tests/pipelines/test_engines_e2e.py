@@ -121,6 +121,30 @@ def test_http_engine_never_writes_the_key(
     assert _files_holding(session, KEY.encode()) == []
 
 
+@pytest.fixture
+def hub(monkeypatch: pytest.MonkeyPatch, tiny_llm_dir: Path, tmp_path: Path) -> list[Any]:
+    """The hub's tokenizer files, offline: `snapshot_download` answers with a copy of the
+    tiny model's tokenizer per (repo, revision) asked, and records what was asked."""
+    import shutil
+
+    import huggingface_hub
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    asked: list[Any] = []
+
+    def snapshot(repo: str, revision: str | None, allow_patterns: list[str]) -> str:
+        asked.append((repo, revision))
+        assert not any(p.endswith(".safetensors") for p in allow_patterns)  # no weights
+        folder = tmp_path / "snapshots" / str(revision)
+        if not folder.is_dir():
+            shutil.copytree(tiny_llm_dir, folder, ignore=shutil.ignore_patterns("*.safetensors"))
+        return str(folder)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot)
+    return asked
+
+
 VLLM_CFG = ModelConfig(
     name="qwen-vl",
     repo="Qwen/Qwen2.5-VL-7B-Instruct",
@@ -131,7 +155,7 @@ VLLM_CFG = ModelConfig(
 )
 
 
-def test_vllm_processor_builds_on_cpu_with_xgrammar_and_a_fixed_pool() -> None:
+def test_vllm_processor_builds_on_cpu_with_xgrammar_and_a_fixed_pool(hub: list[Any]) -> None:
     from ray.data.llm import build_processor
 
     config = vllm_processor_config(
@@ -150,26 +174,23 @@ PINNED = VLLM_CFG.model_copy(
 
 
 def test_vllm_revision_and_remote_code_reach_every_stage_that_loads_the_model(
-    monkeypatch: pytest.MonkeyPatch,
+    hub: list[Any], tmp_path: Path
 ) -> None:
     """Ray 2.60 gives the CPU stages only a model source and trust_remote_code, and the
     prepare-multimodal stage only its model_config_kwargs: each must still see the pin."""
-    import huggingface_hub
-
-    snapshots: list[tuple[str, str]] = []
-
-    def snapshot(repo: str, revision: str, allow_patterns: list[str]) -> str:
-        snapshots.append((repo, revision))
-        assert not any(p.endswith(".safetensors") for p in allow_patterns)  # no weights
-        return f"/hf/snapshots/{revision}"
-
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot)
     processor = build_vllm_processor(PINNED, EngineOptions())
     stages = {name: stage.fn_constructor_kwargs for name, stage in processor.stages.items()}
-    assert snapshots == [(PINNED.repo, "0123abcd")]
+    assert set(hub) == {(PINNED.repo, "0123abcd")}
     assert "DetokenizeStage" not in stages  # vLLM's own text: no second decode
+    pinned = str(tmp_path / "snapshots" / "0123abcd")
+    assert stages["ChatTemplateStage"]["model"] == pinned
+    # The tokenize stage's copy of the pinned files adds no BOS (test_plain_tokenizer.py).
+    plain = Path(stages["TokenizeStage"]["model"])
+    assert plain.parent == tmp_path / "cache" / "geosee-plain-tokenizers"
+    assert (plain / "chat_template.jinja").read_text() == Path(
+        pinned, "chat_template.jinja"
+    ).read_text()
     for name in ("ChatTemplateStage", "TokenizeStage"):
-        assert stages[name]["model"] == "/hf/snapshots/0123abcd", name
         assert stages[name]["trust_remote_code"] is True, name
     mm = stages["PrepareMultimodalStage"]["model_config_kwargs"]
     assert mm["model"] == PINNED.repo
@@ -183,7 +204,9 @@ def test_vllm_revision_and_remote_code_reach_every_stage_that_loads_the_model(
 
 
 @pytest.mark.parametrize(("given", "expected"), [(None, "openai"), ("string", "string")])
-def test_vllm_content_format_reaches_the_multimodal_stage(given: str | None, expected: str) -> None:
+def test_vllm_content_format_reaches_the_multimodal_stage(
+    hub: list[Any], given: str | None, expected: str
+) -> None:
     """Ray 2.60's prepare-multimodal stage renders content as "string" unless told, which
     empties the prompt of llava-style templates (tests/vllm/test_chat_templates.py); the
     chat-template stage takes no format and renders what that stage hands it."""
@@ -193,12 +216,14 @@ def test_vllm_content_format_reaches_the_multimodal_stage(given: str | None, exp
     assert kwargs["chat_template_content_format"] == expected
 
 
-def test_vllm_unpinned_revision_loads_the_repo_itself() -> None:
+def test_vllm_unpinned_revision_loads_the_repo_itself(hub: list[Any]) -> None:
     config = vllm_processor_config(VLLM_CFG, EngineOptions(), has_images=True)
-    assert config.engine_kwargs["revision"] is None  # "main": no pin, nothing snapshotted
+    assert config.engine_kwargs["revision"] is None  # "main": no pin
     assert config.chat_template_stage["enabled"] and "model_source" not in (
         config.chat_template_stage
     )
+    # Only the tokenize stage's tokenizer is fetched (to check what it adds), not pinned.
+    assert hub == [(VLLM_CFG.repo, None)]
 
 
 QWEN3 = ModelConfig(
@@ -210,7 +235,9 @@ QWEN3 = ModelConfig(
 )
 
 
-def test_vllm_reasoning_model_thinks_before_its_grammar(tiny_thinking_dir: Path) -> None:
+def test_vllm_reasoning_model_thinks_before_its_grammar(
+    hub: list[Any], tiny_thinking_dir: Path
+) -> None:
     config = vllm_processor_config(QWEN3, EngineOptions(), has_images=False)
     structured = config.engine_kwargs["structured_outputs_config"]
     assert structured == {"backend": "xgrammar", "reasoning_parser": "qwen3"}

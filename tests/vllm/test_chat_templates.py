@@ -188,6 +188,7 @@ def stage_settings(cfg: ModelConfig, monkeypatch: pytest.MonkeyPatch) -> StageSe
 
     # A pinned revision would snapshot the hub's tokenizer files; none are reachable here.
     monkeypatch.setattr(vllm_config, "tokenizer_source", lambda cfg: None)
+    monkeypatch.setattr(vllm_config, "tokenize_stage_source", lambda cfg, source: cfg.repo)
     config = vllm_processor_config(cfg, EngineOptions(), cfg.modality == "image-text")
     mm = resolve_stage_config(config.prepare_multimodal_stage, PrepareMultimodalStageConfig)
     chat = resolve_stage_config(config.chat_template_stage, ChatTemplateStageConfig)

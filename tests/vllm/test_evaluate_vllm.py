@@ -61,6 +61,7 @@ def test_vllm_saw_the_question_as_text_not_a_repr(
     (which the string-only template prints as a repr, as Llama-3.x/Qwen2.5 templates do)."""
     from transformers import AutoTokenizer
 
+    from actors.contract import prompt_ids_digest
     from pipelines.engines.requests import build_messages
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_llm_dir)
@@ -70,7 +71,14 @@ def test_vllm_saw_the_question_as_text_not_a_repr(
         return len(tokenizer(prompt, add_special_tokens=False)["input_ids"]), prompt
 
     for row in text_rows.iter_rows(named=True):
-        as_text, prompt = tokens(build_messages(row["system_prompt"], row["prompt"], None, True))
+        messages = build_messages(row["system_prompt"], row["prompt"], None, True)
+        # The ids vLLM received are the template's own, with its one BOS (the tiny tokenizer
+        # also prepends BOS to any text, as Llama-3's does: test_plain_tokenizer.py).
+        ids = tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+        assert row["prompt_ids_sha256"] == prompt_ids_digest(ids), row["item_id"]
+        as_text, prompt = tokens(messages)
         as_parts, leaked = tokens(build_messages(row["system_prompt"], row["prompt"], None, False))
         assert row["prompt"] in prompt and "'type'" not in prompt
         assert "'type'" in leaked  # the shape the fix removed would have leaked a repr
