@@ -9,14 +9,15 @@ other in this process:
 2. pipeline: `pipelines.noregeo.evaluate.evaluate` with the `vllm` stage (Ray's `ray.data.llm`
    processor: chat template, tokenize, engine; then scoring and Parquet shards).
 
-Printed: the engine load (bare), the pipeline's time to its first shard (Ray and actor
-start-up, vLLM's import and engine load in the actor, the first batch) and from there to
-the end, the fixed cost beyond the bare load (an upper bound: first shard less the bare
-load), and the load-adjusted ratio ((pipeline wall - bare load) / bare generation). The
-shards' write times cannot give a per-row rate: with 512 rows in flight per engine they
-land in bursts (measured: a "slope" 5x faster than bare vLLM). Goals (issue 25):
-load-adjusted ratio at most 1.25, fixed cost under 10 s. Needs .venv-vllm:
-  .venv-vllm/bin/python bench/vllm.py [--model DIR] [--rows 2500] [--max-tokens 32]
+The pipeline runs twice, on a few rows (one per task) and on all of them, each run loading
+its own engine as `evaluate` does; Ray itself is started before either and timed apart.
+Pipeline time is then fixed + rows x per-row: the two runs give both (a two-point fit),
+and the fixed cost beyond the bare engine load is what the pipeline adds before its rows
+(actor start-up, vLLM's import in the actor, the processor's stages, the first batch's
+latency). Printed beside them: the load-adjusted ratio ((pipeline wall - bare load) / bare
+generation) and the per-row ratio. Goals (issue 25): load-adjusted ratio at most 1.25,
+fixed cost under 10 s beyond the engine load. Needs .venv-vllm:
+  .venv-vllm/bin/python bench/vllm.py [--model DIR] [--rows 2500] [--few-rows 25]
 """
 
 from __future__ import annotations
@@ -87,10 +88,19 @@ def bare(cfg: ModelConfig, rows: list[dict[str, Any]]) -> tuple[float, float]:
     return loaded - start, done - loaded
 
 
-def first_shard_s(shards: list[Path], start_wall: float) -> float:
-    """Seconds from the pipeline's start to its first shard on disk: Ray and actor start-up,
-    the engine load in its actor, and the first batch."""
-    return min(p.stat().st_mtime for p in shards) - start_wall
+def pipeline_s(files: list[Path], cfg: ModelConfig, run: EvaluateSettings, out: Path) -> float:
+    """Seconds `evaluate` takes over the rows in `files` (a fresh engine, as every run)."""
+    start = time.perf_counter()
+    written = evaluate(files, cfg, run, out)
+    took = time.perf_counter() - start
+    assert written == sum(pq.read_metadata(f).num_rows for f in files), written
+    return took
+
+
+def text_items(work: Path, name: str, per_task: int) -> list[Path]:
+    """The text setup of every task, `per_task` items each, generated under work/name."""
+    generate(work / name, list(all_tasks()), per_task, seed=0, setups=["text"], image_size=128)
+    return sorted((work / name).glob("part-*.parquet"))
 
 
 def main() -> None:
@@ -105,48 +115,48 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=EngineOptions().batch_size)
     args = parser.parse_args()
+    parser.add_argument("--few-rows", type=int, default=25, help="the small run's rows")
+    args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-vllm-"))
     model = args.model or build_tiny_model("llm", work / "tiny-llm", seed=0)
     cfg = resolve_model("vllm", str(model))
     tasks = list(all_tasks())
     per_task = max(1, math.ceil(args.rows / len(tasks)))
-    generate(work / "items", tasks, per_task, seed=0, setups=["text"], image_size=128)
-    files = sorted((work / "items").glob("part-*.parquet"))
+    few_per_task = max(1, args.few_rows // len(tasks))
+    files, few_files = text_items(work, "items", per_task), text_items(work, "few", few_per_task)
     sampling = SamplingConfig(temperature=0.0, max_tokens=args.max_tokens, seed=0)
     rows = request_rows(files, cfg.repo, sampling)
+    n, few = len(rows), len(request_rows(few_files, cfg.repo, sampling))
 
     load_s, bare_s = bare(cfg, rows)
 
+    start = time.perf_counter()
     ensure_ray(num_cpus=2)
-    start, start_wall = time.perf_counter(), time.time()
-    opts = EngineOptions(batch_size=args.batch_size)
-    # Small shards (about 20 in all), whose write times trace the steady state.
-    shard_rows = max(1, len(rows) // 20)
+    ray_s = time.perf_counter() - start
     run = EvaluateSettings(
-        tasks=tasks, setups=["text"], sampling=sampling, engine_options=opts, shard_rows=shard_rows
+        tasks=tasks,
+        setups=["text"],
+        sampling=sampling,
+        engine_options=EngineOptions(batch_size=args.batch_size),
     )
-    written = evaluate(files, cfg, run, work / "out")
-    pipe_s = time.perf_counter() - start
-    assert written == len(rows), (written, len(rows))
+    few_s = pipeline_s(few_files, cfg, run, work / "out-few")
+    all_s = pipeline_s(files, cfg, run, work / "out")
+    per_row_s = (all_s - few_s) / (n - few)
+    fixed_s = few_s - few * per_row_s
 
-    n = len(rows)
-    shards = sorted((work / "out").rglob("part-*.parquet"))
-    first = first_shard_s(shards, start_wall)
     print(
-        f"rows: {n} (text setup, {per_task} per task, max_tokens {args.max_tokens}, "
+        f"rows: {n} and {few} (text setup, max_tokens {args.max_tokens}, "
         f"batch size {args.batch_size}); model {cfg.repo}"
     )
     print(f"engine load (bare vllm.LLM, vLLM already imported): {load_s:.1f} s")
     print(f"bare vllm.LLM.chat: {bare_s:.1f} s, {1000 * bare_s / n:.2f} ms/row")
-    print(f"pipeline evaluate --engine vllm: {pipe_s:.1f} s wall, {len(shards)} shards")
-    print(f"  start to first shard (start-up, engine load, first batch): {first:.1f} s")
-    print(f"  first shard to end: {pipe_s - first:.1f} s")
-    print(f"fixed cost beyond the bare engine load: {first - load_s:.1f} s (upper bound)")
-    print(f"load-adjusted ratio bare/pipeline: {(pipe_s - load_s) / bare_s:.2f}x")
-    print(
-        "vLLM's own log lines ('init engine ... took', the engine core's start) time the "
-        "pipeline's engine load exactly; the machine's load changes every figure here"
-    )
+    print(f"ray start (once, before both pipeline runs): {ray_s:.1f} s")
+    print(f"pipeline evaluate --engine vllm: {few_s:.1f} s for {few} rows, {all_s:.1f} s for {n}")
+    print(f"  per row (two-point fit): {1000 * per_row_s:.2f} ms; fixed: {fixed_s:.1f} s")
+    print(f"fixed cost beyond the bare engine load: {fixed_s - load_s:.1f} s")
+    print(f"per-row ratio pipeline/bare: {per_row_s / (bare_s / n):.2f}x")
+    print(f"load-adjusted ratio bare/pipeline: {(all_s - load_s) / bare_s:.2f}x")
+    print("the machine's load changes every figure here: run it on idle cores")
 
 
 if __name__ == "__main__":  # vLLM spawns its engine core: the guard keeps it from re-running
