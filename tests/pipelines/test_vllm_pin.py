@@ -41,3 +41,24 @@ def ray_llm_vllm_pin() -> str:
 def test_cpu_profile_runs_the_vllm_ray_llm_pins() -> None:
     assert importlib.metadata.version("ray") == "2.60.0"  # the cluster's Ray (pyproject)
     assert makefile_vllm_version() == ray_llm_vllm_pin()
+
+
+def test_cpu_profile_transformers_is_one_the_gpu_extra_allows() -> None:
+    """constraints-vllm.txt pins the transformers the CPU vLLM tests run (the Llava family
+    runs through vLLM with it: tests/vllm/test_vlm_vllm.py); the gpu extra must allow that
+    release, so both profiles stay below the rename that breaks vLLM 0.29's Llava."""
+    import tomllib
+
+    pins = [
+        Requirement(line)
+        for line in (REPO / "constraints-vllm.txt").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    (cpu,) = [r for r in pins if r.name == "transformers"]
+    (spec,) = cpu.specifier
+    assert spec.operator == "==", cpu
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extra = [Requirement(d) for d in project["optional-dependencies"]["gpu"]]
+    (gpu,) = [r for r in extra if r.name == "transformers"]
+    assert gpu.specifier.contains(spec.version), (str(gpu), spec.version)
+    assert not gpu.specifier.contains("5.17.0")  # the first release without the class

@@ -1,8 +1,7 @@
 """`evaluate --engine vllm` end to end on vLLM's CPU build: the project's own vllm stage
 (Ray's `ray.data.llm` processor, xgrammar) with a tiny random LM.
 
-Image-text models through the same stage: test_vlm_vllm.py (Qwen2-VL and Idefics3; the
-Llava family does not import in vLLM 0.29 with transformers 5.x, docs/engines.md)."""
+Image-text models through the same stage: test_vlm_vllm.py (Qwen2-VL, Idefics3, Llava-1.5)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Tiny random image-text models of two families (Qwen2-VL; Idefics3, SmolVLM's architecture)
-through `evaluate --engine vllm`: the project's own vllm stage on vLLM's CPU build.
+"""Tiny random image-text models of three families (Qwen2-VL; Idefics3, SmolVLM's
+architecture; Llava-1.5) through `evaluate --engine vllm`: the project's own vllm stage on
+vLLM's CPU build.
 
 One engine load per family (a module-scoped run): 5 tasks x 2 items in the text, dotted and
 full setups. Per row, the prompt token ids vLLM received (Ray's `prompt_token_ids`, kept by a
@@ -25,7 +26,7 @@ from pipelines.cli import main
 from pipelines.noregeo.summarize import load_results
 from tests.vllm.tiny_vlms import BUILDERS, IMAGE_TOKEN, expected_image_tokens
 
-# Two engine loads of 60-90 s each on an idle 2-core machine, several minutes when busy.
+# Three engine loads of 60-90 s each on an idle 2-core machine, several minutes when busy.
 pytestmark = pytest.mark.timeout(2400)
 
 # One task of each answer type and category mix (choice, number, point).

@@ -1,4 +1,4 @@
-"""Tiny random image-text models of two vLLM families, built offline for tests/vllm.
+"""Tiny random image-text models of three vLLM families, built offline for tests/vllm.
 
 Each keeps its family's real contract: the real chat template (tests/fixtures/chat_templates/,
 sources in its README), the real processor classes and their placeholder tokens, and a
@@ -9,6 +9,9 @@ vLLM's CPU attention refuses smaller heads) and the weights random (seed 0).
 - Idefics3 (SmolVLM's architecture: SigLIP-style tower, pixel-shuffle connector, Llama LM):
   32 px tiles of 8 px patches, pixel shuffle 2, images split into tiles after scaling their
   longest edge to 64 px, plus one global tile.
+- Llava-1.5 (CLIP tower, MLP projector, Llama LM): the CLIP processor resizes the shortest
+  side to 56 px and centre-crops 56 x 56; patch 14; the "default" feature strategy drops the
+  CLS position, so every image is (56 / 14)^2 = 16 placeholders whatever its size.
 
 `expected_image_tokens` recomputes each family's placeholder count from these numbers and
 the processors' published resize rules, apart from vLLM and transformers.
@@ -49,7 +52,10 @@ IDEFICS_SPECIAL = [
     *[f"<row_{i}_col_{j}>" for i in range(1, 7) for j in range(1, 7)],
 ]
 
-IMAGE_TOKEN = {"qwen2-vl": "<|image_pad|>", "idefics3": "<image>"}
+LLAVA_IMAGE, LLAVA_PATCH = 56, 14
+LLAVA_SPECIAL = ["<s>", "</s>", "<image>", "<pad>"]
+
+IMAGE_TOKEN = {"qwen2-vl": "<|image_pad|>", "idefics3": "<image>", "llava-1.5": "<image>"}
 
 
 def _token_ids(tokenizer: Any, tokens: list[str]) -> dict[str, int]:
@@ -196,7 +202,86 @@ def build_idefics3(out: Path) -> Path:
     return out
 
 
-BUILDERS = {"qwen2-vl": build_qwen2_vl, "idefics3": build_idefics3}
+def build_llava(out: Path) -> Path:
+    """A tiny random Llava-1.5 with the real llava-1.5 chat template."""
+    import torch
+    from transformers import (
+        CLIPImageProcessor,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
+    )
+
+    template = (TEMPLATES / "llava-1.5.jinja").read_text(encoding="utf-8")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=byte_bpe(LLAVA_SPECIAL),
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        extra_special_tokens={"image_token": "<image>"},
+        model_max_length=CONTEXT,
+    )
+    tokenizer.chat_template = template
+    ids = _token_ids(tokenizer, LLAVA_SPECIAL)
+    config = LlavaConfig(
+        text_config={
+            "model_type": "llama",
+            **_text_config(len(tokenizer), ids["</s>"], ids["<pad>"]),
+        },
+        vision_config={
+            "model_type": "clip_vision_model",
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 1,
+            "image_size": LLAVA_IMAGE,
+            "patch_size": LLAVA_PATCH,
+            "projection_dim": 64,
+        },
+        image_token_index=ids["<image>"],
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-2,
+        image_seq_length=(LLAVA_IMAGE // LLAVA_PATCH) ** 2,
+        tie_word_embeddings=True,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = LlavaForConditionalGeneration(config)
+    images = CLIPImageProcessor(
+        size={"shortest_edge": LLAVA_IMAGE}, crop_size={"height": LLAVA_IMAGE, "width": LLAVA_IMAGE}
+    )
+    processor = LlavaProcessor(
+        image_processor=images,
+        tokenizer=tokenizer,
+        patch_size=LLAVA_PATCH,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=template,
+    )
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    _as_the_hub_stores_clip(out / "model.safetensors")
+    return out
+
+
+def _as_the_hub_stores_clip(weights: Path) -> None:
+    """Rename the CLIP tower's weights as llava-hf's checkpoints (saved by transformers 4.x)
+    store them, `vision_tower.vision_model.*`, which is what vLLM 0.29's Llava loads;
+    transformers 5.16 saves them one level up (`vision_tower.embeddings...`), a name vLLM
+    refuses ("no module or parameter named 'vision_tower.embeddings'", seen here)."""
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(weights)
+    tower, hub = "vision_tower.", "vision_tower.vision_model."
+    renamed = {
+        (hub + key[len(tower) :] if key.startswith(tower) and not key.startswith(hub) else key): t
+        for key, t in tensors.items()
+    }
+    save_file(renamed, weights, metadata={"format": "pt"})
+
+
+BUILDERS = {"qwen2-vl": build_qwen2_vl, "idefics3": build_idefics3, "llava-1.5": build_llava}
 
 
 def expected_image_tokens(family: str, width: int, height: int) -> int:
@@ -222,4 +307,7 @@ def expected_image_tokens(family: str, width: int, height: int) -> int:
         per_tile = (IDEFICS_TILE // IDEFICS_PATCH) ** 2 // IDEFICS_SHUFFLE**2
         # The split tiles, then one global tile (no split when the image fits one tile).
         return (tiles + 1 if tiles > 1 else 1) * per_tile
+    if family == "llava-1.5":
+        # Resize and centre-crop to one square: the count does not depend on the image.
+        return (LLAVA_IMAGE // LLAVA_PATCH) ** 2
     raise ValueError(f"unknown family {family!r}")
