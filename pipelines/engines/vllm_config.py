@@ -14,11 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pipelines.engines.hub_model import TOKENIZER_FILES
 from pipelines.engines.model_config import ModelConfig, hub_revision
-
-# Files the CPU stages read (tokenizer, processor, chat template, config, remote code): a
-# pinned revision is snapshotted with these only, never the weights.
-TOKENIZER_FILES = ("*.json", "*.jinja", "*.model", "*.txt", "*.tiktoken", "*.py")
 
 # Engine kwargs that are also fields of vLLM's `ModelConfig`, which the prepare-multimodal
 # stage builds on its own: the same model, revision and tokenizer as the engine's.
@@ -118,7 +115,7 @@ def tokenizer_source(cfg: ModelConfig) -> str | None:
     revision = hub_revision(cfg.revision)
     if revision is None and not cfg.fix_mistral_regex:
         return None
-    source = Path(cfg.repo)
+    source = Path(cfg.source)  # a hub id's snapshot is a folder already
     if not source.is_dir():
         from huggingface_hub import snapshot_download
 
@@ -192,7 +189,7 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
         chat["chat_template_kwargs"] = {"enable_thinking": cfg.enable_thinking}
     model_config_kwargs = {k: kwargs[k] for k in MODEL_CONFIG_KEYS if k in kwargs}
     return vLLMEngineProcessorConfig(
-        model_source=cfg.repo,
+        model_source=cfg.source,
         engine_kwargs=kwargs,
         concurrency=(opts_pool, opts_pool),
         batch_size=batch_size,
