@@ -15,6 +15,7 @@ reached (offline, no connection), no such model, no such revision, or another HT
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ TOKENIZER_FILES = ("*.json", "*.jinja", "*.model", "*.txt", "*.tiktoken", "*.py"
 # several gets only the first it has (a hub repo often has both .safetensors and .bin).
 WEIGHT_FORMATS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 CONFIG_FILE = "config.json"
+COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
 class HubError(RuntimeError):
@@ -52,6 +54,11 @@ class HubCommit:
     revision: str
     commit: str
     files: tuple[str, ...]
+
+
+def is_commit(revision: str) -> bool:
+    """A full commit hash: nothing to resolve, nothing that can move."""
+    return COMMIT.fullmatch(revision) is not None
 
 
 def parse_hub_id(text: str) -> HubId | None:
@@ -132,7 +139,7 @@ def resolve_commit(hub_id: HubId) -> HubCommit:
     except Exception as err:  # noqa: BLE001 (every failure becomes one line: _hub_error)
         raise _hub_error(hub_id, err) from err
     sha = info.sha
-    if not isinstance(sha, str) or len(sha) != 40:
+    if not isinstance(sha, str) or not is_commit(sha):
         raise HubError(f"{hub_id}: the hub at {endpoint()} answered no commit ({sha!r})")
     files = tuple(s.rfilename for s in info.siblings or [])
     return HubCommit(hub_id.repo, revision, sha, files)
