@@ -15,6 +15,7 @@ reached (offline, no connection), no such model, no such revision, or another HT
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ TOKENIZER_FILES = ("*.json", "*.jinja", "*.model", "*.txt", "*.tiktoken", "*.py"
 # several gets only the first it has (a hub repo often has both .safetensors and .bin).
 WEIGHT_FORMATS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 CONFIG_FILE = "config.json"
+log = logging.getLogger(__name__)
 COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
@@ -181,16 +183,12 @@ def weight_patterns(files: tuple[str, ...]) -> list[str]:
 def download(hub_id: HubId, commit: HubCommit) -> Path:
     """The commit's snapshot in the Hugging Face cache (what is there already is kept): its
     config, tokenizer and processor files and one weights format. Progress bars only on a
-    terminal; one line says what is fetched."""
+    terminal; one log line says which commit is fetched."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars
 
     patterns = [*TOKENIZER_FILES, *weight_patterns(commit.files)]
-    print(
-        f"{hub_id}: commit {commit.commit}; fetching its files into the Hugging Face cache",
-        file=sys.stderr,
-        flush=True,
-    )
+    log.info("%s: commit %s; fetching its files into the Hugging Face cache", hub_id, commit.commit)
     if not sys.stderr.isatty() and not are_progress_bars_disabled():
         disable_progress_bars()  # a log would get every frame of the bars
     try:
