@@ -225,6 +225,8 @@ def _check_rate(value: float) -> float:
 def run(args: argparse.Namespace) -> int:
     """Run `evaluate` with parsed options; exit 1 when too many rows are engine errors."""
     max_error_rate = _check_rate(args.max_error_rate)
+    if args.log_samples is not None:  # a flag's own check, before any input is read
+        check_sample_dir(args.log_samples)
     files = _item_files(args.items)
     manifest = read_manifest(args.items)
     tasks = parse_list(args.tasks, manifest["tasks"], "task IDs")
@@ -248,8 +250,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--per-task must be at least 1, got {args.per_task}")
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
-    if args.log_samples is not None:
-        check_sample_dir(args.log_samples)
     run_settings = EvaluateSettings(
         tasks=tasks,
         setups=setups,
