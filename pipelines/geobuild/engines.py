@@ -15,6 +15,7 @@ from typing import Any
 
 from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, resolve_model
 from pipelines.engines.stages import STAGES, EngineOptions
+from pipelines.suggest import did_you_mean
 from store.errors import UsageError
 
 StageBuilder = Callable[[Any, ModelConfig, EngineOptions], Any]
@@ -153,7 +154,8 @@ def resolve_engine(
         resolve, stage = GEOBUILD_ENGINES[engine]
         return Engine(resolve(model, revision), stage)
     if engine not in STAGES:
-        raise UsageError(f"unknown engine {engine!r}; engines for geobuild: {valid}")
+        hint = did_you_mean(engine, valid_engines())
+        raise UsageError(f"unknown engine {engine!r}{hint}; engines for geobuild: {valid}")
     try:
         cfg = resolve_model(engine, model, revision, trust_remote_code)
         return Engine(cfg, model_stage(engine))
