@@ -199,7 +199,7 @@ def _recorded(out: Path) -> dict[str, object]:
         "results_json": json.loads((root / "results.json").read_text())["config"]["model"][
             "revision"
         ],
-        "rows": sorted({r["revision"] for r in rows}),
+        "rows": sorted({r["revision"] for r in rows if r["engine_error"] is None}),
         "row_count": len(rows),
     }
 
