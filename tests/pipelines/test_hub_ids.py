@@ -96,9 +96,8 @@ def test_vllm_gets_the_local_snapshot_and_the_pinned_commit(hub: FakeHub) -> Non
         commit,
     )
     assert config.engine_kwargs["max_model_len"] == MAX_POSITIONS
-    for stage in (config.chat_template_stage, config.tokenize_stage):
-        assert stage["model_source"] == cfg.snapshot  # the same files, not the hub
-    assert len(hub.requests) == asked  # the snapshot is all the stages need
+    assert config.chat_template_stage["model_source"] == cfg.snapshot  # the same files
+    assert len(hub.requests) == asked  # the snapshot is all the stages need: no hub call
 
 
 def test_a_vision_language_model_is_image_text_with_its_language_models_context(
