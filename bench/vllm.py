@@ -67,7 +67,7 @@ def bare(cfg: ModelConfig, rows: list[dict[str, Any]]) -> tuple[float, float]:
     from vllm.sampling_params import StructuredOutputsParams
 
     start = time.perf_counter()
-    llm = vllm.LLM(model=cfg.repo, max_model_len=cfg.max_model_len, **cpu_engine_defaults(cfg))
+    llm = vllm.LLM(model=cfg.source, max_model_len=cfg.max_model_len, **cpu_engine_defaults(cfg))
     loaded = time.perf_counter()
     params = [
         vllm.SamplingParams(

@@ -27,6 +27,7 @@ from pipelines.cli_args import (
     seed_int,
 )
 from pipelines.noregeo.generate import MIN_IMAGE_SIZE, read_manifest
+from pipelines.suggest import did_you_mean
 from pipelines.terminal_output import FORMATS
 from store.errors import UsageError
 from store.storage import Location, read_table
@@ -94,7 +95,13 @@ def item_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 def _parse_id(item_id: str) -> tuple[str, int]:
     """The task and index an item ID names: `<task>-<index, 4 digits>`."""
     task_id, _, number = item_id.rpartition("-")
-    if task_id not in all_tasks() or not (number.isdigit() and len(number) == 4):
+    well_formed = number.isdigit() and len(number) == 4
+    if well_formed and task_id not in all_tasks():
+        raise UsageError(
+            f"item ID {item_id!r}: unknown task {task_id!r}"
+            f"{did_you_mean(task_id, all_tasks())}; `list-tasks` shows the task IDs"
+        )
+    if not well_formed:
         raise UsageError(
             f"item ID {item_id!r} is not <task>-<4-digit index>, e.g. C-BCT-CT-0003; "
             "`list-tasks` shows the task IDs"

@@ -1,8 +1,9 @@
 """Model configs: one YAML file per model under configs/models/, validated by pydantic.
 
-`--model` names a config (file stem or path), or, for the `hf` and `vllm` engines, a local
-checkpoint directory, or, for baselines, any name. A model that is none of these is a usage
-error.
+`--model` names, in this order of precedence: a config (file stem or YAML path); for the
+`hf` and `vllm` engines a local checkpoint directory, then a hub id `ORG/NAME[@REVISION]`
+(pipelines/engines/hub_model.py), whose config is built from the model's own files; for
+baselines, any name. A model that is none of these is a usage error.
 
 Sweep entries (`configs/models/*.yaml`) are the 45+ real models; `configs/models/local/`
 holds CPU-runnable entries (baselines, tiny random models) that carry `local: true` and are
@@ -11,6 +12,7 @@ kept out of that count.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from pathlib import Path
@@ -28,6 +30,10 @@ from pydantic import (
 
 from actors.http_reply import DEFAULT_DEADLINE_S
 from geometry.item import IMAGE_SETUPS, SETUPS
+from pipelines.cli_args import name_text
+from pipelines.engines import checkpoint_files
+from pipelines.engines.hub_model import HubError, HubId, download, fetch_config, parse_hub_id
+from pipelines.engines.hub_model import resolve_commit as resolve_hub_commit
 from pipelines.suggest import did_you_mean
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "models"
@@ -156,7 +162,14 @@ class ModelConfig(BaseModel):
     )
     paper: bool = Field(False, description="True for the models the NoReGeo paper evaluated.")
     local: bool = Field(
-        False, description="CPU-runnable test entry (baseline, tiny model); not a sweep model."
+        False,
+        description="CPU-runnable entry (baseline, tiny model, a checkpoint folder or hub id "
+        "given as --model); not a sweep model.",
+    )
+    snapshot: str | None = Field(
+        None,
+        description="Local folder holding repo at the commit `revision` (a hub id's "
+        "download, pipelines/engines/hub_model.py); the engines load the model from it.",
     )
     params_b: float | None = Field(
         None, gt=0, description="Parameters in billions, for the GPU-hour estimate (None: API)."
@@ -269,6 +282,11 @@ class ModelConfig(BaseModel):
         return self.chat_template_content_format or "openai"
 
     @property
+    def source(self) -> str:
+        """Where the engines load the model from: a hub id's snapshot folder, else repo."""
+        return self.snapshot or self.repo
+
+    @property
     def gpus(self) -> int:
         """GPUs one engine replica of this model needs (0: runs on CPU or remotely)."""
         if self.engine in ("vllm", "hf") and not self.local:
@@ -347,23 +365,87 @@ def checkpoint_weights(path: Path) -> Weights:
     return value if value in ("real", "random") else "real"
 
 
-def _local_checkpoint(path: Path) -> tuple[Modality, int | None]:
-    """Modality and context length (max_position_embeddings) of a checkpoint directory."""
-    config = json.loads((path / "config.json").read_text())
-    modality: Modality = "image-text" if "vision_config" in config else "text"
-    positions = config.get("max_position_embeddings") or config.get("text_config", {}).get(
-        "max_position_embeddings"
+def checkpoint_config(
+    engine: str,
+    name: str,
+    repo: str,
+    revision: str,
+    config: dict[str, Any],
+    trust_remote_code: bool,
+    snapshot: Path | None = None,
+) -> ModelConfig:
+    """The config of a checkpoint given by its files (`config.json` read as `config`): the
+    local folder `repo`, or a hub id's `snapshot` folder (with `repo` the id)."""
+    modality = checkpoint_files.modality(config)
+    positions = checkpoint_files.context_length(config)
+    # The checkpoint's own context (a GeoBuild conversation outgrows the 4096 default).
+    context = {"max_model_len": positions} if positions else {}
+    return ModelConfig(
+        name=name,
+        repo=repo,
+        revision=revision,
+        engine=engine,
+        modality=modality,
+        local=True,
+        setups=list(SETUPS) if modality == "image-text" else ["text"],
+        trust_remote_code=trust_remote_code,
+        weights=checkpoint_weights(snapshot or Path(repo)),
+        snapshot=None if snapshot is None else str(snapshot),
+        **context,
     )
-    return modality, int(positions) if positions else None
 
 
-def resolve_model(engine: str, model: str, revision: str | None = None) -> ModelConfig:
-    """The config `--engine ENGINE --model MODEL` refers to (see module docstring)."""
+def _read_config(folder: Path) -> dict[str, Any]:
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ModelConfigError(f"{folder / 'config.json'} cannot be read ({err})") from err
+    if not isinstance(config, dict):
+        raise ModelConfigError(f"{folder / 'config.json'} is not a JSON object")
+    return config
+
+
+def hub_config(
+    engine: str, hub_id: HubId, revision: str | None, trust_remote_code: bool
+) -> ModelConfig:
+    """The config of a hub id, built from its files at the commit its revision points to
+    now; the snapshot is downloaded only once the remote-code check has passed."""
+    if hub_id.revision and revision and hub_id.revision != revision:
+        raise ModelConfigError(
+            f"--model {hub_id} and --revision {revision} name two revisions; give one"
+        )
+    wanted = HubId(hub_id.repo, hub_id.revision or revision)
+    try:
+        commit = resolve_hub_commit(wanted)
+        config = fetch_config(wanted, commit)
+        if checkpoint_files.needs_remote_code(config) and not trust_remote_code:
+            raise ModelConfigError(
+                f"--model {wanted}: its config.json maps model_type "
+                f"{config.get('model_type')!r}, which transformers lacks, to the repo's own "
+                f"code (auto_map); add --trust-remote-code if you trust that code"
+            )
+        folder = download(wanted, commit)
+    except HubError as err:
+        raise ModelConfigError(f"--model {err}") from err
+    return checkpoint_config(
+        engine, wanted.repo, wanted.repo, commit.commit, config, trust_remote_code, folder
+    )
+
+
+def resolve_model(
+    engine: str, model: str, revision: str | None = None, trust_remote_code: bool = False
+) -> ModelConfig:
+    """The config `--engine ENGINE --model MODEL` refers to (precedence: module docstring).
+
+    `trust_remote_code` (`--trust-remote-code`) applies to a model given by its files (a
+    checkpoint folder, a hub id); a config says so in its YAML."""
     if engine not in ENGINES:
         raise ModelConfigError(
             f"unknown engine {engine!r}{did_you_mean(engine, ENGINES)}; valid: {', '.join(ENGINES)}"
         )
     if engine in BASELINES:
+        if trust_remote_code:
+            raise ModelConfigError(f"--trust-remote-code: --engine {engine} loads no model")
         return ModelConfig(
             name=model,
             repo=model,
@@ -377,30 +459,60 @@ def resolve_model(engine: str, model: str, revision: str | None = None) -> Model
     for path in candidates:
         if path.is_file() and path.suffix in (".yaml", ".yml"):
             cfg = load_config(path)
+            if trust_remote_code:
+                raise ModelConfigError(
+                    f"--trust-remote-code applies to a checkpoint folder or hub id; the model "
+                    f"config {path} sets trust_remote_code in its YAML"
+                )
             update: dict[str, Any] = {"engine": engine, "revision": revision or cfg.revision}
             if cfg.repo_env and os.environ.get(cfg.repo_env):
                 update["repo"] = os.environ[cfg.repo_env]  # a local build of a local entry
             return cfg.model_copy(update=update)
     local = Path(model)
     if engine in CHECKPOINT_ENGINES and (local / "config.json").is_file():
-        modality, positions = _local_checkpoint(local)
-        setups = list(SETUPS) if modality == "image-text" else ["text"]
-        # The checkpoint's own context (a GeoBuild conversation outgrows the 4096 default).
-        context = {"max_model_len": positions} if positions and positions >= 256 else {}
-        return ModelConfig(
-            name=local.name,
-            repo=str(local.resolve()),
-            revision=revision or "local",
-            engine=engine,
-            modality=modality,
-            local=True,
-            setups=setups,
-            weights=checkpoint_weights(local),
-            **context,
+        return checkpoint_config(
+            engine,
+            local.name,
+            str(local.resolve()),
+            revision or "local",
+            _read_config(local),
+            trust_remote_code,
         )
+    hub_id = parse_hub_id(model) if engine in CHECKPOINT_ENGINES else None
+    if hub_id is not None and not local.exists():
+        return hub_config(engine, hub_id, revision, trust_remote_code)
     names = [p.stem for p in (*CONFIG_DIR.glob("*.yaml"), *(CONFIG_DIR / "local").glob("*.yaml"))]
     raise ModelConfigError(
         f"unknown model config {model!r}{did_you_mean(model, names)}: not a file in "
         f"{CONFIG_DIR}, not a YAML path"
-        + (", not a local checkpoint directory" if engine in CHECKPOINT_ENGINES else "")
+        + (
+            ", not a local checkpoint directory, not a hub id ORG/NAME[@REVISION]"
+            if engine in CHECKPOINT_ENGINES
+            else ""
+        )
+    )
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--model`, `--revision` and `--trust-remote-code`, with resolve_model's precedence."""
+    parser.add_argument(
+        "--model",
+        required=True,
+        type=name_text,
+        help=f"{what}. Precedence: a config name or YAML path, then (hf, vllm) an existing "
+        "local folder, then a hub id ORG/NAME[@REVISION], resolved to a commit on the hub "
+        "(HF_ENDPOINT) and downloaded to the Hugging Face cache (HF_HOME)",
+    )
+    parser.add_argument(
+        "--revision",
+        default=None,
+        type=name_text,
+        help="hub revision (branch, tag or commit); default: the config's, or for a hub id "
+        "its @REVISION, else main",
+    )
+    parser.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="run a checkpoint folder's or hub id's own modelling code (auto_map); a model "
+        "config sets trust_remote_code in its YAML",
     )

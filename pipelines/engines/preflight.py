@@ -4,7 +4,8 @@ A run that cannot work should stop with one line naming the model and the fix, n
 results directory full of per-row engine errors an hour later:
 
 - remote code: a checkpoint whose `config.json` maps its model type to its own code
-  (`auto_map`) that this transformers lacks needs `trust_remote_code: true` in its config;
+  (`auto_map`) that this transformers lacks needs `trust_remote_code: true` in its config
+  (`--trust-remote-code` for a checkpoint folder or hub id);
 - chat template: a template that raises on the run's messages (e.g. "System role not
   supported") is refused in one line, naming the system role when that is what it refuses;
 - context: the longest prompt of the run, rendered by the hf engine's own code
@@ -25,6 +26,7 @@ from typing import Any
 
 from jinja2 import TemplateError
 
+from pipelines.engines.checkpoint_files import needs_remote_code
 from pipelines.engines.model_config import ModelConfig, hub_revision
 
 # Engines that load a checkpoint on our workers; http and the baselines skip these checks.
@@ -80,7 +82,7 @@ def check_model(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextReport:
 
 def _cached_config(cfg: ModelConfig) -> dict[str, Any] | None:
     """The checkpoint's config.json from a local dir or the hub cache; None if neither."""
-    local = Path(cfg.repo) / "config.json"
+    local = Path(cfg.source) / "config.json"
     if local.is_file():
         return dict(json.loads(local.read_text()))
     try:
@@ -93,26 +95,23 @@ def _cached_config(cfg: ModelConfig) -> dict[str, Any] | None:
 
 
 def check_remote_code(cfg: ModelConfig) -> None:
-    """Refuse a checkpoint that needs its own modelling code when trust_remote_code is off.
-
-    `auto_map` alone is not enough: many checkpoints keep it for model types transformers
-    now has natively, and those load without remote code.
-    """
+    """Refuse a checkpoint that needs its own modelling code when trust_remote_code is off
+    (`checkpoint_files.needs_remote_code`)."""
     if cfg.trust_remote_code:
         return
     config = _cached_config(cfg)
-    if not config or "auto_map" not in config:
+    if not config or not needs_remote_code(config):
         return
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-
-    model_type = config.get("model_type")
-    if model_type in CONFIG_MAPPING_NAMES:
-        return
-    where = " (for a checkpoint dir: a model YAML with its repo)" if Path(cfg.repo).is_dir() else ""
+    # A model given by its files (a checkpoint folder or hub id) has no YAML to edit.
+    fix = (
+        "rerun with --trust-remote-code"
+        if cfg.local and Path(cfg.source).is_dir()
+        else "set `trust_remote_code: true` in its model config"
+    )
     raise PreflightError(
         f"model {cfg.name} ({cfg.repo}) runs its own code: config.json maps model_type "
-        f"{model_type!r}, which transformers lacks, to custom classes (auto_map); set "
-        f"`trust_remote_code: true` in its model config{where} if you trust that code"
+        f"{config.get('model_type')!r}, which transformers lacks, to custom classes "
+        f"(auto_map); {fix} if you trust that code"
     )
 
 
@@ -142,7 +141,7 @@ def check_context(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextRepor
 
     try:
         renderer = PromptRenderer.load(
-            cfg.repo, hub_revision(cfg.revision), cfg.trust_remote_code, cfg.content_format
+            cfg.source, hub_revision(cfg.revision), cfg.trust_remote_code, cfg.content_format
         )
     except (OSError, ValueError) as err:
         # Not loadable here (no hub access on this driver): the engine will say more.

@@ -127,7 +127,7 @@ def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
     from actors.hf_engine import HFEngine
 
     kwargs: dict[str, Any] = {
-        "model": cfg.repo,
+        "model": cfg.source,
         "revision": hub_revision(cfg.revision),
         "dtype": cfg.dtype,
         "batch_size": opts.batch_size,
@@ -289,7 +289,7 @@ def reasoning_markers(cfg: ModelConfig) -> ThinkingMarkers | None:
 
     from pipelines.engines.vllm_config import tokenizer_source
 
-    source = tokenizer_source(cfg) or cfg.repo
+    source = tokenizer_source(cfg) or cfg.source
     tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=cfg.trust_remote_code)
     return markers_for(cfg, tokenizer)
 

@@ -115,7 +115,7 @@ def tokenizer_source(cfg: ModelConfig) -> str | None:
     revision = hub_revision(cfg.revision)
     if revision is None and not cfg.fix_mistral_regex:
         return None
-    source = Path(cfg.repo)
+    source = Path(cfg.source)  # a hub id's snapshot is a folder already
     if not source.is_dir():
         from huggingface_hub import snapshot_download
 
@@ -140,7 +140,7 @@ def tokenize_stage_source(cfg: ModelConfig, stages_source: str | None) -> str:
     """The tokenizer Ray's tokenize stage loads: the stages' own (`stages_source`, else the
     model's; a hub repo's tokenizer files are fetched here, without weights) or, when that
     tokenizer adds special tokens to every text, a copy that does not (plain_tokenizer.py)."""
-    source = Path(stages_source or cfg.repo)
+    source = Path(stages_source or cfg.source)  # a hub id's snapshot is a folder already
     if not source.is_dir():
         from huggingface_hub import snapshot_download
 
@@ -186,7 +186,7 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
         chat["chat_template_kwargs"] = {"enable_thinking": cfg.enable_thinking}
     model_config_kwargs = {k: kwargs[k] for k in MODEL_CONFIG_KEYS if k in kwargs}
     return vLLMEngineProcessorConfig(
-        model_source=cfg.repo,
+        model_source=cfg.source,
         engine_kwargs=kwargs,
         concurrency=(opts_pool, opts_pool),
         batch_size=batch_size,

@@ -15,6 +15,7 @@ from typing import Any
 
 from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, resolve_model
 from pipelines.engines.stages import STAGES, EngineOptions
+from pipelines.suggest import did_you_mean
 from store.errors import UsageError
 
 StageBuilder = Callable[[Any, ModelConfig, EngineOptions], Any]
@@ -137,7 +138,9 @@ def close_stage(stage: StageBuilder) -> None:
         close()
 
 
-def resolve_engine(engine: str, model: str, revision: str | None) -> Engine:
+def resolve_engine(
+    engine: str, model: str, revision: str | None, trust_remote_code: bool = False
+) -> Engine:
     """`--engine`/`--model` as an Engine; UsageError for baselines and unknown names."""
     valid = ", ".join(valid_engines())
     if engine in BASELINES:
@@ -146,11 +149,15 @@ def resolve_engine(engine: str, model: str, revision: str | None) -> Engine:
             f"program; engines for geobuild: {valid}"
         )
     if engine in GEOBUILD_ENGINES:
+        if trust_remote_code:
+            raise UsageError(f"--trust-remote-code: --engine {engine} loads no model")
         resolve, stage = GEOBUILD_ENGINES[engine]
         return Engine(resolve(model, revision), stage)
     if engine not in STAGES:
-        raise UsageError(f"unknown engine {engine!r}; engines for geobuild: {valid}")
+        hint = did_you_mean(engine, valid_engines())
+        raise UsageError(f"unknown engine {engine!r}{hint}; engines for geobuild: {valid}")
     try:
-        return Engine(resolve_model(engine, model, revision), model_stage(engine))
+        cfg = resolve_model(engine, model, revision, trust_remote_code)
+        return Engine(cfg, model_stage(engine))
     except ModelConfigError as err:
         raise UsageError(str(err)) from err

@@ -27,13 +27,12 @@ from geometry.dsl.dataset import Problem, load_problems
 from geometry.dsl.prompts import FEEDBACK_MODES, problem_prompt, system_prompt
 from pipelines.cli_args import (
     image_size_int,
-    name_text,
     output_location,
     positive_int,
     replicas_int,
     seed_int,
 )
-from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.model_config import ModelConfig, add_model_arguments
 from pipelines.engines.requests import add_sampling_arguments
 from pipelines.engines.stages import LIGHT_CPUS, NoGPUError, check_gpus
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
@@ -84,15 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine", required=True, metavar="{" + ",".join(engines) + "}", help="what answers"
     )
-    parser.add_argument(
-        "--model", required=True, type=name_text, help="model config/checkpoint, or JSONL file"
-    )
-    parser.add_argument(
-        "--revision",
-        default=None,
-        type=name_text,
-        help="hub revision (commit or tag); default: the config's",
-    )
+    add_model_arguments(parser, "model config/checkpoint, hub id, or JSONL file")
     parser.add_argument(
         "--max-rounds", type=positive_int, default=default("max_rounds"),
         help="replies per problem at most",
@@ -200,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         chosen = stratified_problems(
             chosen, settings.stratify_from, settings.stratified_sample, settings.sample_seed
         )
-    engine = resolve_engine(args.engine, args.model, args.revision)
+    engine = resolve_engine(args.engine, args.model, args.revision, args.trust_remote_code)
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
     try:

@@ -24,7 +24,6 @@ from geometry.item import IMAGE_SETUPS, SETUPS
 from geometry.tasks.options import DEFAULT_OPTIONS
 from pipelines.cli_args import (
     any_location,
-    name_text,
     output_location,
     per_task_int,
     positive_int,
@@ -38,6 +37,7 @@ from pipelines.engines.model_config import (
     ENGINES,
     ModelConfig,
     ModelConfigError,
+    add_model_arguments,
     resolve_model,
 )
 from pipelines.engines.preflight import PreflightError, check_model
@@ -99,16 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--items", required=True, type=any_location, help="item dir (or URI) from `generate`"
     )
     parser.add_argument("--engine", required=True, choices=ENGINES, help="what answers")
-    parser.add_argument(
-        "--model", required=True, type=name_text,
-        help="config name/path, checkpoint dir, or name",
-    )  # fmt: skip
-    parser.add_argument(
-        "--revision",
-        default=None,
-        type=name_text,
-        help="hub revision (commit or tag); default: the config's",
-    )
+    add_model_arguments(parser, "config name/path, checkpoint dir, hub id, or (baselines) name")
     parser.add_argument("--setups", default=None, help="comma-separated; default: the model's")
     parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
     parser.add_argument(
@@ -234,11 +225,13 @@ def _check_rate(value: float) -> float:
 def run(args: argparse.Namespace) -> int:
     """Run `evaluate` with parsed options; exit 1 when too many rows are engine errors."""
     max_error_rate = _check_rate(args.max_error_rate)
+    if args.log_samples is not None:  # a flag's own check, before any input is read
+        check_sample_dir(args.log_samples)
     files = _item_files(args.items)
     manifest = read_manifest(args.items)
     tasks = parse_list(args.tasks, manifest["tasks"], "task IDs")
     try:
-        cfg = resolve_model(args.engine, args.model, args.revision)
+        cfg = resolve_model(args.engine, args.model, args.revision, args.trust_remote_code)
         if args.setups:
             setups = parse_list(args.setups, SETUPS, "setups")
         else:  # the model's own setups, as far as the item table has them
@@ -257,8 +250,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--per-task must be at least 1, got {args.per_task}")
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
-    if args.log_samples is not None:
-        check_sample_dir(args.log_samples)
     run_settings = EvaluateSettings(
         tasks=tasks,
         setups=setups,

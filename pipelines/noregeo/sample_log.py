@@ -7,6 +7,7 @@ is a copy for reading with `jq` or a text editor, rewritten whole at the end of 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import polars as pl
@@ -36,16 +37,23 @@ SAMPLE_COLUMNS = (
 
 
 def check_sample_dir(folder: Path) -> None:
-    """UsageError unless `folder` is (or can be made) a writable directory; before Ray starts."""
+    """UsageError unless `folder` is (or can be made) a writable directory; before Ray starts.
+
+    Writes nothing (the files are written at the end of the run): a run refused later for
+    another reason leaves no empty folder behind. The nearest existing folder on the way
+    must be a folder we may write into; a path through a regular file never is, for root
+    too (whom permission bits do not stop)."""
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--log-samples {folder} is a file; give a directory")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / ".geosee-write-check"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as err:
-        raise UsageError(f"--log-samples {folder} is not writable ({err.strerror})") from err
+    existing = folder.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"--log-samples {folder} is not writable ({existing} is a file)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"--log-samples {folder} is not writable (no write permission on {existing})"
+        )
 
 
 def verdict(row: dict[str, object]) -> str:

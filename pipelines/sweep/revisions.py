@@ -16,24 +16,15 @@ from __future__ import annotations
 import json
 import re
 
+from pipelines.engines.hub_model import HubError, HubId, is_commit, resolve_commit
 from pipelines.engines.model_config import ModelConfig
 from store.errors import UsageError
 from store.records import model_dir
 from store.settings import SETTINGS_FILE
 from store.storage import Location
 
-COMMIT = re.compile(r"[0-9a-f]{40}")
 NOT_ON_HUB = ("local", "none")  # revisions that name no hub ref at all
 BENCHMARK = "noregeo"
-
-
-class HubError(RuntimeError):
-    """The hub could not say which commit a revision is (unreachable, unknown repo/ref)."""
-
-
-def is_commit(revision: str) -> bool:
-    """A full commit hash: nothing to resolve, nothing that can move."""
-    return COMMIT.fullmatch(revision) is not None
 
 
 def on_hub(cfg: ModelConfig) -> bool:
@@ -47,17 +38,9 @@ def on_hub(cfg: ModelConfig) -> bool:
 
 
 def resolve(repo: str, revision: str) -> str:
-    """The commit `revision` of `repo` points to now, from the hub's model-info API."""
-    from huggingface_hub import HfApi
-
-    try:
-        sha = HfApi().model_info(repo, revision=revision).sha
-    except Exception as err:  # network, 401/404, a malformed answer: all say "not known"
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise HubError(f"{repo}@{revision}: {first[:200]}") from err
-    if not isinstance(sha, str) or not is_commit(sha):
-        raise HubError(f"{repo}@{revision}: the hub answered no commit ({sha!r})")
-    return sha
+    """The commit `revision` of `repo` points to now, from the hub's model-info API
+    (HubError, one line naming `repo@revision`, when the hub cannot say)."""
+    return resolve_commit(HubId(repo, revision)).commit
 
 
 def recorded(out: Location, cfg: ModelConfig) -> str | None:

@@ -15,10 +15,12 @@ and so on.
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ import yaml
 
 from pipelines import cli
 from tests.conftest import REPO
+from tests.pipelines.fake_hub import FakeHub, fake_hub
 
 NOT_UTF8 = "caf\xe9 = 1\n".encode("latin-1")  # 0xE9 alone is not UTF-8
 UNDECODABLE = os.fsdecode(b"\xff\xfe")  # how Python hands over argv bytes that are not UTF-8
@@ -172,6 +175,8 @@ sweep-progress-interval-1e9          --progress-interval sweep W --progress-inte
 sweep-gpus-1e7                       --gpus             sweep W --gpus 1e7
 # empty names and repeated IDs
 evaluate-model-empty                 --model            evaluate --items {dir} --engine oracle --model {empty} --out {out}
+evaluate-trust-remote-code-baseline  --trust-remote-code evaluate --items {items_ok} --engine oracle --model o --out {out} --trust-remote-code
+evaluate-trust-remote-code-config    --trust-remote-code evaluate --items {items_ok} --engine hf --model tiny-llm --out {out} --trust-remote-code
 evaluate-revision-blank              --revision         evaluate E --revision {blank}
 geobuild-model-empty                 --model            geobuild --dataset {dir} --engine hf --model {empty} --out {out}
 probe-arch-empty                     --arch             probe --grid {file} --out {out} --arch {empty}
@@ -183,6 +188,7 @@ sweep-tasks-repeated                 C-BCT-CT           sweep W --tasks C-BCT-CT
 # outputs that cannot be written: under a file, or a URI for a command that writes local files
 generate-out-under-file              --out              generate --out {file}/items
 evaluate-out-under-file              --out              evaluate --items {dir} --engine oracle --model o --out {file}/r
+evaluate-log-samples-under-file      --log-samples      evaluate E --log-samples {file}/logs
 geobuild-solve-out-under-file        --out              geobuild-solve --dataset {dir} --out {file}/r
 report-out-under-file                --out              report {dir} --out {file}/report
 report-out-s3                        --out              report {dir} --out s3://bucket/report
@@ -420,13 +426,77 @@ def test_the_table_covers_every_command() -> None:
     assert set(cli.COMMANDS) <= covered, set(cli.COMMANDS) - covered
 
 
+# Hub ids against a fake hub on loopback (tests/pipelines/fake_hub.py; what huggingface_hub
+# asks, tests/pipelines/test_hub_ids.py). It holds org/llm (a config.json of a native model
+# type) and org/custom (one that needs remote code). A row whose id ends in -offline runs
+# with HF_HUB_OFFLINE=1, one ending in -unreachable with HF_ENDPOINT at a closed port. The
+# Hugging Face cache is outside tmp_path: the remote-code row caches the config.json it
+# read (no weights), as huggingface_hub does.
+HUB_ROWS = _rows("""
+evaluate-hub-id-unknown              org/none           evaluate --items {items_ok} --engine hf --model org/none --out {out}
+evaluate-hub-revision-unknown        'nope'             evaluate --items {items_ok} --engine hf --model org/llm@nope --out {out}
+evaluate-hub-revision-flag-unknown   'v9'               evaluate --items {items_ok} --engine vllm --model org/llm --revision v9 --out {out}
+evaluate-hub-two-revisions           --revision         evaluate --items {items_ok} --engine hf --model org/llm@main --revision v9 --out {out}
+evaluate-hub-remote-code             --trust-remote-code evaluate --items {items_ok} --engine hf --model org/custom --out {out}
+evaluate-hub-offline                 HF_HUB_OFFLINE=1   evaluate --items {items_ok} --engine hf --model org/llm --out {out}
+evaluate-hub-unreachable             ConnectError       evaluate --items {items_ok} --engine vllm --model org/llm@main --out {out}
+geobuild-hub-id-unknown              org/none           geobuild --dataset {nodata} --engine hf --model org/none --out {out}
+geobuild-hub-offline                 HF_HUB_OFFLINE=1   geobuild --dataset {nodata} --engine vllm --model org/llm --out {out}
+""")  # noqa: E501
+
+
+@pytest.fixture
+def hub_for_row(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[FakeHub]:
+    """The fake hub of HUB_ROWS, huggingface_hub pointed at it (its constants: it reads the
+    environment once, at import) in the state the row's id names."""
+    import huggingface_hub.constants as constants
+
+    files = tmp_path_factory.mktemp("hub-files")
+    native = {"model_type": "llama", "architectures": ["LlamaForCausalLM"]}
+    custom = {**native, "model_type": "geosee_custom", "auto_map": {"AutoModel": "m.M"}}
+    with fake_hub() as fake:
+        for repo, config in (("org/llm", native), ("org/custom", custom)):
+            (files / repo).mkdir(parents=True)
+            (files / repo / "config.json").write_text(json.dumps(config))
+            fake.publish(repo, files / repo)
+        endpoint = fake.endpoint
+        if request.node.callspec.id.endswith("-unreachable"):
+            with socket.socket() as closed:  # a port nothing listens on once closed
+                closed.bind(("127.0.0.1", 0))
+                endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+        template = endpoint + "/{repo_id}/resolve/{revision}/{filename}"
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
+        offline = request.node.callspec.id.endswith("-offline")
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", offline)
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path_factory.mktemp("hf-cache")))
+        yield fake
+
+
+@pytest.mark.parametrize(("names", "argv"), [r[1:] for r in HUB_ROWS], ids=[r[0] for r in HUB_ROWS])
+def test_hub_id_bad_input_exits_2_with_one_line_and_writes_nothing(
+    hub_for_row: FakeHub,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    names: str,
+    argv: list[str],
+) -> None:
+    test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, names, argv)
+    assert not any("model.safetensors" in r for r in hub_for_row.requests)  # no weights asked
+
+
 SUBPROCESS_ROWS = _rows("""
 batch-size-0          --batch-size   evaluate E --batch-size 0
+hub-offline           HF_HUB_OFFLINE=1 evaluate --items {items_ok} --engine hf --model org/llm --out {out}
 image-size-0          --image-size   geobuild G --image-size 0
 benchmark-escapes     --benchmark    summarize {dir} --benchmark ../../x
 manifest-malformed    manifest.json  evaluate --items {items} --engine oracle --model o --out {out}
 unknown-flag          --nope         report {dir} --out {out} --nope
-""")
+""")  # noqa: E501
 
 
 @pytest.mark.parametrize(
@@ -451,7 +521,8 @@ def test_undecodable_argv_bytes_exit_2(tmp_path: Path) -> None:
 
 
 def _python_m(argv: Sequence[str | bytes]) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUTF8": "0", "LC_ALL": "C.UTF-8"}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUTF8": "0", "LC_ALL": "C.UTF-8",
+           "HF_HUB_OFFLINE": "1"}  # fmt: skip
     return subprocess.run(
         [sys.executable, "-m", "pipelines", *argv],
         capture_output=True,

@@ -55,8 +55,11 @@ def test_custom_code_without_trust_names_the_model_and_the_fix(
     with pytest.raises(PreflightError) as err:
         check_model(_cfg(custom), [build_messages(SYSTEM, QUESTION, None, True)])
     message = str(err.value)
-    assert "custom-lm" in message and "trust_remote_code: true" in message
+    assert "custom-lm" in message and "--trust-remote-code" in message  # a folder: the flag
     assert len(message.splitlines()) == 1
+    in_yaml = ModelConfig(name="custom", repo=str(custom), engine="hf")  # a sweep config
+    with pytest.raises(PreflightError, match="`trust_remote_code: true` in its model config"):
+        check_remote_code(in_yaml)
     check_remote_code(_cfg(custom, trust_remote_code=True))  # allowed: no error
 
 
