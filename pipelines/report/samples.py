@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from PIL import Image
 
+from geometry.item import SETUPS
 from pipelines.noregeo.generate import SHARD_GLOB
 from pipelines.report.provenance import Record, items_folder
 from pipelines.report.tables import model_order
@@ -95,10 +96,14 @@ vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
 def pick_samples(df: pl.DataFrame) -> pl.DataFrame:
     """Every row, ordered by task, setup, item ID and then the report's model order."""
     rank = {m: i for i, m in enumerate(model_order(df))}
+    setups = {s: i for i, s in enumerate(SETUPS)}  # the README's order: text, dotted, full
     return (
-        df.with_columns(_m=pl.col("model").replace_strict(rank, return_dtype=pl.Int64))
-        .sort("task", "setup", "item_id", "_m")
-        .drop("_m")
+        df.with_columns(
+            _m=pl.col("model").replace_strict(rank, return_dtype=pl.Int64),
+            _s=pl.col("setup").replace_strict(setups, return_dtype=pl.Int64),
+        )
+        .sort("task", "_s", "item_id", "_m")
+        .drop("_m", "_s")
     )
 
 
@@ -194,7 +199,7 @@ def samples_page(df: pl.DataFrame, records: list[Record], out: Path) -> Path:
         _options(name, values)
         for name, values in (
             ("task", sorted(rows["task"].unique().to_list())),
-            ("setup", [s for s in ("text", "dotted", "full") if s in set(rows["setup"])]),
+            ("setup", [str(s) for s in SETUPS if s in set(rows["setup"])]),
             ("model", model_order(rows)),
         )
     )

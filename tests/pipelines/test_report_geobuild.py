@@ -91,4 +91,9 @@ def test_report_command_writes_the_geobuild_tables_and_figure(
     overall = pl.read_csv(out / "tables" / "geobuild_overall.csv")
     assert {"success % (all)", "public success % (clean data)"} <= set(overall.columns)
     fixes = pl.read_csv(out / "tables" / "geobuild_feedback_fixes.csv").filter(model="a")
-    assert (fixes["first_round_failures"][0], fixes["fixed_later"][0]) == _expected("a")["fixed"]
+    # Where both rules count the same on every row, one column (named so) holds both.
+    failures, fixed = (
+        next(fixes[c][0] for c in fixes.columns if c in (name, f"{name} (both rules)"))
+        for name in ("first_round_failures", "fixed_later")
+    )
+    assert (failures, fixed) == _expected("a")["fixed"]
