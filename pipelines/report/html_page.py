@@ -1,8 +1,9 @@
 """The report page: sections of tables, figures and notes -> one static HTML file.
 
 No network assets: the CSS is inline, figures are relative PNG files, and the only script is
-inline. It marks `<body data-images-loaded="N/M" data-images-ok="true|false">` once the
-page has loaded, so a headless browser can check that every figure decoded.
+inline. It marks `<body data-images-loaded="N/M" data-images-ok="true|false"
+data-height="PX">` once the page has loaded, so a headless browser can check that every
+figure decoded and how tall the page is (folded parts closed).
 Every table is also written as `tables/<name>.csv` and `tables/<name>.md`; text in all
 three is escaped (pipelines/report/escape.py), so a model called `<script>` stays text.
 
@@ -288,13 +289,14 @@ details.section>summary h2{display:inline-block;margin:.6em 0 .2em;border:none}
 """
 
 # Runs after every image has loaded or failed: `complete` is then true for both, and a
-# failed or empty image has naturalWidth 0.
+# failed or empty image has naturalWidth 0. The height is the whole page's, as laid out.
 CHECK_IMAGES = """
 window.addEventListener("load", function () {
   var images = Array.prototype.slice.call(document.images);
   var ok = images.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
   document.body.dataset.imagesLoaded = ok + "/" + images.length;
   document.body.dataset.imagesOk = String(ok === images.length);
+  document.body.dataset.height = String(document.documentElement.scrollHeight);
 });
 """
 

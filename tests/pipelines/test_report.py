@@ -541,9 +541,7 @@ def test_headline_binary_and_multiple_choice_recomputed(model_report) -> None:
             assert row["binary"] == pytest.approx(round(binary["correct"].mean() * 100, 1))
     best = _csv(out, "headline_best")
     for row in best.iter_rows(named=True):
-        models = table.filter(
-            (pl.col("setup") == row["setup"]) & pl.col("model").is_in(UNDER_TEST)
-        )
+        models = table.filter((pl.col("setup") == row["setup"]) & pl.col("model").is_in(UNDER_TEST))
         assert row["best_binary"] == pytest.approx(models["binary"].max())
         assert row["best_multiple_choice"] == pytest.approx(models["multiple_choice"].max())
     # The paper's definition: the mean of the Classification cells (C-ACM, C-BCT, C-SYM).
@@ -570,3 +568,63 @@ def test_table2_best_cells_are_bold_models_only(model_report) -> None:
         if 'class="ref"' in row or ">human<" in row:
             assert "best" not in row and "second" not in row
     assert 'class="num best"' in table2
+
+
+def test_tables_and_figures_numbered_in_page_order(model_report) -> None:
+    _results, out = model_report
+    page = (out / "index.html").read_text()
+    tables = [int(n) for n in re.findall(r"(?:<figcaption>|<summary>)Table (\d+)\. ", page)]
+    figures = [int(n) for n in re.findall(r"<figcaption>Figure (\d+)\. ", page)]
+    assert tables == list(range(1, page.count("<table>") + 1))
+    assert figures == list(range(1, page.count("<img ") + 1)) and len(figures) >= 4
+    # The paper's numbers appear only as references ("the paper's Figure 6"), never as ours.
+    assert not re.search(r"<figcaption>Figure \d+\. Figure", page)
+
+
+def _heads_and_numbers(page: str) -> tuple[list[str], list[str]]:
+    heads = [html.unescape(h) for h in re.findall(r"<th(?: class=ref)?>([^<]*)<", page)]
+    numbers = re.findall(r'<td class="num[^"]*">([^<]*)</td>', page)
+    return heads, numbers
+
+
+def test_page_formatting_is_uniform(model_report) -> None:
+    """One decimal for every number that is not a count, prose column heads, no Markdown
+    marks, no absolute path as a repo."""
+    _results, out = model_report
+    page = (out / "index.html").read_text()
+    text = re.sub(r"<script>.*?</script>|<style>.*?</style>", "", page, flags=re.S)
+    assert "`" not in text and "**" not in text
+    heads, numbers = _heads_and_numbers(page)
+    models = set(MODELS) | set(BASELINES) | {"human"}
+    snake = [h for h in heads if re.fullmatch(r"[a-z]+(_[a-z]+)+", h) and h not in models]
+    assert not snake, snake
+    # MSE tables keep significant digits (values span orders of magnitude); elsewhere a
+    # float prints one decimal and an integer none.
+    mse = "".join(re.findall(r'id="mse_tasks_.*?</table>', page, flags=re.S))
+    _, mse_numbers = _heads_and_numbers(mse)
+    others = list(numbers)
+    for n in mse_numbers:
+        others.remove(n)
+    assert others and all(re.fullmatch(r"-?\d+(\.\d)?", n) or n == "" for n in others), {
+        n for n in others if not re.fullmatch(r"-?\d+(\.\d)?", n)
+    }
+    runs = _csv(out, "provenance_runs")
+    repos = dict(runs.filter(pl.col("model") == "model-a").select("model", "repo").iter_rows())
+    assert repos == {"model-a": "local folder model-a"}  # recorded as /tmp/x/model-a
+
+
+def test_setups_in_the_readme_order_everywhere(model_report) -> None:
+    _results, out = model_report
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    order = ["text", "dotted", "full"]
+    assert "(`text`,\n  `dotted` image, `full` image)" in readme  # the order this test keeps
+    for name in ("overall", "table2", "headline_paper", "headline_answer_formats"):
+        setups = list(dict.fromkeys(_csv(out, name).filter(model="oracle")["setup"].to_list()))
+        assert setups == order, name
+    intervals = _csv(out, "intervals_category").filter(model="oracle")
+    first = intervals["category"][0]
+    assert intervals.filter(category=first)["setup"].to_list() == order
+    page = (out / "index.html").read_text()
+    key = page[page.index('id="key_results"') :].split("</thead>")[0]
+    titles = ["Text (%)", "Text with dotted images (%)", "Text with full images (%)"]
+    assert [key.index(t) for t in titles] == sorted(key.index(t) for t in titles)
