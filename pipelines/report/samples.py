@@ -25,8 +25,9 @@ from PIL import Image
 
 from geometry.item import SETUPS
 from pipelines.noregeo.generate import SHARD_GLOB
+from pipelines.report.html_page import tag_html
 from pipelines.report.provenance import Record, items_folder
-from pipelines.report.tables import model_order
+from pipelines.report.tables import model_order, model_tags
 from store.atomic import write_bytes_atomic
 from store.shards import ERROR_COLUMN
 
@@ -90,6 +91,8 @@ vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
 .out{white-space:pre-wrap;max-width:22em;word-break:break-word}
 .right{background:#e6f4e6}.wrong{background:#fbe9e7}.invalid{background:#fff4d6}
 .error{background:#eee}img{width:THUMBpx;border:1px solid #ddd}label{margin-right:1em}
+.tag{font-size:.75em;color:#7a4b00;background:#fff1d6;border:1px solid #e0b060;
+border-radius:3px;padding:0 .25em;white-space:nowrap}
 """.replace("THUMB", str(THUMBNAIL_PX))
 
 
@@ -170,6 +173,7 @@ def samples_page(df: pl.DataFrame, records: list[Record], out: Path) -> Path:
         (i, s) for i, s in rows.select("item_id", "setup").unique().iter_rows() if s != "text"
     }
     found, missing = thumbnails(records, images, out)
+    tags = model_tags(df)  # random-weight models and baselines, tagged as on the report
     body = []
     for row in rows.iter_rows(named=True):
         image = found.get((row["item_id"], row["setup"]))
@@ -186,7 +190,7 @@ def samples_page(df: pl.DataFrame, records: list[Record], out: Path) -> Path:
             picture,
             f"{html.escape(row['task'])}<br>{html.escape(row['setup'])}<br>"
             f"<small>{html.escape(row['item_id'])}</small>",
-            html.escape(row["model"]),
+            tag_html(row["model"], tags),
             f'<div class="prompt">{html.escape(prompt)}</div>',
             f'<div class="out">{html.escape(output)}</div>',
             f'<div class="out">{html.escape(row.get("answer") or "")}</div>',

@@ -488,6 +488,11 @@ def test_sample_browser_rows_images_and_verdicts(model_report) -> None:
         if model == "oracle":
             assert verdict == "right"
     assert "engine error" in page  # model-a's failed rows show as such, not as wrong
+    # The model cell carries the same tag as the report's tables.
+    cells = {m: b.split("</td><td>")[2] for _c, _t, _s, m, b in rows}
+    assert cells["model-b"] == 'model-b <span class="tag">random weights</span>'
+    assert cells["oracle"] == 'oracle <span class="tag">baseline</span>'
+    assert cells["model-a"] == "model-a"
 
 
 def test_probe_table4_heads_are_spelled_out() -> None:
