@@ -633,3 +633,17 @@ def test_setups_in_the_readme_order_everywhere(model_report) -> None:
     key = page[page.index('id="key_results"') :].split("</thead>")[0]
     titles = ["Text (%)", "Text with dotted images (%)", "Text with full images (%)"]
     assert [key.index(t) for t in titles] == sorted(key.index(t) for t in titles)
+
+
+def test_results_and_report_files_get_the_umask_mode(report) -> None:
+    """evaluate's shards, run records, settings and results.json (written by Ray workers and
+    the driver) and every report file: the mode open() gives under the umask, not 0600."""
+    from store.atomic import process_umask
+
+    results, out = report
+    expected = 0o666 & ~process_umask()
+    for root in (results / "noregeo", out):
+        modes = {p: p.stat().st_mode & 0o777 for p in root.rglob("*") if p.is_file()}
+        assert len(modes) > 10 and all(m == expected for m in modes.values()), {
+            str(p): oct(m) for p, m in modes.items() if m != expected
+        }
