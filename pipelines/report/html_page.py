@@ -145,9 +145,12 @@ def cell(value: object) -> str:
 
 def shown(value: object, digits: int | None = None) -> str:
     """The text of a cell on the page: floats with one decimal (every percentage), or
-    `digits` significant digits; NaN and None blank."""
+    `digits` significant digits (a value with more integer digits than that whole, with
+    thousands separators, never in exponent form); NaN and None blank."""
     if isinstance(value, float) and value == value:
-        return f"{value:.1f}" if digits is None else f"{value:.{digits}g}"
+        if digits is None:
+            return f"{value:.1f}"
+        return f"{value:,.0f}" if abs(value) >= 10**digits else f"{value:.{digits}g}"
     return cell(value)
 
 
