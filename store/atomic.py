@@ -22,6 +22,9 @@ from store.storage import Location, RemotePath
 # Temporary files start with this prefix; readers skip them and writers sweep old ones.
 TMP_PREFIX = ".tmp-"
 
+# What open() asks for a new file; the umask then takes its bits away (0644 for umask 022).
+FILE_MODE = 0o666
+
 # Entered around the rename: yields whether the write may still happen (see run_lock).
 Guard = Callable[[], AbstractContextManager[bool]]
 
@@ -34,6 +37,9 @@ def write_bytes_atomic(path: Location, data: bytes, guard: Guard | None = None) 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
     try:
+        # mkstemp makes the file 0600 whatever the umask: after the rename the results and
+        # report pages would be unreadable to anyone else (a shared folder, a web server).
+        os.fchmod(fd, FILE_MODE & ~process_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -50,6 +56,21 @@ def write_bytes_atomic(path: Location, data: bytes, guard: Guard | None = None) 
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def process_umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (/proc/self/status
+    since 4.7): os.umask can only be read by setting it, which races with threads creating
+    files meanwhile. Elsewhere it is set and restored."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _put_object(path: RemotePath, data: bytes, guard: Guard | None) -> bool:

@@ -24,6 +24,11 @@ from geometry.dsl.conditions.normalise import (
     read_number,
 )
 
+# The data error of a problem that requires nothing and states no condition: any program,
+# the empty one included, would satisfy it (the solver audit counts it solved, the agent
+# loop's executor finds no program; the report counts it unsolved).
+NOTHING_TO_JUDGE = "nothing to judge: no required objects and no conditions"
+
 LANGUAGES = ("en", "zh")
 T = TypeVar("T")
 
@@ -117,7 +122,7 @@ def parse_problem(raw: Mapping[str, object], index: int = 0) -> Problem:
     required = _parse_required(raw.get("required_objects", {}), errors)
     if not conditions and not required.count():
         # Any program, the empty one included, would satisfy it: there is nothing to judge.
-        errors.append("nothing to judge: no required objects and no conditions")
+        errors.append(NOTHING_TO_JUDGE)
     difficulty = raw.get("difficulty", 0)
     return Problem(
         id=str(raw.get("id", f"#{index}")),

@@ -1,6 +1,9 @@
 """`python -m pipelines report RESULTS --out DIR`: the tables and figures a paper would show.
 
-Reads the run records (provenance: items, models, settings, software), RESULTS/noregeo
+The page opens with the key results (what ran, accuracy per model and setup, GeoBuild's
+success and the solver's upper bound) and a banner naming the random-weight models and
+baselines, which carry a tag in every table; the details follow, mostly folded. Reads the
+run records (provenance: items, models, settings, software), RESULTS/noregeo
 (the headline by the paper's definition and our binary and multiple-choice accuracy, Table 2
 with its best cells marked, Table 3 by the method the paper's numbers favour, task figures with the
 setups side by side, MSE, gaps (Figures 2, 6, 7), pair consistency, intervals, engine-error
@@ -27,16 +30,22 @@ from pipelines.cli_args import existing_file, output_dir, percent, results_locat
 from pipelines.noregeo.summarize import load_results
 from pipelines.report.geobuild_sections import (
     AUDIT_PATH,
+    SOLVER,
     audit_section,
     found_audit,
+    geobuild_lines,
     geobuild_section,
+    geobuild_tables,
     read_audit,
+    solver_in_loop,
 )
 from pipelines.report.html_page import Section, write_report
+from pipelines.report.key_results import banner, key_section, with_weights
 from pipelines.report.noregeo_sections import missing_section, noregeo_sections, provenance_section
 from pipelines.report.probe_sections import probe_sections
 from pipelines.report.provenance import run_records
 from pipelines.report.samples import samples_page
+from pipelines.report.tables import BASELINE, model_tags
 from store.errors import UsageError
 from store.storage import Location
 
@@ -118,18 +127,20 @@ def _write_report(
 ) -> Path:
     records = run_records(results)
     try:
-        df = load_results(results)
+        df = with_weights(load_results(results), records)
     except UsageError as err:
         df, missing = None, str(err)
-    sections = [provenance_section(records)]
+    sections: list[Section] = []
     links = ""
+    tags: dict[str, str] = {}
     if df is not None:
+        tags = model_tags(df)
         sections += noregeo_sections(df, out) + missing_section(results, df)
         samples_page(df, records, out)
         links = (
-            '<p><a href="samples.html">Sample browser</a>: a few items per task and setup '
-            "with their image, prompt, each model's output, the gold answer and the verdict; "
-            "filter by task, setup and model.</p>"
+            '<p><a href="samples.html">Sample browser</a>: every item with its image, prompt, '
+            "each model's output, the gold answer and the verdict; filter by task, setup and "
+            "model.</p>"
         )
     else:
         sections.append(
@@ -139,11 +150,19 @@ def _write_report(
         audit, audit_note = found_audit(results)
     else:
         audit_note = ""
+    geobuild = geobuild_tables(results)
+    solver_ran = solver_in_loop(geobuild)
+    if solver_ran:
+        tags[SOLVER] = BASELINE
     sections += [
-        geobuild_section(results, out),
-        audit_section(audit, audit_note),
+        geobuild_section(results, out, geobuild),
+        audit_section(audit, audit_note, solver_ran),
         *probe_sections(results, min_accuracy, out),
+        provenance_section(records),
     ]
+    key = key_section(df, geobuild_lines(geobuild, audit))
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    subtitle = f"Results from {results.resolve()}, report built {stamp}."
-    return write_report(out, "NoReGeo and GeoBuild report", subtitle, sections, links)
+    subtitle = f"Results from {results}, report built {stamp}."
+    return write_report(
+        out, "NoReGeo and GeoBuild report", subtitle, [key, *sections], links, tags, banner(tags)
+    )

@@ -1,5 +1,13 @@
-"""The report's GeoBuild and solver-audit sections, the success-by-round figure, and the
-audit file reader."""
+"""The report's GeoBuild and solver-audit sections, the success-by-round figure, the key
+results' GeoBuild lines, and the audit file reader.
+
+One solver upper bound: the agent loop's verdict on the solver's programs (the solver row of
+the GeoBuild tables) when the loop ran; the audit's figure only when it did not. The two
+differ by the problems with nothing to judge (no required objects, no conditions): the
+audit's status calls them solved with an empty program, the loop executes that program and
+finds none (on the demo: 93.0% against 92.6% of 489 problems). The loop's figure is the one
+models are compared with (the same execution and validation), and the audit's is computed
+the same way here (those problems unsolved), so both say the same."""
 
 from __future__ import annotations
 
@@ -13,9 +21,10 @@ matplotlib.use("Agg")  # no display on servers and in CI
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
+from geometry.dsl.dataset import NOTHING_TO_JUDGE  # noqa: E402
 from pipelines.cli_args import read_utf8  # noqa: E402
 from pipelines.report.figures import DPI, PLAIN  # noqa: E402
-from pipelines.report.html_page import Figure, Section  # noqa: E402
+from pipelines.report.html_page import Figure, Heading, Section  # noqa: E402
 from pipelines.report.html_page import table_blocks as _tables  # noqa: E402
 from store.errors import UsageError  # noqa: E402
 from store.storage import Location  # noqa: E402
@@ -23,6 +32,8 @@ from store.storage import Location  # noqa: E402
 # The audit.csv columns (geobuild_solve.AUDIT_COLUMNS) that the audit section needs; the
 # later ones (success_public, broken_data) are shown when present (older audits lack them).
 AUDIT_NEEDS = ("id", "status", "conflicts", "reason", "seconds")
+# The model name of the solver's programs run through the agent loop (geobuild --engine solver).
+SOLVER = "solver"
 # Where `geobuild-solve --out RESULTS` leaves its audit; the report reads it from there.
 AUDIT_PATH = "audit/audit.csv"
 # Tables of geobuild-summarize shown in the report, with their titles there.
@@ -39,14 +50,24 @@ GEOBUILD_TITLES = {
     "error_accounting": "Error counts: ours on the final round beside the public benchmark's "
     "sums over every step (hallucinations, recovery steps, missing objects, failed conditions)",
 }
-# Breakdowns folded, so the headline tables and the figure stay in view.
-FOLDED = (
-    "error_transitions",
-    "error_categories",
-    "missing_objects",
-    "failed_conditions",
-    "error_accounting",
+# Shown open; every other table is folded, so the section stays short.
+OPEN = ("overall",)
+# The self-correction tables (and figure): shown only when some round changed an outcome.
+SELF_CORRECTION = ("success_by_round", "feedback_fixes", "error_transitions")
+# Our rule's column and the public rule's: where they agree on every row, one column shows both.
+RULE_PAIRS = (
+    ("solved", "solved_public"),
+    ("success % (all)", "public success % (all)"),
+    ("success % (clean data)", "public success % (clean data)"),
+    ("solved_by_round", "solved_public_by_round"),
+    ("success % by round (all)", "public success % by round (all)"),
+    ("first_round_failures", "first_round_public_failures"),
+    ("fixed_later", "fixed_later_public"),
+    ("fixed %", "public fixed %"),
 )
+# Significant digits of tables whose numbers are not percentages (per-problem means).
+DIGITS = {"error_accounting": 3}
+GeoBuildTables = dict[str, pl.DataFrame]
 
 
 def read_audit(path: Path) -> pl.DataFrame:
@@ -67,10 +88,23 @@ def read_audit(path: Path) -> pl.DataFrame:
         raise UsageError(f"--audit {path}: column seconds is not numeric") from err
 
 
-def geobuild_section(results: Location, out: Path) -> Section:
+def geobuild_tables(results: Location) -> GeoBuildTables | str:
+    """geobuild-summarize's tables as shown (rates in %), or why there are none."""
+    from pipelines.geobuild.summarize import shown_tables, summary_tables
+
+    try:
+        return shown_tables(summary_tables(results))
+    except UsageError as err:
+        return str(err)
+
+
+def geobuild_section(
+    results: Location, out: Path, tables: GeoBuildTables | str | None = None
+) -> Section:
     """GeoBuild success (both verdicts, both denominators), self-correction (tables and the
-    success-by-round figure under `out`/figures), error categories, missing objects and
-    failed conditions."""
+    success-by-round figure under `out`/figures, or one sentence when no round after the
+    first changed anything), error categories, missing objects and failed conditions.
+    `tables`: geobuild_tables(results), when the caller has them already."""
     section = Section(
         "GeoBuild",
         "Success by our rule (every required object present, every condition holding) and "
@@ -78,23 +112,30 @@ def geobuild_section(results: Location, out: Path) -> Section:
         "execution error fails both), each over every attempted problem (all) and over the "
         "problems whose data is clean (the loader found no data error; the public benchmark "
         "also leaves problems it finds broken out of its denominator). Mean rounds to "
-        "success and mean partial score (0.3 objects + 0.7 conditions). Self-correction: "
-        "cumulative success by round, round-1 failures fixed later, and how each round's "
-        "outcome (error category, failed_validation: ran but objects or conditions fail, "
-        "or success) is followed in the next round. Error categories, missing objects and "
-        "failed conditions are those of each problem's final round.",
+        "success and mean partial score (0.3 objects + 0.7 conditions, in %). Error "
+        "categories, missing objects and failed conditions are those of each problem's final "
+        "round; the breakdowns are folded.",
     )
-    from pipelines.geobuild.summarize import shown_tables, summary_tables
-
-    try:
-        tables = shown_tables(summary_tables(results))
-    except UsageError as err:
-        section.empty = str(err)
+    if tables is None:
+        tables = geobuild_tables(results)
+    if isinstance(tables, str):
+        section.empty = tables
         return section
+    changed = rounds_changed(tables)
     for name, title in GEOBUILD_TITLES.items():
-        section.blocks += _tables(
-            f"geobuild_{name}", title, tables[name], folded=True if name in FOLDED else None
+        if name in SELF_CORRECTION and not changed:
+            continue
+        frame, agree = collapse_agreeing(readable(tables[name]))
+        note = (
+            f"Our rule and the public one agree on every row for {', '.join(agree)}: one "
+            "column shows both."
+            if agree
+            else ""
         )
+        section.blocks += _tables(
+            f"geobuild_{name}", title, frame, note, folded=name not in OPEN,
+            digits=DIGITS.get(name),
+        )  # fmt: skip
         if name == "success_by_round" and not tables[name].is_empty():
             path = success_by_round_figure(tables[name], out / "figures/geobuild_rounds.png")
             section.blocks.append(
@@ -106,8 +147,106 @@ def geobuild_section(results: Location, out: Path) -> Section:
                     "that fixed nothing.",
                 )
             )
+    if not changed and not tables["success_by_round"].is_empty():
+        section.blocks.append(Heading("Self-correction", self_correction_sentence(tables)))
     section.empty = "the GeoBuild results hold no rows"
     return section
+
+
+def readable(frame: pl.DataFrame) -> pl.DataFrame:
+    """The mean partial score (0..1) as a percentage with one decimal, like every rate."""
+    if "mean_partial_score" not in frame.columns:
+        return frame
+    score = (pl.col("mean_partial_score") * 100).round(1).alias("mean partial score (%)")
+    return (
+        frame.with_columns(score)
+        .drop("mean_partial_score")
+        .select(
+            [c if c != "mean_partial_score" else "mean partial score (%)" for c in frame.columns]
+        )
+    )
+
+
+def collapse_agreeing(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """Each RULE_PAIRS pair whose columns are equal on every row becomes one column, named
+    `<ours> (both rules)`; returns the frame and the names of the collapsed columns."""
+    agree = [
+        (ours, public)
+        for ours, public in RULE_PAIRS
+        if ours in frame.columns
+        and public in frame.columns
+        and frame[ours].cast(pl.Float64).equals(frame[public].cast(pl.Float64))
+    ]
+    if not agree:
+        return frame, []
+    renamed = frame.drop([public for _, public in agree]).rename(
+        {ours: f"{ours} (both rules)" for ours, _ in agree}
+    )
+    return renamed, [ours for ours, _ in agree]
+
+
+def rounds_changed(tables: GeoBuildTables) -> bool:
+    """Whether any round after the first changed an outcome of any model: more problems
+    solved by a later round (either rule), a round-1 failure fixed, or an error that turned
+    into another kind."""
+    by_round = tables["success_by_round"]
+    if by_round.is_empty() or int(by_round["round"].max() or 1) < 2:  # type: ignore[arg-type]
+        return False
+    grew = by_round.group_by("model").agg(
+        (pl.col(c).n_unique() > 1).alias(c) for c in ("solved_by_round", "solved_public_by_round")
+    )
+    if grew.select(pl.any_horizontal(pl.exclude("model")).any()).item():
+        return True
+    transitions = tables["error_transitions"]
+    return not transitions.filter(pl.col("from_kind") != pl.col("to_kind")).is_empty()
+
+
+def self_correction_sentence(tables: GeoBuildTables) -> str:
+    """What the self-correction rounds did when they changed nothing, with their numbers."""
+    by_round = tables["success_by_round"]
+    rounds = int(by_round["round"].max() or 1)  # type: ignore[arg-type]
+    fixes = tables["feedback_fixes"]
+    failures = ", ".join(
+        f"{r['model']}: {r['first_round_failures']} round-1 failures "
+        f"({r['first_round_public_failures']} by the public rule)"
+        for r in fixes.iter_rows(named=True)
+    )
+    if rounds < 2:
+        return "One round ran: no self-correction to show."
+    return (
+        f"Up to {rounds} rounds ran and no round after the first changed any outcome by "
+        f"either rule ({failures}; none fixed later), so the self-correction tables and "
+        "figure are left out."
+    )
+
+
+def geobuild_lines(tables: GeoBuildTables | str, audit: pl.DataFrame | None) -> list[str]:
+    """The key results' GeoBuild sentences: each model's success (both rules) and the one
+    solver upper bound (the loop's solver row, else the audit's)."""
+    lines = []
+    if not isinstance(tables, str) and not tables["overall"].is_empty():
+        for row in tables["overall"].iter_rows(named=True):
+            what = "the solver's upper bound" if row["model"] == SOLVER else row["model"]
+            lines.append(
+                f"GeoBuild, {what}: {row['success % (all)']:.1f}% of {row['problems']} "
+                f"problems by our rule ({row['success % (clean data)']:.1f}% of those with "
+                f"clean data), {row['public success % (all)']:.1f}% by the public rule."
+            )
+    if audit is not None and not solver_in_loop(tables):
+        bound = audit_upper_bound(audit)
+        if not bound.is_empty():
+            row = bound.row(0, named=True)
+            lines.append(
+                f"GeoBuild, the solver's upper bound (audit): {row['success % (all)']:.1f}% of "
+                f"{row['problems']} problems by our rule, {row['public success % (all)']:.1f}% "
+                "by the public rule."
+            )
+    return lines
+
+
+def solver_in_loop(tables: GeoBuildTables | str) -> bool:
+    """Whether the GeoBuild results hold the solver's run through the agent loop."""
+    return not isinstance(tables, str) and SOLVER in tables["overall"]["model"].to_list()
 
 
 def success_by_round_figure(by_round: pl.DataFrame, path: Path) -> Path:
@@ -154,15 +293,27 @@ def found_audit(results: Location) -> tuple[pl.DataFrame | None, str]:
         return None, f"RESULTS/{AUDIT_PATH} is unreadable: {err}"
 
 
-def audit_section(frame: pl.DataFrame | None, why_none: str = "") -> Section:
-    """Counts of the solver's constructibility audit and the problems it could not solve."""
+def audit_section(
+    frame: pl.DataFrame | None, why_none: str = "", solver_ran: bool = False
+) -> Section:
+    """Counts of the solver's constructibility audit and the problems it could not solve;
+    the upper bound only when the solver did not run through the agent loop (`solver_ran`:
+    its GeoBuild row is then the one upper bound on the page)."""
+    where = (
+        "The solver's upper bound is its row in the GeoBuild tables (its programs run "
+        "through the agent loop)."
+        if solver_ran
+        else "The upper bound: the share of problems the solver's programs solve, by our "
+        "rule and the public one, over all problems and over those with clean data."
+    )
     section = Section(
         "GeoBuild solver audit",
         "Least-squares constructibility audit of the data set (geobuild-solve): how many "
         "problems have a construction, and which conditions conflict where none was found. "
-        "The upper bound: the share of problems the solver's programs solve, by our rule and "
-        "the public one, over all problems and over those with clean data.",
+        "Status solved includes the problems with nothing to judge (no required objects, no "
+        "conditions), which no program can solve or fail. " + where,
         empty=why_none or "no audit given (report --audit DIR/audit.csv)",
+        folded=True,
     )
     if frame is None:
         return section
@@ -185,8 +336,11 @@ def audit_section(frame: pl.DataFrame | None, why_none: str = "") -> Section:
     unsolved = frame.filter(pl.col("status") != "solved").select(
         "id", "status", "conflicts", "reason"
     )
-    section.blocks += _tables("audit_status", "Audit status counts", counts)
-    section.blocks += _tables("audit_upper_bound", "Solver upper bound", audit_upper_bound(frame))
+    section.blocks += _tables("audit_status", "Audit status counts", counts, digits=2)
+    if not solver_ran:
+        section.blocks += _tables(
+            "audit_upper_bound", "Solver upper bound", audit_upper_bound(frame)
+        )
     section.blocks += _tables("audit_conflicts", "Conflicting condition types", conflicts)
     section.blocks += _tables(
         "audit_unsolved", "Problems without a construction", unsolved, folded=True
@@ -196,12 +350,17 @@ def audit_section(frame: pl.DataFrame | None, why_none: str = "") -> Section:
 
 def audit_upper_bound(frame: pl.DataFrame) -> pl.DataFrame:
     """One row: the solver's success % by our rule (status solved) and the public one, over
-    all problems and over clean data; empty for an audit without those columns."""
+    all problems and over clean data; empty for an audit without those columns. A problem
+    with nothing to judge counts unsolved by both rules, as the agent loop finds it (module
+    docstring), so this figure and the loop's solver row agree."""
     if not {"success_public", "broken_data"} <= set(frame.columns):
         return pl.DataFrame()
+    judged = pl.col("reason").fill_null("") != NOTHING_TO_JUDGE
     marks = frame.select(
-        (pl.col("status") == "solved").alias("solved"),
-        pl.col("success_public").cast(pl.String).str.to_lowercase().eq("true").alias("public"),
+        ((pl.col("status") == "solved") & judged).alias("solved"),
+        (pl.col("success_public").cast(pl.String).str.to_lowercase().eq("true") & judged).alias(
+            "public"
+        ),
         pl.col("broken_data").cast(pl.String).str.to_lowercase().eq("true").alias("broken"),
     )
     clean = ~pl.col("broken")

@@ -1,10 +1,16 @@
 """The report page: sections of tables, figures and notes -> one static HTML file.
 
 No network assets: the CSS is inline, figures are relative PNG files, and the only script is
-inline. It marks `<body data-images-loaded="N/M" data-images-ok="true|false">` once the
-page has loaded, so a headless browser can check that every figure decoded.
+inline. It marks `<body data-images-loaded="N/M" data-images-ok="true|false"
+data-height="PX">` once the page has loaded, so a headless browser can check that every
+figure decoded and how tall the page is (folded parts closed).
 Every table is also written as `tables/<name>.csv` and `tables/<name>.md`; text in all
 three is escaped (pipelines/report/escape.py), so a model called `<script>` stays text.
+
+Tables and figures are numbered in the order the page shows them (folded ones included).
+Models that are not models under test (random weights, baselines: `tags`) carry a tag in
+every table, as a row (the `model` column) or a column head. Numbers print with one decimal
+unless a table says otherwise (MSE keeps three significant digits); column heads are prose.
 """
 
 from __future__ import annotations
@@ -22,22 +28,76 @@ from store.atomic import write_bytes_atomic
 # short, and the summary line says what opens.
 FOLD_ROWS = 12
 
+# Column heads as the page prints them; the CSV and Markdown copies keep the names programs
+# read. A head not listed prints as it is (task IDs, model names, prose already).
+HEADINGS = {
+    "n": "items",
+    "accuracy": "accuracy (%)",
+    "ci_low": "95% interval, low",
+    "ci_high": "95% interval, high",
+    "invalid_rate": "invalid outputs (%)",
+    "engine_error_rate": "engine errors (%)",
+    "out_of_budget": "out of budget",
+    "binary": "binary (%)",
+    "binary_n": "binary items",
+    "multiple_choice": "multiple choice (%)",
+    "multiple_choice_n": "multiple-choice items",
+    "classification": "classification mean (%)",
+    "best_model": "best model",
+    "best_classification": "its classification mean (%)",
+    "human_classification": "human (%)",
+    "best_binary": "best binary (%)",
+    "best_binary_model": "best on binary",
+    "best_multiple_choice": "best multiple choice (%)",
+    "best_multiple_choice_model": "best on multiple choice",
+    "human_multiple_choice": "human multiple choice (%)",
+    "median_seconds": "median seconds",
+    "share": "share (%)",
+    "broken_data": "broken data",
+    "condition_type": "condition type",
+    "object_type": "object type",
+    "solved_public": "solved (public rule)",
+    "mean_rounds_to_success": "mean rounds to success",
+    "error_category": "error category (ours)",
+    "error_category_public": "error category (public)",
+    "problems %": "share of problems (%)",
+    "solved_by_round": "solved by this round",
+    "solved_public_by_round": "solved by this round (public rule)",
+    "first_round_failures": "round-1 failures",
+    "first_round_public_failures": "round-1 failures (public rule)",
+    "fixed_later": "fixed later",
+    "fixed_later_public": "fixed later (public rule)",
+    "from_kind": "from",
+    "to_kind": "to",
+    "% of from_kind": "% of from",
+    "dsl_errors_final_ours": "DSL errors, final round (ours)",
+    "missing_objects_final_ours": "missing objects, final round (ours)",
+    "failed_conditions_final_ours": "failed conditions, final round (ours)",
+    "dsl_errors_steps_public": "DSL errors, all steps (public)",
+    "hallucinations_per_problem_public": "hallucinations per problem (public)",
+    "mean_recovery_steps_public": "mean recovery steps (public)",
+    "missing_objects_steps_public": "missing objects, all steps (public)",
+    "failed_conditions_steps_public": "failed conditions, all steps (public)",
+    "problem_id": "problem",
+    "item_id": "item",
+}
+
 
 @dataclass(frozen=True)
 class Table:
     """A table of the report; `name` is its file stem under tables/.
 
     `folded`: shown closed under a one-line summary (None: when it has more than FOLD_ROWS
-    rows). `references`: model names shown as reference rows/columns (the baselines).
-    `marks`: {(row index, column): "best" | "second"}, cells shown bold / underlined."""
+    rows). `marks`: {(row index, column): "best" | "second"}, cells shown bold / underlined.
+    `digits`: significant digits of its numbers (None: one decimal)."""
 
     name: str
     title: str
     frame: pl.DataFrame
     note: str = ""
     folded: bool | None = None
-    references: tuple[str, ...] = ()
     marks: dict[tuple[int, str], str] = field(default_factory=dict)
+    digits: int | None = None
 
 
 @dataclass(frozen=True)
@@ -64,21 +124,46 @@ Block = Table | Figure | Heading
 @dataclass
 class Section:
     """A titled part of the page; with no tables or figures it shows `empty` (why there is
-    no data)."""
+    no data). A `folded` section shows its title only until it is opened."""
 
     title: str
     intro: str
     blocks: list[Block] = field(default_factory=list)
     empty: str = ""
+    folded: bool = False
 
 
 def cell(value: object) -> str:
-    """The text of a cell in Markdown and HTML (CSV keeps polars' own formatting)."""
+    """The text of a cell in the Markdown copy (CSV keeps polars' own formatting): floats
+    to 4 decimals, NaN and None blank."""
     if value is None:
         return ""
     if isinstance(value, float):
-        return "" if value != value else repr(round(value, 4))  # NaN -> blank
+        return "" if value != value else repr(round(value, 4))
     return str(value)
+
+
+def shown(value: object, digits: int | None = None) -> str:
+    """The text of a cell on the page: floats with one decimal (every percentage), or
+    `digits` significant digits (a value with more integer digits than that whole, with
+    thousands separators, never in exponent form); NaN and None blank."""
+    if isinstance(value, float) and value == value:
+        if digits is None:
+            return f"{value:.1f}"
+        return f"{value:,.0f}" if abs(value) >= 10**digits else f"{value:.{digits}g}"
+    return cell(value)
+
+
+def prose(text: str) -> str:
+    """Prose for the page (titles, notes, section text), escaped and without Markdown's
+    code and bold marks, which HTML would show literally (messages shared with the
+    terminal quote commands in backticks)."""
+    return html.escape(text.replace("`", "").replace("**", ""))
+
+
+def heading(column: str) -> str:
+    """A column's head on the page (HEADINGS, else the name itself)."""
+    return HEADINGS.get(column, column)
 
 
 def markdown(frame: pl.DataFrame) -> str:
@@ -103,58 +188,82 @@ def _mark(table: Table, row: int, column: str) -> str:
     return f" {mark}" if mark else ""
 
 
-def _table_html(table: Table) -> str:
+def tag_html(name: str, tags: dict[str, str]) -> str:
+    """A model name, escaped, with its tag (`random weights`, `baseline`) when it has one."""
+    tag = tags.get(name)
+    text = html.escape(name)
+    return f'{text} <span class="tag">{html.escape(tag)}</span>' if tag else text
+
+
+def _table_html(table: Table, number: int, tags: dict[str, str]) -> str:
     columns = table.frame.columns
-    references = set(table.references)
     head = "".join(
-        f"<th{' class=ref' if c in references else ''}>{html.escape(c)}</th>" for c in columns
+        f"<th class=ref>{tag_html(c, tags)}</th>"
+        if c in tags
+        else f"<th>{html.escape(heading(c))}</th>"
+        for c in columns
     )
     model_at = columns.index("model") if "model" in columns else None
     rows = []
     for r, row in enumerate(table.frame.iter_rows()):
-        tds = "".join(
-            f'<td class="{"num" if isinstance(v, int | float) else "txt"}'
-            f"{' ref' if columns[i] in references else ''}"
-            f"{_mark(table, r, columns[i])}"
-            f'">{html.escape(cell(v))}</td>'
-            for i, v in enumerate(row)
+        tds = []
+        for i, v in enumerate(row):
+            text = (
+                tag_html(v, tags)
+                if i == model_at and isinstance(v, str)
+                else html.escape(shown(v, table.digits))
+            )
+            kind = "num" if isinstance(v, int | float) else "txt"
+            ref = " ref" if columns[i] in tags else ""
+            tds.append(f'<td class="{kind}{ref}{_mark(table, r, columns[i])}">{text}</td>')
+        reference = model_at is not None and row[model_at] in tags
+        rows.append(
+            f'<tr class="ref">{"".join(tds)}</tr>' if reference else f"<tr>{''.join(tds)}</tr>"
         )
-        reference = model_at is not None and row[model_at] in references
-        rows.append(f'<tr class="ref">{tds}</tr>' if reference else f"<tr>{tds}</tr>")
     links = (
         f'<a href="tables/{table.name}.csv">CSV</a> · <a href="tables/{table.name}.md">Markdown</a>'
     )
-    note = f'<p class="note">{html.escape(table.note)}</p>' if table.note else ""
+    note = f'<p class="note">{prose(table.note)}</p>' if table.note else ""
     body = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    title = f"Table {number}. {prose(table.title)}"
     folded = table.folded if table.folded is not None else table.frame.height > FOLD_ROWS
     if folded:
         size = f"{table.frame.height} rows × {len(columns)} columns"
         return (
-            f'<details class="table" id="{table.name}"><summary>{html.escape(table.title)} '
+            f'<details class="table" id="{table.name}"><summary>{title} '
             f'<span class="links">({size}; {links})</span></summary>{note}{body}</details>'
         )
     return (
-        f'<figure class="table" id="{table.name}"><figcaption>{html.escape(table.title)} '
+        f'<figure class="table" id="{table.name}"><figcaption>{title} '
         f'<span class="links">({links})</span></figcaption>{note}{body}</figure>'
     )
 
 
-def _figure_html(figure: Figure) -> str:
-    title = html.escape(figure.title)
-    note = f' <span class="note">{html.escape(figure.note)}</span>' if figure.note else ""
+def _figure_html(figure: Figure, number: int) -> str:
+    title = prose(figure.title)
+    note = f' <span class="note">{prose(figure.note)}</span>' if figure.note else ""
     return (
-        f'<figure class="plot"><figcaption>{title}.{note}</figcaption>'
+        f'<figure class="plot"><figcaption>Figure {number}. {title}.{note}</figcaption>'
         f'<img src="{html.escape(figure.path)}" alt="{title}"></figure>'
     )
 
 
-def _block_html(block: Block) -> str:
-    if isinstance(block, Table):
-        return _table_html(block)
-    if isinstance(block, Figure):
-        return _figure_html(block)
-    note = f'<p class="note">{html.escape(block.note)}</p>' if block.note else ""
-    return f"<h3>{html.escape(block.title)}</h3>{note}"
+class _Numbers:
+    """Table and figure numbers in the order the page shows them."""
+
+    def __init__(self) -> None:
+        self.tables = 0
+        self.figures = 0
+
+    def block_html(self, block: Block, tags: dict[str, str]) -> str:
+        if isinstance(block, Table):
+            self.tables += 1
+            return _table_html(block, self.tables, tags)
+        if isinstance(block, Figure):
+            self.figures += 1
+            return _figure_html(block, self.figures)
+        note = f'<p class="note">{prose(block.note)}</p>' if block.note else ""
+        return f"<h3>{prose(block.title)}</h3>{note}"
 
 
 CSS = """
@@ -175,54 +284,84 @@ details{margin:.2em 0;overflow-x:auto}summary{cursor:pointer;font-weight:600;pad
 .links{font-weight:normal;font-size:.85em}.note,.empty{color:#555;font-weight:normal}
 .empty{font-style:italic}img{max-width:100%;border:1px solid #eee;display:block}
 nav ol{columns:3;font-size:.9em;margin:.3em 0}nav li{margin:.05em 0}
+.tag{font-size:.75em;font-style:normal;color:#7a4b00;background:#fff1d6;border:1px solid #e0b060;
+border-radius:3px;padding:0 .25em;white-space:nowrap}
+.banner{background:#fff6e0;border:1px solid #e0b060;padding:.5em .8em;margin:.6em 0}
+details.section>summary h2{display:inline-block;margin:.6em 0 .2em;border:none}
+.key td,.key th{font-size:1.05em}
 """
 
 # Runs after every image has loaded or failed: `complete` is then true for both, and a
-# failed or empty image has naturalWidth 0.
+# failed or empty image has naturalWidth 0. The height is the whole page's, as laid out.
 CHECK_IMAGES = """
 window.addEventListener("load", function () {
   var images = Array.prototype.slice.call(document.images);
   var ok = images.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
   document.body.dataset.imagesLoaded = ok + "/" + images.length;
   document.body.dataset.imagesOk = String(ok === images.length);
+  document.body.dataset.height = String(document.documentElement.scrollHeight);
 });
 """
 
 
-def page(title: str, subtitle: str, sections: list[Section], links: str = "") -> str:
-    """The whole HTML document; `links` is trusted markup put under the subtitle."""
-    nav = "".join(
-        f'<li><a href="#s{i}">{html.escape(s.title)}</a></li>' for i, s in enumerate(sections)
-    )
+def page(
+    title: str,
+    subtitle: str,
+    sections: list[Section],
+    links: str = "",
+    tags: dict[str, str] | None = None,
+    banner: str = "",
+) -> str:
+    """The whole HTML document. `links` is trusted markup put under the subtitle; `banner`
+    (text) stands above everything else; `tags`: model name -> the tag its rows and columns
+    carry (random weights, baseline). The first section comes before the contents list."""
+    tags = tags or {}
+    nav = "".join(f'<li><a href="#s{i}">{prose(s.title)}</a></li>' for i, s in enumerate(sections))
+    numbers = _Numbers()
     parts = []
     for i, section in enumerate(sections):
-        body = [f'<h2 id="s{i}">{html.escape(section.title)}</h2>']
-        body.append(f"<p>{html.escape(section.intro)}</p>")
+        head = f'<h2 id="s{i}">{prose(section.title)}</h2>'
+        body = [f"<p>{prose(section.intro)}</p>"] if section.intro else []
         if not any(isinstance(b, Table | Figure) for b in section.blocks):
-            body.append(f'<p class="empty">No data: {html.escape(section.empty)}</p>')
+            body.append(f'<p class="empty">No data: {prose(section.empty)}</p>')
         else:
-            body += [_block_html(block) for block in section.blocks]
-        parts.append(f"<section>{''.join(body)}</section>")
+            body += [numbers.block_html(block, tags) for block in section.blocks]
+        if section.folded:
+            parts.append(
+                f'<section><details class="section"><summary>{head}</summary>'
+                f"{''.join(body)}</details></section>"
+            )
+        else:
+            parts.append(f"<section>{head}{''.join(body)}</section>")
+        if i == 0:
+            parts.append(f"<nav><h2>Contents</h2><ol>{nav}</ol></nav>")
+    warning = f'<p class="banner">{prose(banner)}</p>' if banner else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{CSS}</style>"
         f"<script>{CHECK_IMAGES}</script></head>"
         f'<body data-images-ok="pending"><h1>{html.escape(title)}</h1>'
-        f"<p>{html.escape(subtitle)}</p>{links}<nav><ol>{nav}</ol></nav>{''.join(parts)}"
+        f"<p>{prose(subtitle)}</p>{links}{warning}{''.join(parts)}"
         "</body></html>\n"
     )
 
 
 def write_report(
-    out: Path, title: str, subtitle: str, sections: list[Section], links: str = ""
+    out: Path,
+    title: str,
+    subtitle: str,
+    sections: list[Section],
+    links: str = "",
+    tags: dict[str, str] | None = None,
+    banner: str = "",
 ) -> Path:
-    """Writes every table's CSV/Markdown copy and index.html; returns the page's path."""
+    """Writes every table's CSV/Markdown copy and index.html (`page`); returns its path."""
     for section in sections:
         for block in section.blocks:
             if isinstance(block, Table):
                 write_table(out, block)
     index = out / "index.html"
-    write_bytes_atomic(index, page(title, subtitle, sections, links).encode())
+    write_bytes_atomic(index, page(title, subtitle, sections, links, tags, banner).encode())
     return index
 
 
@@ -232,10 +371,10 @@ def table_blocks(
     frame: pl.DataFrame,
     note: str = "",
     folded: bool | None = None,
-    references: list[str] | tuple[str, ...] = (),
     marks: dict[tuple[int, str], str] | None = None,
+    digits: int | None = None,
 ) -> list[Block]:
     """[the Table] for a frame with rows, [] for an empty one (its section then says why)."""
     if frame.is_empty():
         return []
-    return [Table(name, title, frame, note, folded, tuple(references), marks or {})]
+    return [Table(name, title, frame, note, folded, marks or {}, digits)]

@@ -23,8 +23,9 @@ def provenance_section(records: list[Record]) -> Section:
     section = Section(
         "Provenance: items, models, settings, software",
         "Read from the run records (RESULTS/<benchmark>/model=*/runs/*.json) and the item "
-        "table's manifest, not recomputed. An item table that has moved shows `found: no`.",
+        "table's manifest, not recomputed. An item table that has moved shows found: no.",
         empty="no run records under RESULTS (results copied without their runs/ folders?)",
+        folded=True,
     )
     section.blocks += _tables("provenance_items", "Item tables", prov.items_table(records))
     section.blocks += _tables(
@@ -70,12 +71,13 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
     (engine errors have a table of their own, as in `summarize`)."""
     refs = rt.reference_models(df)
     scored = answered(df)
-    human = " The row `human` is the majority vote of annotators (human-import)."
+    human = " The row human is the majority vote of annotators (human-import)."
     human = human if rt.HUMAN in df["model"].unique().to_list() else ""
     baselines = (
-        f" Italic rows below the line are baselines ({', '.join(refs)}): reference "
-        "answerers (oracle = upper bound, random = chance, constant = one fixed answer), "
-        "not models; no across-model statistic counts them."
+        f" Tagged rows below the line ({', '.join(refs)}) are not models under test: "
+        "random-weight models answer noise, baselines are reference answerers (oracle = "
+        "upper bound, random = chance, constant = one fixed answer); no mark and no "
+        "across-model statistic counts them."
         if refs
         else ""
     )
@@ -85,27 +87,26 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
         "rate (%) of the answered items; engine-error rate (%) of all items." + human + baselines,
         _tables(
             "overall",
-            "Accuracy per model and setup",
+            "Accuracy per model and setup, with intervals and error rates",
             rt.intervals(df, ["model", "setup"]),
-            folded=False,
-            references=refs,
+            folded=True,
         ),
+        folded=True,  # the key results show its accuracies
     )
     table2 = rt.table2(scored)
     table2_section = Section(
-        "Table 2: accuracy per category, setup and model",
+        "Accuracy per category, setup and model (the paper's Table 2)",
         "Columns are kind-category (C: classification, N: numeric, U: unstable; the category "
         "code is the middle of the task ID). Cells: accuracy (%) over the group's items. "
         "Bold: the best model of the setup in that column, underlined: the second best (ties "
-        "share a mark; only models under test compete, not human or the baselines)."
+        "share a mark; only models under test compete: not human, no tagged row)."
         + human
         + baselines,
         _tables(
             "table2",
-            "Table 2 (accuracy, %)",
+            "Accuracy per category (%), the paper's Table 2",
             table2,
             folded=False,
-            references=refs,
             marks=rt.table2_marks(table2, refs),
         ),
     )
@@ -121,8 +122,9 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
             "U-task pair consistency",
             "Unstable tasks come in pairs one grid step apart with different answers; a pair "
             "counts only when both items are right (%).",
-            _tables("pair_consistency", "Pair consistency (%)", rt.pair_table(df), references=refs),
+            _tables("pair_consistency", "Pair consistency (%)", rt.pair_table(df)),
             empty="no paired (U-task) results",
+            folded=True,
         ),
         Section(
             "Bootstrap 95% intervals per category",
@@ -133,8 +135,8 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
                 "Accuracy (%) with 95% interval, per model, category and setup",
                 rt.intervals(df, ["model", "category", "setup"]),
                 folded=True,
-                references=refs,
             ),
+            folded=True,
         ),
         health_section(df, refs),
     ]
@@ -142,20 +144,19 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
 
 def headline_section(scored: pl.DataFrame, refs: list[str]) -> Section:
     """The paper's headline figures by its definition (the mean of a model's Classification
-    cells of Table 2), then our pooled binary and multiple-choice accuracy; `human` and the
+    cells of Table 2), then our pooled binary and multiple-choice accuracy; human and the
     baselines as reference rows."""
     headline = rt.paper_headline(rt.table2_cells(scored))
-    references = [rt.HUMAN, *refs]
     section = Section(
         "Headline: the paper's figure, and binary and multiple-choice accuracy",
         "The paper's definition first: per setup and model, the mean of the three "
         "Classification cells of Table 2 (C-ACM, C-BCT, C-SYM), the paper's \"multiple-choice "
         'tasks": its human 74.5% is the mean of the human cells 81.5, 70.0 and 72.0, '
-        'Phi-3.5-Vision\'s "about 55%" the mean of its dotted cells (55.5); `cells` counts the '
+        'Phi-3.5-Vision\'s "about 55%" the mean of its dotted cells (55.5); cells counts the '
         "cells a figure averages, and the best model is taken among those with all of them. "
         "Then ours, not the paper's: accuracy over every binary item (two options, yes/no) "
-        "and over every multiple-choice item (binary ones included), pooled over items; `_n` "
-        "is the item count. `human` and the baselines are reference rows.",
+        "and over every multiple-choice item (binary ones included), pooled over items, with "
+        "the item counts. Human and the tagged rows never count as the best model.",
         empty="no multiple-choice results",
     )
     if headline.is_empty():
@@ -169,7 +170,6 @@ def headline_section(scored: pl.DataFrame, refs: list[str]) -> Section:
         "headline_paper",
         "Mean of the Classification cells per setup and model (%)",
         headline,
-        references=references,
     )  # fmt: skip
     table = rt.answer_format_accuracy(scored)
     section.blocks += _tables(
@@ -181,7 +181,6 @@ def headline_section(scored: pl.DataFrame, refs: list[str]) -> Section:
         "headline_answer_formats",
         "Ours, pooled items: binary and multiple-choice accuracy per setup and model (%)",
         table,
-        references=references,
     )  # fmt: skip
     return section
 
@@ -191,23 +190,25 @@ def table3_section(scored: pl.DataFrame, refs: list[str]) -> Section:
     when only baselines (and human) ran."""
     long3 = rt.table3_over_tasks(scored)
     section = Section(
-        "Table 3: mean ± std per category",
+        "Mean ± std per category (the paper's Table 3)",
         f"Method: {rt.TABLE3_METHOD}. Per category and setup, the mean and sample standard "
         "deviation (ddof=1) over the accuracies of every model under test on every task of "
         "the category (the values of the per-task figure below), so the spread holds both "
         "the differences between models and between the category's tasks. Of the candidate "
         "computations, this one reproduces the paper's Table 3 best from its printed Table 2 "
         "rows (docs/report.md gives the residuals). Counted: the models under test only; "
-        "`human` and the baselines are not models.",
-        _tables("table3", "Table 3 (mean ± std over model × task values, %)", rt.table3(long3),
-                folded=False)
-        + _tables("table3_long", "Table 3 as numbers, with the value, model and task counts",
-                  long3, folded=True),
+        "human, random-weight models and baselines are not. A cell of one value has no "
+        "spread: it prints ± –.",
+        _tables("table3", "Mean ± std over model × task values (%), the paper's Table 3",
+                rt.table3(long3), folded=False)
+        + _tables("table3_long", "The paper's Table 3 as numbers, with value, model and task "
+                  "counts", long3, folded=True),
     )  # fmt: skip
     if refs:
         section.empty = (
-            f"only baselines ({', '.join(refs)}) have results, no model under test: a mean "
-            "across reference answerers says nothing about models. Their rows are in Table 2."
+            f"only reference rows ({', '.join(refs)}) have results, no model under test: a "
+            "mean across them says nothing about models. Their rows are in the per-category "
+            "table above."
         )
     else:
         section.empty = "no model results"
@@ -229,7 +230,7 @@ def task_figure_section(scored: pl.DataFrame, out: Path, refs: list[str], value:
             f"{what} per task, {rt.SETUP_TITLES[setup]}",
             wide,
             folded=True,
-            references=refs,
+            digits=None if value == "accuracy" else 3,  # MSE spans orders of magnitude
         )
     if value == "accuracy":
         section = Section(
@@ -238,6 +239,7 @@ def task_figure_section(scored: pl.DataFrame, out: Path, refs: list[str], value:
             "accuracy, red low; grey: the model did not run that task. The tables behind the "
             "figure are folded below it.",
             empty="no results",
+            folded=True,
         )
     else:
         section = Section(
@@ -248,6 +250,7 @@ def task_figure_section(scored: pl.DataFrame, out: Path, refs: list[str], value:
             "models and setups): areas, lengths and coordinates differ by orders of magnitude. "
             "Cells print the raw MSE.",
             empty="no numeric-task results",
+            folded=True,
         )
     if not panels:
         return section
@@ -265,7 +268,11 @@ def task_figure_section(scored: pl.DataFrame, out: Path, refs: list[str], value:
                 else "per-task share of the "
                 "task's largest MSE (0 = exact, 1 = the worst model on that task)."
             )
-            + (" Italic columns right of the dashed line: baselines." if refs else ""),
+            + (
+                " Italic columns right of the dashed line: tagged rows (random weights, baselines)."
+                if refs
+                else ""
+            ),
         )
     )
     section.blocks += tables
@@ -280,18 +287,17 @@ def health_section(df: pl.DataFrame, refs: list[str]) -> Section:
         "Engine errors: requests that got no answer (a failed call, a crashed engine), share "
         "of all items; they are left out of accuracy. Invalid outputs: answers that are not "
         "valid JSON with the answer's keys, share of the answered items; scored wrong.",
+        folded=True,
     )
     section.blocks += _tables(
         "engine_error_rates",
         "Engine-error rate (%), of all items",
         rt.engine_error_rates(df),
-        references=refs,
     )
     section.blocks += _tables(
         "invalid_rates",
         "Invalid-output rate (%), of the answered items",
         rt.invalid_rates(df),
-        references=refs,
     )
     section.empty = "no rows"
     return section
@@ -302,10 +308,11 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
     section = Section(
         "Full minus dotted images",
         "Accuracy(full) - accuracy(dotted) in points for models that ran both setups: blue, "
-        "full images help; red, they hurt. Figure 6: tasks x models (the last row is the mean "
-        "over tasks); Figure 7: the same gaps summarised per task over the models; Figure 2: "
-        "per category.",
+        "full images help; red, they hurt. Below: tasks x models (the last row is the mean "
+        "over tasks; the paper's Figure 6), the same gaps summarised per task over the models "
+        "(its Figure 7), and per category (its Figure 2).",
         empty="no model has both dotted and full results",
+        folded=True,
     )
     gap = rt.gap_by_task(df)
     if gap.is_empty():
@@ -320,7 +327,7 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
     section.blocks.append(
         Figure(
             f"figures/{path.name}",
-            "Figure 6: gap per task and model",
+            "Gap per task and model (the paper's Figure 6)",
             "Colour bar: points; blue above 0 (full images help), red below.",
         )
     )
@@ -329,9 +336,9 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
     section.blocks.append(
         Figure(
             f"figures/{path.name}",
-            "Figure 7: gap per task",
+            "Gap per task (the paper's Figure 7)",
             "The task-level summary: per task, a box over the models under test (quartiles, "
-            "whiskers to 1.5 IQR) and one coloured point per model; baselines as hollow grey "
+            "whiskers to 1.5 IQR) and one coloured point per model; tagged rows as hollow grey "
             "markers, not in the box.",
         )
     )
@@ -340,24 +347,21 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
     section.blocks.append(
         Figure(
             f"figures/{path.name}",
-            "Figure 2: gap per category",
+            "Gap per category (the paper's Figure 2)",
             "Box: the models under test (quartiles, whiskers to 1.5 IQR); one coloured point "
-            "per model (legend); baselines as hollow grey markers, not in the box.",
+            "per model (legend); tagged rows as hollow grey markers, not in the box.",
         )
     )
-    section.blocks += _tables(
-        "gap_tasks", "Gap per task and model (points)", gap, folded=True, references=refs
-    )
+    section.blocks += _tables("gap_tasks", "Gap per task and model (points)", gap, folded=True)
     section.blocks += _tables(
         "gap_categories",
         "Gap per category and model",
         per_category,
         folded=True,
-        references=refs,
     )
     section.blocks += _tables(
         "gap_task_summary",
-        "Gap distribution per task, over the models under test (Figure 7)",
+        "Gap distribution per task, over the models under test (the paper's Figure 7)",
         rt.gap_summary(per_task, refs, keys=("task",)),
         folded=True,
     )

@@ -19,10 +19,11 @@ def probe_sections(
     """Paper Tables 4-5 per probed encoder, and (with `out`, the report folder the figure
     goes to) Figure 8, the transfer matrix."""
     intro = (
-        "Linear probes on vision encoders (paper Appendix B). Table 4: accuracy (%) per "
-        "training regime and config (U/F: unfrozen/frozen; F/D: full/dot training images), "
-        "tested on full (F) and dot (D) images. Table 5: cross-task transfers at or above "
-        f"{min_accuracy:g}% (report --min-accuracy). Figure 8: every separate probe on every "
+        "Linear probes on vision encoders (paper Appendix B). Probe accuracy (the paper's "
+        "Table 4): accuracy (%) per training regime and config (U/F: unfrozen/frozen; F/D: "
+        "full/dot training images), tested on full (F) and dot (D) images. Cross-task "
+        f"transfer (its Table 5): transfers at or above {min_accuracy:g}% (report "
+        "--min-accuracy). The transfer matrix (its Figure 8): every separate probe on every "
         "task."
     )
     from probes.tables import summarize, transfer_panels
@@ -39,7 +40,7 @@ def probe_sections(
         section = Section(f"Probes: {encoder}", intro)
         section.blocks += [
             Heading(
-                "Table 4: probe accuracy (%)",
+                "Probe accuracy (%), the paper's Table 4",
                 "Rows: training regime (All: one probe on every task; Separate: one per task; "
                 "Shuffled labels: one per task trained on permuted labels, a control at chance) "
                 "and config; columns: the test task and test images.",
@@ -47,15 +48,18 @@ def probe_sections(
         ]
         section.blocks += _tables(
             f"probe_table4_{slug}",
-            f"Table 4, {encoder}",
+            f"Probe accuracy (%), {encoder}",
             readable_probe_columns(parts["table4"]),
         )
         table5 = parts["table5"]
         none = "" if not table5.is_empty() else f"No cross-task transfer reaches {min_accuracy:g}%."
         section.blocks += [
-            Heading("Table 5: cross-task transfer", none or "Configs as config/test images.")
+            Heading(
+                "Cross-task transfer, the paper's Table 5",
+                none or "Configs as config/test images.",
+            )
         ]
-        section.blocks += _tables(f"probe_table5_{slug}", f"Table 5, {encoder}", table5)
+        section.blocks += _tables(f"probe_table5_{slug}", f"Cross-task transfer, {encoder}", table5)
         panels = transfer_panels(parts["transfer"])
         if panels and out is not None:
             path = transfer_heatmap(
@@ -66,11 +70,11 @@ def probe_sections(
             section.blocks.append(
                 Figure(
                     f"figures/{path.name}",
-                    "Figure 8: transfer matrix",
+                    "Transfer matrix (the paper's Figure 8)",
                     "One panel per config and test images: rows the task a separate probe was "
                     "trained on, columns the task it was tested on, cells accuracy (%); the "
-                    "diagonal is Table 4's Separate rows, the rest the transfers Table 5 "
-                    "filters. Grey: not run.",
+                    "diagonal is the probe accuracy table's Separate rows, the rest the "
+                    "transfers the cross-task table filters. Grey: not run.",
                 )
             )
         section.blocks += _tables(

@@ -159,7 +159,7 @@ def _who(benchmark: str, folder: str, data: dict[str, Any]) -> dict[str, Any]:
         return {
             "model": model.get("name") or folder.removeprefix("model="),
             "engine": model.get("engine") or data.get("engine"),
-            "repo": model.get("repo"),
+            "repo": repo_text(model.get("repo"), model.get("repo_env")),
             "revision": model.get("revision"),
             "weights": _weights_text(model.get("weights")),
         }
@@ -181,6 +181,16 @@ def _who(benchmark: str, folder: str, data: dict[str, Any]) -> dict[str, Any]:
         "revision": encoder.get("pretrained") or "none (random weights)",
         "weights": _weights_text("real" if encoder.get("pretrained") else "random"),
     }
+
+
+def repo_text(repo: Any, env: Any = None) -> str | None:
+    """The repo column: a hub id or API name as it is; a checkpoint folder given by an
+    absolute path (often a temporary one, meaningless on another machine) as `local folder
+    NAME`, with the variable that named it (`repo_env`) when there is one."""
+    if not isinstance(repo, str) or not repo.startswith("/"):
+        return repo if repo is None else str(repo)
+    source = f" (from ${env})" if env else ""
+    return f"local folder {Path(repo).name}{source}"
 
 
 def _weights_text(weights: Any) -> str | None:

@@ -23,9 +23,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from PIL import Image
 
+from geometry.item import SETUPS
 from pipelines.noregeo.generate import SHARD_GLOB
+from pipelines.report.html_page import tag_html
 from pipelines.report.provenance import Record, items_folder
-from pipelines.report.tables import model_order
+from pipelines.report.tables import model_order, model_tags
 from store.atomic import write_bytes_atomic
 from store.shards import ERROR_COLUMN
 
@@ -89,16 +91,22 @@ vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
 .out{white-space:pre-wrap;max-width:22em;word-break:break-word}
 .right{background:#e6f4e6}.wrong{background:#fbe9e7}.invalid{background:#fff4d6}
 .error{background:#eee}img{width:THUMBpx;border:1px solid #ddd}label{margin-right:1em}
+.tag{font-size:.75em;color:#7a4b00;background:#fff1d6;border:1px solid #e0b060;
+border-radius:3px;padding:0 .25em;white-space:nowrap}
 """.replace("THUMB", str(THUMBNAIL_PX))
 
 
 def pick_samples(df: pl.DataFrame) -> pl.DataFrame:
     """Every row, ordered by task, setup, item ID and then the report's model order."""
     rank = {m: i for i, m in enumerate(model_order(df))}
+    setups = {s: i for i, s in enumerate(SETUPS)}  # the README's order: text, dotted, full
     return (
-        df.with_columns(_m=pl.col("model").replace_strict(rank, return_dtype=pl.Int64))
-        .sort("task", "setup", "item_id", "_m")
-        .drop("_m")
+        df.with_columns(
+            _m=pl.col("model").replace_strict(rank, return_dtype=pl.Int64),
+            _s=pl.col("setup").replace_strict(setups, return_dtype=pl.Int64),
+        )
+        .sort("task", "_s", "item_id", "_m")
+        .drop("_m", "_s")
     )
 
 
@@ -165,6 +173,7 @@ def samples_page(df: pl.DataFrame, records: list[Record], out: Path) -> Path:
         (i, s) for i, s in rows.select("item_id", "setup").unique().iter_rows() if s != "text"
     }
     found, missing = thumbnails(records, images, out)
+    tags = model_tags(df)  # random-weight models and baselines, tagged as on the report
     body = []
     for row in rows.iter_rows(named=True):
         image = found.get((row["item_id"], row["setup"]))
@@ -181,7 +190,7 @@ def samples_page(df: pl.DataFrame, records: list[Record], out: Path) -> Path:
             picture,
             f"{html.escape(row['task'])}<br>{html.escape(row['setup'])}<br>"
             f"<small>{html.escape(row['item_id'])}</small>",
-            html.escape(row["model"]),
+            tag_html(row["model"], tags),
             f'<div class="prompt">{html.escape(prompt)}</div>',
             f'<div class="out">{html.escape(output)}</div>',
             f'<div class="out">{html.escape(row.get("answer") or "")}</div>',
@@ -194,7 +203,7 @@ def samples_page(df: pl.DataFrame, records: list[Record], out: Path) -> Path:
         _options(name, values)
         for name, values in (
             ("task", sorted(rows["task"].unique().to_list())),
-            ("setup", [s for s in ("text", "dotted", "full") if s in set(rows["setup"])]),
+            ("setup", [str(s) for s in SETUPS if s in set(rows["setup"])]),
             ("model", model_order(rows)),
         )
     )

@@ -3,9 +3,10 @@
 Accuracies are percentages rounded to 0.1. A task's category is the middle part of its ID
 (`N-BCT-MT` -> `BCT`), as in the paper's Table 2 column heads. The model `human` appears
 as a row wherever it has results, but never in the across-model statistics (Table 3).
-Baselines (engines of kind `baseline`: oracle = upper bound, random = chance, constant) are
-reference rows: listed after the models, marked on the page, and left out of every
-across-model statistic too.
+Random-weight models (config `weights: random`, the `weights` column the report adds from
+the run records: their answers are noise) and baselines (engines of kind `baseline`: oracle =
+upper bound, random = chance, constant) are reference rows: listed after the models under
+test, tagged on the page, never marked best, and left out of every across-model statistic.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from pipelines.noregeo.summarize import accuracy_table, answered, pair_consisten
 from store.shards import ERROR_COLUMN
 
 HUMAN = "human"
+# The column (from the run records' model configs) that says whose weights are random.
+WEIGHTS = "weights"
+RANDOM_WEIGHTS = "random weights"
+BASELINE = "baseline"
 KIND_PREFIX = {"classification": "C", "numeric": "N", "unstable": "U"}
 SETUP_TITLES = {
     "text": "Text",
@@ -33,21 +38,47 @@ def with_codes(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(code=code, group=pl.col("task").str.slice(0, 1) + "-" + code)
 
 
+def model_tags(df: pl.DataFrame) -> dict[str, str]:
+    """Model -> its tag, for the models that are not models under test: `random weights`
+    (the WEIGHTS column says random) and `baseline` (run by a baseline engine: the `engine`
+    column decides, so a baseline run under another --model name counts too)."""
+    tags: dict[str, str] = {}
+    if WEIGHTS in df.columns:
+        random = df.filter(pl.col(WEIGHTS) == "random")["model"].unique().to_list()
+        tags.update({m: RANDOM_WEIGHTS for m in random})
+    if "engine" in df.columns:
+        baselines = df.filter(pl.col("engine").is_in(list(BASELINES)))["model"].unique()
+        tags.update({m: BASELINE for m in baselines.to_list()})
+    return tags
+
+
 def reference_models(df: pl.DataFrame) -> list[str]:
-    """The models run by a baseline engine (oracle, random, constant), in BASELINES order;
-    the `engine` column decides, so a baseline run under another --model name counts too."""
-    if "engine" not in df.columns:
+    """The models that are not models under test (model_tags): random-weight models by name,
+    then the baselines in BASELINES order (oracle, random, constant)."""
+    tags = model_tags(df)
+    if not tags:
         return []
-    found = df.filter(pl.col("engine").is_in(list(BASELINES)))
-    engines = dict(found.select("model", "engine").unique().iter_rows())
-    return sorted(engines, key=lambda m: (BASELINES.index(engines[m]), m))
+    engines = dict(
+        df.filter(pl.col("model").is_in(list(tags))).select("model", "engine").unique().iter_rows()
+    )
+
+    def rank(model: str) -> tuple[int, str]:
+        if tags[model] == RANDOM_WEIGHTS:
+            return (0, model)
+        return (1 + BASELINES.index(engines[model]), model)
+
+    return sorted(tags, key=rank)
 
 
 def model_order(df: pl.DataFrame) -> list[str]:
-    """Models sorted by name, `human` after them (the paper's layout), then the baselines
-    (reference rows)."""
+    """Models under test, those with real weights first (by name), `human` after them (the
+    paper's layout), then the reference rows (reference_models)."""
     references = reference_models(df)
     models = sorted(m for m in df["model"].unique().to_list() if m not in references)
+    real = set()
+    if WEIGHTS in df.columns:
+        real = set(df.filter(pl.col(WEIGHTS) == "real")["model"].unique().to_list())
+    models.sort(key=lambda m: m not in real)  # stable: by name within each group
     ordered = [m for m in models if m != HUMAN] + ([HUMAN] if HUMAN in models else [])
     return ordered + references
 
@@ -179,11 +210,12 @@ def table3(long: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame()
     cells = long.with_columns(
         pl.format("{} ({})", pl.col("category"), pl.col("code")).alias("Task category"),
-        # One value has no spread (ddof=1 gives null): say so rather than print "± 0.0".
-        pl.when(pl.col("std").is_null())
-        .then(pl.format("{} (1 value)", pl.col("mean")))
-        .otherwise(pl.format("{} ± {}", pl.col("mean"), pl.col("std")))
-        .alias("cell"),
+        # One value has no spread (ddof=1 gives null): "± –", the same shape as every cell.
+        pl.format(
+            "{} ± {}",
+            pl.col("mean").map_elements(lambda v: f"{v:.1f}", return_dtype=pl.String),
+            pl.col("std").map_elements(lambda v: f"{v:.1f}", return_dtype=pl.String).fill_null("–"),
+        ).alias("cell"),
     )
     wide = cells.pivot(on="setup", index="Task category", values="cell").sort("Task category")
     present = [s for s in SETUPS if s in wide.columns]
@@ -279,7 +311,8 @@ def best_answer_format(table: pl.DataFrame, references: list[str]) -> pl.DataFra
             row[f"best_{column}"] = top[column][0] if top.height else None
             row[f"best_{column}_model"] = top["model"][0] if top.height else None
         row["human_multiple_choice"] = human["multiple_choice"][0] if human.height else None
-        rows.append(row)
+        if row["best_binary_model"] or row["best_multiple_choice_model"]:
+            rows.append(row)  # a setup no model under test ran has no best model
     return pl.DataFrame(rows)
 
 
@@ -395,10 +428,16 @@ def intervals(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     model_order (baselines last), then the other keys. Where reasoning models' rows are in
     `df`, the rows out of budget (left out of accuracy) are counted in a column of their own."""
     rank = {m: i for i, m in enumerate(model_order(df))}
+    setups = {s: i for i, s in enumerate(SETUPS)}
+    # Setups in the README's order (text, dotted, full), not alphabetically.
+    keys = [k if k != "setup" else "_s" for k in by if k != "model"]
     table = (
         accuracy_table(df, by)
-        .with_columns(_m=pl.col("model").replace_strict(rank, return_dtype=pl.Int64))
-        .sort("_m", *[k for k in by if k != "model"])
+        .with_columns(
+            _m=pl.col("model").replace_strict(rank, return_dtype=pl.Int64),
+            _s=pl.col("setup").replace_strict(setups, return_dtype=pl.Int64),
+        )
+        .sort("_m", *keys)
     )
     return table.select(
         *by,

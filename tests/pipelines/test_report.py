@@ -52,21 +52,25 @@ def baseline_results(small_items: Path, root: Path) -> Path:
     return out
 
 
-# Two "models under test" made from baseline rows, so across-model statistics have models:
-# name -> the baseline whose rows it takes, and the engine it is recorded under.
-MODELS = {"model-a": ("random", "hf"), "model-b": ("constant", "http")}
+# Two models made from baseline rows: name -> the baseline whose rows it takes, the engine
+# and the weights its run record names. model-a (real weights) is the model under test;
+# model-b has random weights, so the report tags it and keeps it out of every mark and
+# across-model statistic, as it does the baselines.
+MODELS = {"model-a": ("random", "hf", "real"), "model-b": ("constant", "http", "random")}
+UNDER_TEST = ["model-a"]
 ERROR_EVERY = 4  # every 4th row of model-a becomes an engine error
 
 
 def with_models(results: Path, root: Path) -> Path:
     """A copy of the baseline results plus MODELS (relabelled rows: model, engine, request
-    key), a share of model-a's rows turned into engine errors; built once per session."""
+    key; a run record naming the weights), a share of model-a's rows turned into engine
+    errors; built once per session."""
     out = root / "report_models"
     if (out / "done").exists():
         return out
     shutil.copytree(results, out)
     raw = load_results(results)
-    for name, (source, engine) in MODELS.items():
+    for name, (source, engine, weights) in MODELS.items():
         rows = raw.filter(pl.col("model") == source).sort("request_key")
         rows = rows.with_columns(
             model=pl.lit(name),
@@ -86,6 +90,10 @@ def with_models(results: Path, root: Path) -> Path:
         rows.drop([c for c in rows.columns if c.startswith("__")]).write_parquet(
             folder / "part-test.parquet"
         )
+        (folder / "runs").mkdir()
+        model = {"name": name, "engine": engine, "repo": f"/tmp/x/{name}", "weights": weights}
+        record = {"model": model, "git_commit": "0" * 40, "started_utc": "20260101T000000Z"}
+        (folder / "runs" / "20260101T000000Z-1-test.json").write_text(json.dumps(record))
     (out / "done").write_text("")
     return out
 
@@ -144,20 +152,61 @@ def test_human_row_only_in_dotted_block_and_not_in_table3(model_report) -> None:
     _results, out = model_report
     table2 = _csv(out, "table2")
     assert table2.filter(pl.col("model") == "human")["setup"].to_list() == ["dotted"]
-    assert set(_csv(out, "table3_long")["models"].to_list()) == {len(MODELS)}
+    assert set(_csv(out, "table3_long")["models"].to_list()) == {len(UNDER_TEST)}
 
 
-def test_baselines_are_reference_rows_after_the_models(model_report) -> None:
+def _tagged_rows(page: str, table: str) -> dict[str, str]:
+    """Model -> tag of every row of a table that carries one (and is shown as a reference
+    row)."""
+    body = page[page.index(f'id="{table}"') :].split("</table>")[0].split("</thead>")[1]
+    tagged = {}
+    for row in body.split("<tr")[1:]:
+        found = re.findall(r'<td class="txt">([^<]+) <span class="tag">([^<]+)</span></td>', row)
+        assert row.startswith(' class="ref">') == bool(found), row  # tagged <=> reference row
+        tagged.update(found)
+    return tagged
+
+
+def test_random_weights_and_baselines_are_tagged_rows_after_the_models(model_report) -> None:
     _results, out = model_report
     table2 = _csv(out, "table2")
     for setup in ("text", "full"):
         order = table2.filter(pl.col("setup") == setup)["model"].to_list()
-        assert order == [*MODELS, *BASELINES]  # models first, then the reference block
+        # the model under test first, then the random-weight model, then the baselines
+        assert order == ["model-a", "model-b", *BASELINES]
     page = (out / "index.html").read_text()
-    overall = page[page.index('id="overall"') :].split("</table>")[0]
-    marked = re.findall(r'<tr class="ref"><td class="txt">([^<]+)</td>', overall)
-    assert sorted(set(marked)) == sorted(BASELINES)
-    assert "model-a</td>" in overall and '<tr class="ref"><td class="txt">model-a' not in overall
+    expected = {"model-b": "random weights"} | {m: "baseline" for m in BASELINES}
+    for table in ("key_results", "overall", "table2", "headline_answer_formats"):
+        assert _tagged_rows(page, table) == expected, table
+    for table in ("key_results", "overall", "table2"):
+        body = page[page.index(f'id="{table}"') :].split("</table>")[0]
+        assert '<td class="txt">model-a</td>' in body, table  # untagged: a model under test
+    # Where models are columns, the column heads carry the tag.
+    gap = page[page.index('id="gap_tasks"') :].split("</thead>")[0]
+    assert '<th class=ref>model-b <span class="tag">random weights</span></th>' in gap
+    assert '<th class=ref>oracle <span class="tag">baseline</span></th>' in gap
+    # The banner names each tagged model once, with what its tag means.
+    banner = re.search(r'<p class="banner">(.*?)</p>', page, re.S)
+    assert banner is not None
+    assert "model-b: tagged random weights" in banner.group(1)
+    assert "constant, oracle, random: tagged baseline" in banner.group(1)
+    assert "model-a" not in banner.group(1)
+
+
+def test_no_best_marks_on_tagged_rows_and_none_without_a_model_under_test(
+    model_report, report
+) -> None:
+    _results, out = model_report
+    page = (out / "index.html").read_text()
+    for table in ("key_results", "table2"):
+        body = page[page.index(f'id="{table}"') :].split("</table>")[0]
+        rows = body.split("<tr")[2:]
+        marked = [r for r in rows if "best" in r or "second" in r]
+        assert marked and all(">model-a</td>" in r for r in marked), table
+    _results, baselines_only = report
+    page = (baselines_only / "index.html").read_text()
+    assert ' best"' not in page and ' second"' not in page  # no mark in any cell
+    assert "No model under test ran (every row is tagged): no best marks." in page
 
 
 def test_only_baselines_means_no_table3(report) -> None:
@@ -165,7 +214,7 @@ def test_only_baselines_means_no_table3(report) -> None:
     assert not (out / "tables" / "table3.csv").exists()
     assert not (out / "tables" / "table3_long.csv").exists()
     page = (out / "index.html").read_text()
-    assert "only baselines (oracle, random, constant) have results" in page
+    assert "only reference rows (oracle, random, constant) have results" in page
 
 
 def test_table3_is_mean_and_sample_std_over_model_task_values(model_report) -> None:
@@ -176,7 +225,7 @@ def test_table3_is_mean_and_sample_std_over_model_task_values(model_report) -> N
     assert long.height
     for row in long.iter_rows(named=True):
         values = []
-        for model in MODELS:
+        for model in UNDER_TEST:
             part = raw.filter(
                 (pl.col("model") == model)
                 & (pl.col("setup") == row["setup"])
@@ -186,7 +235,10 @@ def test_table3_is_mean_and_sample_std_over_model_task_values(model_report) -> N
                 values.append(part.filter(pl.col("task") == task)["correct"].mean() * 100)
         assert row["values"] == len(values)
         assert row["mean"] == pytest.approx(round(np.mean(values), 1), abs=0.051)
-        assert row["std"] == pytest.approx(round(np.std(values, ddof=1), 1), abs=0.051)
+        if len(values) == 1:  # one value has no sample std
+            assert row["std"] is None
+        else:
+            assert row["std"] == pytest.approx(round(np.std(values, ddof=1), 1), abs=0.051)
     display = _csv(out, "table3")
     first = long.filter(pl.col("code") == "ACM", pl.col("setup") == "full").row(0, named=True)
     acm = display.filter(pl.col("Task category").str.contains("ACM"))
@@ -212,7 +264,7 @@ def test_table3_cell_of_one_model_has_no_spread() -> None:
     )
     row = table3(long).row(0, named=True)
     assert row["Text"] == "40.0 ± 5.0"
-    assert row["Text with dotted images"] == "37.5 (1 value)"
+    assert row["Text with dotted images"] == "37.5 ± –"  # the same shape as every cell
 
 
 def test_gap_is_full_minus_dotted_per_task(report) -> None:
@@ -361,8 +413,8 @@ def test_sections_without_data_say_so(report, tmp_path: Path, monkeypatch) -> No
     empty.mkdir()
     assert cli.main(["report", str(empty), "--out", str(tmp_path / "r")]) == 0
     page = (tmp_path / "r" / "index.html").read_text()
-    # provenance (no run records), NoReGeo, GeoBuild, audit, probes
-    assert page.count('class="empty"') == 5
+    # key results, NoReGeo, GeoBuild, audit, probes, provenance (no run records)
+    assert page.count('class="empty"') == 6
     assert not (tmp_path / "r" / "samples.html").exists()  # no results, no samples
     assert "<table>" not in page
 
@@ -436,6 +488,11 @@ def test_sample_browser_rows_images_and_verdicts(model_report) -> None:
         if model == "oracle":
             assert verdict == "right"
     assert "engine error" in page  # model-a's failed rows show as such, not as wrong
+    # The model cell carries the same tag as the report's tables.
+    cells = {m: b.split("</td><td>")[2] for _c, _t, _s, m, b in rows}
+    assert cells["model-b"] == 'model-b <span class="tag">random weights</span>'
+    assert cells["oracle"] == 'oracle <span class="tag">baseline</span>'
+    assert cells["model-a"] == "model-a"
 
 
 def test_probe_table4_heads_are_spelled_out() -> None:
@@ -489,9 +546,7 @@ def test_headline_binary_and_multiple_choice_recomputed(model_report) -> None:
             assert row["binary"] == pytest.approx(round(binary["correct"].mean() * 100, 1))
     best = _csv(out, "headline_best")
     for row in best.iter_rows(named=True):
-        models = table.filter(
-            (pl.col("setup") == row["setup"]) & pl.col("model").is_in(list(MODELS))
-        )
+        models = table.filter((pl.col("setup") == row["setup"]) & pl.col("model").is_in(UNDER_TEST))
         assert row["best_binary"] == pytest.approx(models["binary"].max())
         assert row["best_multiple_choice"] == pytest.approx(models["multiple_choice"].max())
     # The paper's definition: the mean of the Classification cells (C-ACM, C-BCT, C-SYM).
@@ -518,3 +573,77 @@ def test_table2_best_cells_are_bold_models_only(model_report) -> None:
         if 'class="ref"' in row or ">human<" in row:
             assert "best" not in row and "second" not in row
     assert 'class="num best"' in table2
+
+
+def test_tables_and_figures_numbered_in_page_order(model_report) -> None:
+    _results, out = model_report
+    page = (out / "index.html").read_text()
+    tables = [int(n) for n in re.findall(r"(?:<figcaption>|<summary>)Table (\d+)\. ", page)]
+    figures = [int(n) for n in re.findall(r"<figcaption>Figure (\d+)\. ", page)]
+    assert tables == list(range(1, page.count("<table>") + 1))
+    assert figures == list(range(1, page.count("<img ") + 1)) and len(figures) >= 4
+    # The paper's numbers appear only as references ("the paper's Figure 6"), never as ours.
+    assert not re.search(r"<figcaption>Figure \d+\. Figure", page)
+
+
+def _heads_and_numbers(page: str) -> tuple[list[str], list[str]]:
+    heads = [html.unescape(h) for h in re.findall(r"<th(?: class=ref)?>([^<]*)<", page)]
+    numbers = re.findall(r'<td class="num[^"]*">([^<]*)</td>', page)
+    return heads, numbers
+
+
+def test_page_formatting_is_uniform(model_report) -> None:
+    """One decimal for every number that is not a count, prose column heads, no Markdown
+    marks, no absolute path as a repo."""
+    _results, out = model_report
+    page = (out / "index.html").read_text()
+    text = re.sub(r"<script>.*?</script>|<style>.*?</style>", "", page, flags=re.S)
+    assert "`" not in text and "**" not in text
+    heads, numbers = _heads_and_numbers(page)
+    models = set(MODELS) | set(BASELINES) | {"human"}
+    snake = [h for h in heads if re.fullmatch(r"[a-z]+(_[a-z]+)+", h) and h not in models]
+    assert not snake, snake
+    # MSE tables keep significant digits (values span orders of magnitude); elsewhere a
+    # float prints one decimal and an integer none.
+    mse = "".join(re.findall(r'id="mse_tasks_.*?</table>', page, flags=re.S))
+    _, mse_numbers = _heads_and_numbers(mse)
+    others = list(numbers)
+    for n in mse_numbers:
+        others.remove(n)
+    assert others and all(re.fullmatch(r"-?\d+(\.\d)?", n) or n == "" for n in others), {
+        n for n in others if not re.fullmatch(r"-?\d+(\.\d)?", n)
+    }
+    runs = _csv(out, "provenance_runs")
+    repos = dict(runs.filter(pl.col("model") == "model-a").select("model", "repo").iter_rows())
+    assert repos == {"model-a": "local folder model-a"}  # recorded as /tmp/x/model-a
+
+
+def test_setups_in_the_readme_order_everywhere(model_report) -> None:
+    _results, out = model_report
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    order = ["text", "dotted", "full"]
+    assert "(`text`,\n  `dotted` image, `full` image)" in readme  # the order this test keeps
+    for name in ("overall", "table2", "headline_paper", "headline_answer_formats"):
+        setups = list(dict.fromkeys(_csv(out, name).filter(model="oracle")["setup"].to_list()))
+        assert setups == order, name
+    intervals = _csv(out, "intervals_category").filter(model="oracle")
+    first = intervals["category"][0]
+    assert intervals.filter(category=first)["setup"].to_list() == order
+    page = (out / "index.html").read_text()
+    key = page[page.index('id="key_results"') :].split("</thead>")[0]
+    titles = ["Text (%)", "Text with dotted images (%)", "Text with full images (%)"]
+    assert [key.index(t) for t in titles] == sorted(key.index(t) for t in titles)
+
+
+def test_results_and_report_files_get_the_umask_mode(report) -> None:
+    """evaluate's shards, run records, settings and results.json (written by Ray workers and
+    the driver) and every report file: the mode open() gives under the umask, not 0600."""
+    from store.atomic import process_umask
+
+    results, out = report
+    expected = 0o666 & ~process_umask()
+    for root in (results / "noregeo", out):
+        modes = {p: p.stat().st_mode & 0o777 for p in root.rglob("*") if p.is_file()}
+        assert len(modes) > 10 and all(m == expected for m in modes.values()), {
+            str(p): oct(m) for p, m in modes.items() if m != expected
+        }

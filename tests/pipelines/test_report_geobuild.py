@@ -9,15 +9,23 @@ import polars as pl
 import pytest
 from PIL import Image
 
+from geometry.dsl.dataset import NOTHING_TO_JUDGE
 from pipelines import cli
 from pipelines.report.geobuild_sections import (
+    SELF_CORRECTION,
+    SOLVER,
     audit_section,
     audit_upper_bound,
+    collapse_agreeing,
+    geobuild_lines,
     geobuild_section,
+    geobuild_tables,
     read_audit,
+    solver_in_loop,
 )
-from pipelines.report.html_page import Figure, Table
-from tests.pipelines.test_geobuild_self_correction import _expected, write_results
+from pipelines.report.html_page import Figure, Heading, Table
+from tests.pipelines import test_geobuild_self_correction as self_correction
+from tests.pipelines.test_geobuild_self_correction import _expected, _row, write_results
 
 
 def _tables(section) -> dict[str, pl.DataFrame]:
@@ -91,4 +99,83 @@ def test_report_command_writes_the_geobuild_tables_and_figure(
     overall = pl.read_csv(out / "tables" / "geobuild_overall.csv")
     assert {"success % (all)", "public success % (clean data)"} <= set(overall.columns)
     fixes = pl.read_csv(out / "tables" / "geobuild_feedback_fixes.csv").filter(model="a")
-    assert (fixes["first_round_failures"][0], fixes["fixed_later"][0]) == _expected("a")["fixed"]
+    # Where both rules count the same on every row, one column (named so) holds both.
+    failures, fixed = (
+        next(fixes[c][0] for c in fixes.columns if c in (name, f"{name} (both rules)"))
+        for name in ("first_round_failures", "fixed_later")
+    )
+    assert (failures, fixed) == _expected("a")["fixed"]
+
+
+def _solver_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The solver through the loop, 2 rounds: s1 solved in round 1; s2, a problem with
+    nothing to judge, and s3 find no program in either round (nothing changes)."""
+    rows = [
+        _row("s1", 1, None, 1.0, 1.0),
+        _row("s2", 1, "no_program", 0.0, 0.0, data_errors=NOTHING_TO_JUDGE),
+        _row("s2", 2, "no_program", 0.0, 0.0, data_errors=NOTHING_TO_JUDGE),
+        _row("s3", 1, "no_program", 0.0, 0.0),
+        _row("s3", 2, "no_program", 0.0, 0.0),
+    ]
+    monkeypatch.setattr(self_correction, "MODELS", {SOLVER: (rows, ["s1", "s2", "s3"], 2)})
+    return write_results(tmp_path / "results")
+
+
+def test_self_correction_is_one_sentence_when_no_round_changed_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = _solver_results(tmp_path, monkeypatch)
+    out = tmp_path / "report"
+    (out / "figures").mkdir(parents=True)
+    section = geobuild_section(results, out)
+    names = set(_tables(section))
+    assert not names & {f"geobuild_{n}" for n in SELF_CORRECTION}
+    assert not [b for b in section.blocks if isinstance(b, Figure)]
+    (heading,) = [b for b in section.blocks if isinstance(b, Heading)]
+    assert "Up to 2 rounds ran and no round after the first changed any outcome" in heading.note
+    assert "2 round-1 failures" in heading.note
+
+
+def test_one_solver_upper_bound_the_loops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The audit calls a problem with nothing to judge solved; the loop, running its empty
+    program, does not. The page shows one figure: the loop's, which the audit's now equals."""
+    results = _solver_results(tmp_path, monkeypatch)
+    audit = tmp_path / "audit.csv"
+    audit.write_text(
+        "id,status,conflicts,reason,restarts,residual,seconds,success_public,broken_data\n"
+        "s1,solved,,,1,0,0.1,true,false\n"
+        f"s2,solved,,{NOTHING_TO_JUDGE},0,0,0.0,true,true\n"
+        "s3,no_construction,,x,8,1,0.1,false,false\n"
+    )
+    frame = read_audit(audit)
+    tables = geobuild_tables(results)
+    assert not isinstance(tables, str) and solver_in_loop(tables)
+    loop = tables["overall"].row(0, named=True)
+    assert loop["success % (all)"] == pytest.approx(round(100 / 3, 1))
+    bound = audit_upper_bound(frame).row(0, named=True)
+    assert bound["success % (all)"] == loop["success % (all)"]  # not 2 of 3
+    assert bound["public success % (all)"] == loop["public success % (all)"]
+    assert "audit_upper_bound" not in _tables(audit_section(frame, "", solver_ran=True))
+    lines = geobuild_lines(tables, frame)
+    assert len(lines) == 1 and "the solver's upper bound: 33.3% of 3 problems" in lines[0]
+    # Without the loop's run, the audit's figure is the one shown.
+    (line,) = geobuild_lines("no GeoBuild results", frame)
+    assert "upper bound (audit): 33.3% of 3 problems" in line
+
+
+def test_columns_where_both_rules_agree_collapse_to_one() -> None:
+    frame = pl.DataFrame(
+        {
+            "model": ["a", "b"],
+            "solved": [3, 1],
+            "solved_public": [3, 1],
+            "success % (all)": [75.0, 25.0],
+            "public success % (all)": [75.0, 50.0],
+        }
+    )
+    shown, agree = collapse_agreeing(frame)
+    assert agree == ["solved"]
+    assert shown.columns == [
+        "model", "solved (both rules)", "success % (all)", "public success % (all)"
+    ]  # fmt: skip
+    assert shown["solved (both rules)"].to_list() == [3, 1]

@@ -363,3 +363,23 @@ def test_figure7_summarises_the_gap_per_task_over_models() -> None:
     assert ct["models"] == 2  # m1 and m2; human and the oracle are not models
     assert (ct["min"], ct["max"], ct["mean"]) == (-50.0, 0.0, -25.0)
     assert "mean" not in long["task"].to_list()
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "text"),
+    [
+        (92.64, None, "92.6"),
+        (0.05, None, "0.1"),
+        (100.0, None, "100.0"),
+        (float("nan"), None, ""),
+        (0.0001234, 3, "0.000123"),
+        (12.345, 3, "12.3"),
+        (999.4, 3, "999"),
+        (10_100_000.0, 3, "10,100,000"),  # never 1.01e+07
+        (7, None, "7"),
+    ],
+)
+def test_page_numbers_one_decimal_or_significant_digits(value, digits, text) -> None:
+    from pipelines.report.html_page import shown
+
+    assert shown(value, digits) == text

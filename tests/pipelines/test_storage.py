@@ -49,6 +49,26 @@ def _dead_pid() -> int:
     return proc.pid
 
 
+# -- local atomic writes --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_an_atomic_write_gets_the_mode_the_umask_gives(tmp_path: Path, umask: int) -> None:
+    """mkstemp's temporaries are 0600 whatever the umask; after the rename a results file
+    or report page must have the mode open() would give it (0644 under umask 022)."""
+    old = os.umask(umask)
+    try:
+        assert write_bytes_atomic(tmp_path / "page.html", b"<p>")
+        write_parquet_atomic(tmp_path / "part.parquet", _rows(["k1"]))
+        (tmp_path / "plain.txt").write_bytes(b"open() with the same umask")
+    finally:
+        os.umask(old)
+    expected = 0o666 & ~umask
+    assert (tmp_path / "plain.txt").stat().st_mode & 0o777 == expected
+    for name in ("page.html", "part.parquet"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == expected, name
+
+
 # -- URIs ----------------------------------------------------------------------------------
 def test_a_uri_round_trips_through_its_text_and_joins_like_a_path(s3: S3Server) -> None:
     root = _remote(s3, "paths/run")
