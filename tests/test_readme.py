@@ -30,12 +30,15 @@ NOT_RUN = {
     "make cluster-up": "needs cloud credentials and a cluster",
     "make cluster-down": "needs cloud credentials and a cluster",
     "SWEEP_BUCKET=my-bucket make sweep-45-models": "needs a running Ray cluster",
-    "geosee probe --grid configs/probes/paper.yaml --out results/run1": (
+    "geosee probe --grid configs/probes/paper.yaml --out work/results/run1": (
         "downloads ViT-B-32 weights from the model hub (offline here: refused with exit 2)"
     ),
 }
-# Checkout entries left out of the scratch copy: outputs the README's commands write.
-NOT_LINKED = {".git", "data", "results", "models", "human", "out"}
+# Checkout entries left out of the scratch copy: where the README's commands write (work/),
+# and what other commands build in a checkout (make demo's out/, the real model's models/).
+NOT_LINKED = {".git", "work", "out", "models"}
+# The one folder the README's commands may create in a checkout (git-ignored, .gitignore).
+OUTPUT_FOLDER = "work"
 # Fenced blocks marked with one of these languages hold no commands (e.g. the folder layout).
 NOT_COMMANDS = {"text"}
 FENCE = re.compile(r"^```([\w-]*)\s*$")
@@ -107,6 +110,7 @@ def test_readme_commands_run_as_printed(tmp_path: Path) -> None:
     stale = sorted(set(NOT_RUN) - set(lines))
     assert not stale, f"NOT_RUN lists lines no longer in README.md: {stale}"
     work = scratch_checkout(tmp_path)
+    before = {entry.name for entry in work.iterdir()}
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.pop("PYTHONPATH", None)  # the installed package, as a reader has it
@@ -128,3 +132,7 @@ def test_readme_commands_run_as_printed(tmp_path: Path) -> None:
         )
         ran += 1
     assert ran >= 15, f"only {ran} README lines ran; did the README lose its examples?"
+    created = {entry.name for entry in work.iterdir()} - before
+    assert created == {OUTPUT_FOLDER}, f"README commands wrote outside {OUTPUT_FOLDER}/: {created}"
+    ignored = (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert f"/{OUTPUT_FOLDER}/" in ignored
