@@ -89,6 +89,26 @@ def test_readme_lines_are_parsed() -> None:
     assert readme_lines(text) == ["geosee a --b c", "make demo"]
 
 
+def test_the_vllm_lines_follow_make_setup_vllm_which_builds_the_venv_in_a_fresh_clone(
+    tmp_path: Path,
+) -> None:
+    """From a clone without .venv-vllm, the README's first line that runs it comes after
+    `make setup-vllm`, and make (dry run, in a copy without .venv-vllm) would build it. Not
+    the build itself: test_readme_commands_run_as_printed uses the checkout's .venv-vllm."""
+    lines = readme_lines(README.read_text(encoding="utf-8"))
+    uses = [i for i, line in enumerate(lines) if line.startswith(".venv-vllm/")]
+    assert uses and "make setup-vllm" in lines[: uses[0]]
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in ("Makefile", "pyproject.toml", "constraints-vllm.txt", "scripts"):
+        (clone / name).symlink_to(REPO / name)
+    plan = subprocess.run(
+        ["make", "-n", "setup-vllm"], cwd=clone, capture_output=True, text=True, timeout=60
+    )
+    assert plan.returncode == 0, plan.stderr
+    assert "-m venv .venv-vllm" in plan.stdout and "touch .venv-vllm/.installed" in plan.stdout
+
+
 def scratch_checkout(root: Path) -> Path:
     """A folder laid out like the checkout, with ../shared beside it; the README's outputs
     land in it instead of the real checkout."""
