@@ -17,12 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.progress import PLAIN_EVERY_S
 from tests.conftest import REPO, SHARED
 
-# Lines one step may print between its "== step N: ..." and "== step N done" lines. The
-# largest is an evaluate's summary: 25 task rows and 3 setup rows in two boxed tables (37
-# lines) and 5 lines around them; a progress line every 30 s adds one or two more.
+# Lines one step may print between its "== step N: ..." and "== step N done" lines, its
+# progress lines apart. The largest is an evaluate's summary: 25 task rows and 3 setup rows
+# in two boxed tables (37 lines) and 6 lines around them (43 in a full demo, measured).
 STEP_CEILING = 45
+# Progress lines (pipelines.progress): one at the start, one per PLAIN_EVERY_S, one at the end.
+PROGRESS = re.compile(r"^[\w.-]+( [\w.-]+)*: \d+(/\d+)? [a-z]+s( \(\d+%\))?$")
 # The demo's 15 steps (with GeoBuild's data, which tests have), their headers, the closing
 # table and the report line.
 STEPS = 15
@@ -41,7 +44,7 @@ NOISE = {
     "bar frame": re.compile(r"\r"),
 }
 STEP = re.compile(r"^== step (\d+): ")
-DONE = re.compile(r"^== step (\d+) done in \d+ s: ")
+DONE = re.compile(r"^== step (\d+) done in (\d+) s: ")
 
 
 def step_lines(output: str) -> dict[int, list[str]]:
@@ -57,6 +60,12 @@ def step_lines(output: str) -> dict[int, list[str]]:
         elif current is not None:
             steps[current].append(line)
     return steps
+
+
+def step_seconds(output: str) -> dict[int, int]:
+    """Each finished step's measured seconds, from its "done" line."""
+    done = (DONE.match(line) for line in output.split("\n"))
+    return {int(m.group(1)): int(m.group(2)) for m in done if m is not None}
 
 
 def noise(output: str) -> list[str]:
@@ -96,6 +105,15 @@ def test_the_checks_find_what_the_baseline_demo_printed() -> None:
     assert noise("\n".join(quiet)) == []
     sample = "== step 1: a (estimate: 1 s)\nx\ny\n== step 1 done in 2 s: a\nz\n== step 2: b\nw\n"
     assert step_lines(sample) == {1: ["x", "y"], 2: ["w", ""]}
+    assert step_seconds(sample) == {1: 2}
+    progress = [
+        "evaluate tiny-vlm: 300/300 rows (100%)",
+        "probe trials: 5/10 trials (50%)",
+        "geobuild-solve: 0/489 problems (0%)",
+        "probe trials: 3 trials",
+    ]
+    assert all(PROGRESS.match(line) for line in progress)
+    assert not any(PROGRESS.match(line) for line in quiet[2:])
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +154,11 @@ def test_every_demo_step_is_quiet_on_a_non_terminal(
     steps = step_lines(output)
     assert sorted(steps) == list(range(1, STEPS + 1)), sorted(steps)  # every step ran
     assert noise(output) == [], "\n".join(noise(output))
-    loud = {n: len(lines) for n, lines in steps.items() if len(lines) > STEP_CEILING}
-    assert not loud, f"steps over {STEP_CEILING} lines: {loud}\n{output[-4000:]}"
+    seconds = step_seconds(output)
+    for n, lines in steps.items():
+        progress = [line for line in lines if PROGRESS.match(line)]
+        assert len(lines) - len(progress) <= STEP_CEILING, (n, lines)
+        assert len(progress) <= 2 + seconds[n] // PLAIN_EVERY_S, (n, progress)
     assert len(output.splitlines()) <= TOTAL_CEILING
 
 
