@@ -47,9 +47,9 @@ export TOKENIZERS_PARALLELISM=false RAY_DEDUP_LOGS=0
 
 steps=()    # "name|estimate|measured" per finished step, for the closing table
 step_count=0
-# run_step NAME ESTIMATE COMMAND...: estimates are the full scale's, measured by a `make demo`
-# on this 2-core machine (load 0.9 at its start, 8.9 at its end: the probe and report steps
-# ran busy): 584 s of steps before the GeoBuild loop dropped its 4 idle rounds (~45 s).
+# run_step NAME ESTIMATE COMMAND...: estimates are the full scale's, measured by a run of
+# this script on this 2-core machine at load 0.7-1.8: 337 s of steps (697 and 1036 s at loads
+# of 6-25, shared with other jobs).
 # DEMO_SCALE=smoke says they are the full scale's.
 run_step() {
   local name=$1 estimate=$2 start=$SECONDS
@@ -98,23 +98,23 @@ if [ -d "$GEOBUILD_DATA" ]; then
   # --model RESULTS: the programs the audit above saved, so nothing is solved twice.
   # --max-rounds 1: the solver replies the same program whatever the feedback, so further
   # rounds (4 more of the same 36 problems, 45 s measured) could change nothing.
-  run_step "geobuild: the audit's programs through the agent loop (an upper bound)" "30 s" \
+  run_step "geobuild: the audit's programs through the agent loop (an upper bound)" "20 s" \
     "$PY" -m pipelines geobuild --dataset "$GEOBUILD_DATA" --engine solver --max-rounds 1 \
     --model "$RESULTS" ${geobuild_ids[@]+"${geobuild_ids[@]}"} --out "$RESULTS"
 else
   echo "== GeoBuild steps skipped: no data set at $GEOBUILD_DATA (set GEOBUILD_DATA)"
 fi
 
-run_step "probe: $probe_what (a scratch tower that learns U-SYM-ST; a shuffled-label control)" "3 min" \
+run_step "probe: $probe_what (a scratch tower that learns U-SYM-ST; a shuffled-label control)" "2 min" \
   "$PY" -m pipelines probe --grid "$probe_grid" ${probe_trials[@]+"${probe_trials[@]}"} --out "$RESULTS"
 
 # The answer key goes to its own folder, never beside the pages sent to annotators.
 rm -rf "$DEMO_DIR/human" "$DEMO_DIR/keys"  # an export refuses an existing key
-run_step "human-export: dotted items as annotator pages" "3 s" \
+run_step "human-export: dotted items as annotator pages" "1 s" \
   "$PY" -m pipelines human-export --items "$DEMO_DIR/items" --out "$DEMO_DIR/human" \
   --key "$DEMO_DIR/keys/human.key.json"
 
-run_step "report" "30 s" \
+run_step "report" "20 s" \
   "$PY" -m pipelines report "$RESULTS" --out "$DEMO_DIR/report"
 
 echo
