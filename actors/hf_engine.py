@@ -26,6 +26,7 @@ import numpy as np
 from actors.contract import (
     ENGINE_OUTPUT,
     OUTPUT_COLUMNS,
+    arrow_ready,
     check_columns,
     message_parts,
     numpy_columns,
@@ -281,7 +282,7 @@ class HFEngine:
         requests.sort(key=lambda r: r.num_input_tokens)
         for start in range(0, len(requests), self.batch_size):
             self._run_chunk(requests[start : start + self.batch_size], out)
-        return {**batch, **numpy_columns(ENGINE_OUTPUT, out)}
+        return {**arrow_ready(batch), **numpy_columns(ENGINE_OUTPUT, out)}
 
     def render_prompt(self, messages: Any) -> tuple[str, list[Any]]:
         """The prompt text and images this engine sends for a row's `messages`."""

@@ -57,7 +57,7 @@ from typing import Any, Literal, get_args
 import httpx
 import numpy as np
 
-from actors.contract import ENGINE_OUTPUT, check_columns, numpy_columns, plain
+from actors.contract import ENGINE_OUTPUT, arrow_ready, check_columns, numpy_columns, plain
 from actors.http_redact import Redactor
 from actors.http_reply import (
     DEFAULT_DEADLINE_S,
@@ -110,20 +110,6 @@ class _Result:
     seconds: float = 0.0
     error: str | None = None
     prompt_ids_sha256: str | None = None
-
-
-def _arrow_ready(column: np.ndarray) -> np.ndarray:
-    """A column as Python lists/dicts: Ray cannot turn nested numpy arrays back into Arrow.
-
-    Returned unchanged, Ray's own `messages` column (dicts holding ndarrays) falls back to
-    pickled Python objects, which Parquet and polars cannot read as structs.
-    """
-    if column.dtype != object or not any(isinstance(v, np.ndarray | Mapping) for v in column):
-        return column
-    out = np.empty(len(column), dtype=object)
-    for i, value in enumerate(column):  # item by item: numpy would stack equal-length lists
-        out[i] = plain(value)
-    return out
 
 
 def _retry_after_s(header: str | None) -> float | None:
@@ -308,8 +294,7 @@ class HTTPEngine:
             "engine_error": [r.error for r in results],
             "prompt_ids_sha256": [r.prompt_ids_sha256 for r in results],
         }
-        inputs = {name: _arrow_ready(column) for name, column in batch.items()}
-        return {**inputs, **numpy_columns(ENGINE_OUTPUT, outputs)}
+        return {**arrow_ready(batch), **numpy_columns(ENGINE_OUTPUT, outputs)}
 
     def _row(
         self, messages: Any, sampling_params: Any, answer_type: Any, options: Any, key: str

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import TextIO
 
@@ -27,9 +28,14 @@ RAY_QUIET_LEVELS: dict[str, int] = {
     # WARNING "Token authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=..."
     # (ray.init of a local instance, and a connect when ~/.ray/auth_token exists).
     "ray._private.authentication.authentication_token_setup": logging.ERROR,
-    # INFO "[dataset]: A new progress UI is available..." (a terminal) and INFO "Progress
-    # will be logged because stdout is a non-interactive terminal." (a pipe or file).
-    "ray.data._internal.progress": logging.WARNING,
+    # INFO "[dataset]: A new progress UI is available..." (a terminal), INFO "Progress
+    # will be logged because stdout is a non-interactive terminal." (a pipe or file) and
+    # WARNING "Progress bars disabled. To enable, set ..." (once per process: ensure_ray
+    # disables Ray Data's bars unless --verbose, and the commands print their own).
+    "ray.data._internal.progress": logging.ERROR,
+    # INFO "Dataset dataset_... execution finished in 2.20 seconds", once per dataset: the
+    # command's own progress line and step time say it.
+    "ray.data._internal.execution.streaming_executor": logging.WARNING,
     # WARNING "Truncating long operator name to 100 characters..." (the truncated bar
     # names are what we want; only the notice goes).
     "ray.data._internal.progress.utils": logging.ERROR,
@@ -44,6 +50,11 @@ RAY_QUIET_LEVELS: dict[str, int] = {
 # (247 lines in one demo). Held at WARNING unless --verbose: the commands print their own
 # progress (pipelines.progress), a line every 30 s at most.
 RAY_PROGRESS_LOGGER = "ray.data._internal.progress.logging_progress"
+
+# Hugging Face's tqdm bars ("Loading weights", "Writing model shards"): huggingface_hub
+# reads this variable once, at import, and transformers follows it. Set unless --verbose on
+# a non-terminal, before any command imports them (and inherited by Ray's local workers).
+HF_BARS_OFF = "HF_HUB_DISABLE_PROGRESS_BARS"
 
 _settings = {"verbose": False}
 
@@ -113,6 +124,8 @@ def configure(level: str = DEFAULT_LEVEL, verbose: bool = False) -> None:
     for name, quiet in RAY_QUIET_LEVELS.items():
         logging.getLogger(name).setLevel(logging.NOTSET if verbose else quiet)
     logging.getLogger(RAY_PROGRESS_LOGGER).setLevel(logging.NOTSET if verbose else logging.WARNING)
+    if not verbose and not sys.stderr.isatty():
+        os.environ.setdefault(HF_BARS_OFF, "1")
 
 
 def verbose() -> bool:

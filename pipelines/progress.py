@@ -37,6 +37,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.clock = clock
         self._bar = None
+        self._shown: int | None = None  # the count of the last plain line
         if self.stream.isatty():
             from tqdm import tqdm
 
@@ -58,13 +59,14 @@ class Progress:
         """The final count (a plain line only if the last one shown is not already it)."""
         if self._bar is not None:
             self._bar.close()
-        else:
+        elif self._shown != self.done:
             self._line()
 
     def _line(self) -> None:
         of = f"/{self.total}" if self.total is not None else ""
         share = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
         print(f"{self.desc}: {self.done}{of} {self.unit}s{share}", file=self.stream, flush=True)
+        self._shown = self.done
 
 
 def progress(items: Iterable[T], total: int | None, desc: str, unit: str) -> Iterator[T]:

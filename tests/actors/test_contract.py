@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from actors.baselines import ConstantEngine, OracleEngine, RandomEngine
 from actors.contract import (
     ENGINE_OUTPUT,
     arrow_columns,
+    arrow_ready,
     no_token_outputs,
     numpy_columns,
     prompt_ids_digest,
@@ -99,6 +101,40 @@ def test_ray_changes_what_restore_types_says_and_restore_types_undoes_it(ray_loc
     restored = restore_types(after, EDGE_SCHEMA)
     assert restored.schema == EDGE_SCHEMA
     assert restored.to_pydict() == {**EDGE_ROWS, "options": [None, []]}
+
+
+def test_arrow_ready_gives_ray_list_and_struct_columns_it_converts_without_pickling(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Ray's own numpy form of a request block (BlockAccessor, as map_batches hands it over)
+    and its own conversion back: unchanged, the list and struct columns are pickled (with
+    Ray's ArrowConversionError warning); through arrow_ready they keep their Arrow types."""
+    from ray.data.block import BlockAccessor
+
+    schema = pa.schema(
+        [
+            ("options", pa.list_(pa.string())),
+            ("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+            ("answer_type", pa.string()),
+        ]
+    )
+    rows = {
+        "options": [["yes", "no"], None, ["A", "B", "C"]],
+        "messages": [[{"role": "user", "content": f"q{i}"}] for i in range(3)],
+        "answer_type": ["choice", "number", "choice"],
+    }
+    batch = BlockAccessor.for_block(pa.Table.from_pydict(rows, schema=schema)).to_batch_format(
+        "numpy"
+    )
+    assert isinstance(batch["options"][0], np.ndarray)  # the form the engines receive
+    pickled = BlockAccessor.batch_to_block(batch)
+    assert pickled.schema.field("options").type != schema.field("options").type  # not vacuous
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        table = BlockAccessor.batch_to_block(arrow_ready(batch))
+    assert table.schema == schema
+    assert table.to_pydict() == rows
+    assert "ArrowConversionError" not in caplog.text
 
 
 def test_prompt_ids_digest_is_the_same_for_every_container_of_the_same_ids() -> None:

@@ -41,5 +41,17 @@ def test_fast_work_prints_only_start_and_end_and_unknown_totals_have_no_share() 
     assert stream.getvalue().splitlines() == ["probe trials: 3 trials", "probe trials: 5 trials"]
 
 
+def test_a_periodic_line_at_the_final_count_is_not_repeated_at_the_end() -> None:
+    stream, clock = io.StringIO(), SteppedClock()
+    shown = Progress(25, "evaluate tiny-llm", "row", stream=stream, clock=clock)
+    clock.now += PLAIN_EVERY_S  # the whole batch lands after one interval
+    shown.update(25)
+    shown.close()
+    assert stream.getvalue().splitlines() == [
+        "evaluate tiny-llm: 0/25 rows (0%)",
+        "evaluate tiny-llm: 25/25 rows (100%)",
+    ]
+
+
 def test_the_wrapper_yields_every_item_once() -> None:
     assert list(progress(iter(range(7)), 7, "x", "item")) == list(range(7))

@@ -153,13 +153,26 @@ def test_ray_notices_are_held_down_unless_verbose(verbose: bool) -> None:
         reset_log_once("ray_data_truncate_operator_name")
         utils.truncate_operator_name("->".join(["MapBatches(step)"] * 20), 100)
 
+    def bars_disabled() -> None:  # what every dataset of a quiet run says once per process
+        import ray.data
+        from ray.data._internal import progress
+
+        reset_log_once("ray_data_progress_manager_disabled")
+        ctx = ray.data.DataContext()
+        ctx.enable_progress_bars = False
+        progress.get_progress_manager(ctx, "dataset_0", {}, False)
+
     notices = [
         _emitted(
             authentication_token_setup.__name__, authentication_token_setup._warn_token_auth_enabled
         ),
         _emitted(utils.__name__, truncated),
+        _emitted("ray.data._internal.progress", bars_disabled),
     ]
-    assert [len(n) for n in notices] == ([1, 1] if verbose else [0, 0])
+    assert [len(n) for n in notices] == ([1, 1, 1] if verbose else [0, 0, 0])
+    # "Dataset ... execution finished in 2.20 seconds": INFO, once per dataset.
+    executor = logging.getLogger("ray.data._internal.execution.streaming_executor")
+    assert executor.isEnabledFor(logging.INFO) == verbose
     # The progress UI and non-interactive notices are INFO on the progress package logger,
     # and so is the logging progress display under it (the commands print their own).
     progress = logging.getLogger("ray.data._internal.progress")
@@ -181,6 +194,8 @@ def test_ray_starts_at_its_info_level_with_verbose(monkeypatch: pytest.MonkeyPat
         assert main(argv) == 0
         ray_session.ensure_ray()
     assert [s["logging_level"] for s in started] == [logging.WARNING, logging.INFO]
+    # Workers' output (library bars, notices) reaches the driver only with --verbose.
+    assert [s["log_to_driver"] for s in started] == [False, True]
 
 
 @pytest.mark.parametrize(
