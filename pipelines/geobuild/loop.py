@@ -33,7 +33,6 @@ from pipelines.cli_args import (
     seed_int,
 )
 from pipelines.engines.model_config import ModelConfig, add_model_arguments
-from pipelines.engines.ray_session import actor_restarts
 from pipelines.engines.requests import add_sampling_arguments
 from pipelines.engines.stages import LIGHT_CPUS, NoGPUError, check_gpus
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
@@ -467,7 +466,6 @@ class Loop:
             batch_size=self.opts.batch_size,
             compute=ray.data.ActorPoolStrategy(size=self.executors),
             num_cpus=0.5,
-            **actor_restarts(),
         )
         if self.prompts is not None:
             ds = ds.map_batches(restore_reply, num_cpus=LIGHT_CPUS)
@@ -487,7 +485,6 @@ class Loop:
             batch_size=self.shard_rows,
             compute=ray.data.ActorPoolStrategy(size=1),
             num_cpus=0.25,
-            **actor_restarts(),
         )
         return sum(int(np.sum(b["rows"])) for b in ds.iter_batches(batch_size=None))
 

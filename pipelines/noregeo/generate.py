@@ -317,7 +317,7 @@ def generate(
     """Write the item shards and manifest; returns the manifest."""
     import ray
 
-    from pipelines.engines.ray_session import actor_restarts, ensure_ray
+    from pipelines.engines.ray_session import ensure_ray
 
     ensure_ray()
     out.mkdir(parents=True, exist_ok=True)
@@ -338,7 +338,6 @@ def generate(
         batch_size=1,
         num_cpus=1,
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=len(tasks)),
-        **actor_restarts(),
     )
     shards = sorted(ds.take_all(), key=lambda s: tasks.index(s["task"]))
     manifest = build_manifest(shards, tasks, per_task, seed, setups, image_size, options)

@@ -120,7 +120,7 @@ def test_custom_code_without_trust_is_refused(
     out = tmp_path / "results"
     assert _evaluate(items, "hf", str(custom), out) == 2
     line = _one_line(capsys.readouterr().err)
-    assert "custom-lm" in line and "trust_remote_code: true" in line
+    assert "custom-lm" in line and "--trust-remote-code" in line  # a folder: the flag
     assert not out.exists()
 
 
