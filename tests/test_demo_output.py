@@ -47,7 +47,7 @@ NOISE = {
 # through the object store and keeps Ray's restarts on (ray-project/ray#53727); asking for no
 # restarts silenced it but left a killed engine actor unreplaced (tests/pipelines/
 # test_fault_tolerance.py and test_multinode.py failed), so the notice is the price of that.
-KEPT = re.compile(r"has constructor arguments in the object store and max_restarts > 0\.$")
+KEPT = re.compile(r"has constructor arguments in the object store and max_restarts > 0\.")
 STEP = re.compile(r"^== step (\d+): ")
 DONE = re.compile(r"^== step (\d+) done in (\d+) s: ")
 
