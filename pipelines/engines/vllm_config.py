@@ -115,13 +115,20 @@ def tokenizer_source(cfg: ModelConfig) -> str | None:
     revision = hub_revision(cfg.revision)
     if revision is None and not cfg.fix_mistral_regex:
         return None
-    source = Path(cfg.source)  # a hub id's snapshot is a folder already
-    if not source.is_dir():
-        from huggingface_hub import snapshot_download
-
-        patterns = list(TOKENIZER_FILES)
-        source = Path(snapshot_download(cfg.repo, revision=revision, allow_patterns=patterns))
+    source = tokenizer_files(cfg, cfg.source)
     return str(regex_fixed_copy(source) if cfg.fix_mistral_regex else source)
+
+
+def tokenizer_files(cfg: ModelConfig, source: str) -> Path:
+    """`source` when it is a folder (a checkout, a hub id's snapshot), else a local snapshot
+    of the repo's tokenizer files (no weights) at the config's revision."""
+    if Path(source).is_dir():
+        return Path(source)
+    from huggingface_hub import snapshot_download
+
+    revision = hub_revision(cfg.revision)
+    patterns = list(TOKENIZER_FILES)
+    return Path(snapshot_download(cfg.repo, revision=revision, allow_patterns=patterns))
 
 
 def regex_fixed_copy(source: Path) -> Path:
@@ -140,13 +147,7 @@ def tokenize_stage_source(cfg: ModelConfig, stages_source: str | None) -> str:
     """The tokenizer Ray's tokenize stage loads: the stages' own (`stages_source`, else the
     model's; a hub repo's tokenizer files are fetched here, without weights) or, when that
     tokenizer adds special tokens to every text, a copy that does not (plain_tokenizer.py)."""
-    source = Path(stages_source or cfg.source)  # a hub id's snapshot is a folder already
-    if not source.is_dir():
-        from huggingface_hub import snapshot_download
-
-        revision = hub_revision(cfg.revision)
-        patterns = list(TOKENIZER_FILES)
-        source = Path(snapshot_download(cfg.repo, revision=revision, allow_patterns=patterns))
+    source = tokenizer_files(cfg, stages_source or cfg.source)
     plain = plain_tokenizer(source, cfg.trust_remote_code)
     return str(plain or source)
 

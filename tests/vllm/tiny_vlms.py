@@ -84,9 +84,17 @@ def _text_config(vocab: int, eos: int, pad: int, **extra: object) -> dict[str, o
     }
 
 
+def _seeded(model_class: Any, config: Any) -> Any:
+    """`model_class(config)` with weights from seed 0; the global RNG is left as it was."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return model_class(config)
+
+
 def build_qwen2_vl(out: Path) -> Path:
     """A tiny random Qwen2-VL with the real Qwen2-VL chat template."""
-    import torch
     from transformers import (
         PreTrainedTokenizerFast,
         Qwen2VLConfig,
@@ -129,9 +137,7 @@ def build_qwen2_vl(out: Path) -> Path:
         vision_end_token_id=ids["<|vision_end|>"],
         tie_word_embeddings=True,
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = Qwen2VLForConditionalGeneration(config)
+    model = _seeded(Qwen2VLForConditionalGeneration, config)
     images = Qwen2VLImageProcessor(
         patch_size=QWEN_PATCH,
         merge_size=QWEN_MERGE,
@@ -152,7 +158,6 @@ def build_qwen2_vl(out: Path) -> Path:
 
 def build_idefics3(out: Path) -> Path:
     """A tiny random Idefics3 with the real SmolVLM chat template."""
-    import torch
     from transformers import (
         Idefics3Config,
         Idefics3ForConditionalGeneration,
@@ -185,9 +190,7 @@ def build_idefics3(out: Path) -> Path:
         image_token_id=ids["<image>"],
         tie_word_embeddings=True,
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = Idefics3ForConditionalGeneration(config)
+    model = _seeded(Idefics3ForConditionalGeneration, config)
     images = Idefics3ImageProcessor(
         do_image_splitting=True,
         size={"longest_edge": IDEFICS_LONGEST},
@@ -204,7 +207,6 @@ def build_idefics3(out: Path) -> Path:
 
 def build_llava(out: Path) -> Path:
     """A tiny random Llava-1.5 with the real llava-1.5 chat template."""
-    import torch
     from transformers import (
         CLIPImageProcessor,
         LlavaConfig,
@@ -245,9 +247,7 @@ def build_llava(out: Path) -> Path:
         image_seq_length=(LLAVA_IMAGE // LLAVA_PATCH) ** 2,
         tie_word_embeddings=True,
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = LlavaForConditionalGeneration(config)
+    model = _seeded(LlavaForConditionalGeneration, config)
     images = CLIPImageProcessor(
         size={"shortest_edge": LLAVA_IMAGE}, crop_size={"height": LLAVA_IMAGE, "width": LLAVA_IMAGE}
     )
