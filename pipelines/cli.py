@@ -20,6 +20,7 @@ from pipelines.cli_args import VALID_RANGE
 from pipelines.cli_renames import parse_command
 from pipelines.interrupt import EXIT_INTERRUPTED, interrupted_line
 from pipelines.logs import add_logging_arguments, configure
+from pipelines.native_stderr import hold_ray_native_lines
 from pipelines.suggest import did_you_mean
 from store.errors import UsageError
 from store.storage import RemotePath, storage_failure
@@ -196,6 +197,8 @@ def _version() -> str:
 
 def entry() -> None:
     """The `geosee` console script (also `python -m pipelines`)."""
+    if "--verbose" not in sys.argv[1:]:
+        hold_ray_native_lines()
     try:
         code = main()
         sys.stdout.flush()
