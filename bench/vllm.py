@@ -3,9 +3,11 @@
 Both answer the same rows (the text setup of every task: the same messages and per-row
 answer grammar) with the same model (`--model`, default a tiny random one; the real
 SmolLM2-135M-Instruct checkpoint is what the goals below are stated for), one after the
-other in this process:
+other:
 
-1. bare: `vllm.LLM(...)` (its load timed apart), then one `LLM.chat` call over all rows;
+1. bare, in a fresh process (bench/vllm_bare.py): `import vllm`, `vllm.LLM(...)` (the two
+   timed together from the process's start: the engine load), then one `LLM.chat` over all
+   rows;
 2. pipeline: `pipelines.noregeo.evaluate.evaluate` with the `vllm` stage (Ray's `ray.data.llm`
    processor: chat template, tokenize, engine; then scoring and Parquet shards).
 
@@ -23,9 +25,9 @@ fixed cost under 10 s beyond the engine load. Needs .venv-vllm:
 from __future__ import annotations
 
 import argparse
-import gc
-import importlib
+import json
 import math
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,33 +61,32 @@ def request_rows(files: list[Path], model: str, sampling: SamplingConfig) -> lis
     return rows
 
 
-def bare(cfg: ModelConfig, rows: list[dict[str, Any]]) -> tuple[float, float]:
-    """(load seconds, generation seconds) of bare vLLM over the rows, with the engine
-    settings the pipeline gives the model on CPU (float32, eager, memory share, unchunked)."""
-    # By name: to mypy, `vllm` is this file (bench/ heads its search path), which has no LLM.
-    vllm = importlib.import_module("vllm")
-    from vllm.sampling_params import StructuredOutputsParams
-
+def bare(cfg: ModelConfig, rows: list[dict[str, Any]], work: Path) -> tuple[float, float]:
+    """(load seconds, chat seconds) of bare vLLM over the rows, in a fresh process
+    (bench/vllm_bare.py) with the engine settings the pipeline gives the model on CPU
+    (float32, eager, memory share, unchunked). The load runs from the process's start to
+    its engine being ready: Python, `import vllm` and the engine, as the pipeline's engine
+    actor pays them in its own fresh process."""
+    job = work / "bare-job.json"
+    engine = {"model": cfg.source, "max_model_len": cfg.max_model_len, **cpu_engine_defaults(cfg)}
+    keep = ("messages", "sampling_params")
+    job.write_text(json.dumps({"engine": engine, "rows": [{k: r[k] for k in keep} for r in rows]}))
     start = time.perf_counter()
-    llm = vllm.LLM(model=cfg.source, max_model_len=cfg.max_model_len, **cpu_engine_defaults(cfg))
-    loaded = time.perf_counter()
-    params = [
-        vllm.SamplingParams(
-            temperature=r["sampling_params"]["temperature"],
-            max_tokens=r["sampling_params"]["max_tokens"],
-            seed=r["sampling_params"]["seed"],
-            structured_outputs=StructuredOutputsParams(
-                grammar=r["sampling_params"]["structured_outputs"]["grammar"]
-            ),
-        )
-        for r in rows
-    ]
-    outputs = llm.chat([r["messages"] for r in rows], params, use_tqdm=False)
-    done = time.perf_counter()
-    assert len(outputs) == len(rows)
-    del llm
-    gc.collect()
-    return loaded - start, done - loaded
+    child = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("vllm_bare.py")), str(job)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    load_s = chat_s = math.nan
+    for line in child.stdout:
+        if line.strip() == "loaded":
+            load_s = time.perf_counter() - start
+        elif line.startswith("chat "):
+            chat_s = float(line.split()[1])
+    if child.wait() != 0 or math.isnan(load_s + chat_s):
+        raise SystemExit(f"bare vLLM failed (exit {child.returncode})")
+    return load_s, chat_s
 
 
 def pipeline_s(files: list[Path], cfg: ModelConfig, run: EvaluateSettings, out: Path) -> float:
@@ -114,7 +115,6 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2500, help="rows (a multiple of 25 tasks)")
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=EngineOptions().batch_size)
-    args = parser.parse_args()
     parser.add_argument("--few-rows", type=int, default=25, help="the small run's rows")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-vllm-"))
@@ -128,7 +128,7 @@ def main() -> None:
     rows = request_rows(files, cfg.repo, sampling)
     n, few = len(rows), len(request_rows(few_files, cfg.repo, sampling))
 
-    load_s, bare_s = bare(cfg, rows)
+    load_s, bare_s = bare(cfg, rows, work)
 
     start = time.perf_counter()
     ensure_ray(num_cpus=2)
@@ -148,7 +148,7 @@ def main() -> None:
         f"rows: {n} and {few} (text setup, max_tokens {args.max_tokens}, "
         f"batch size {args.batch_size}); model {cfg.repo}"
     )
-    print(f"engine load (bare vllm.LLM, vLLM already imported): {load_s:.1f} s")
+    print(f"engine load (bare: a fresh process's start, import vllm, vllm.LLM): {load_s:.1f} s")
     print(f"bare vllm.LLM.chat: {bare_s:.1f} s, {1000 * bare_s / n:.2f} ms/row")
     print(f"ray start (once, before both pipeline runs): {ray_s:.1f} s")
     print(f"pipeline evaluate --engine vllm: {few_s:.1f} s for {few} rows, {all_s:.1f} s for {n}")

@@ -6,6 +6,10 @@ ORG/NAME`) and the pre-flight remote-code check, so the three never disagree.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
+from functools import cache
+from pathlib import Path
 from typing import Any, Literal
 
 # Below this a context cannot hold one NoReGeo prompt; such a value is not trusted and the
@@ -18,14 +22,41 @@ def is_image_text(config: dict[str, Any]) -> bool:
     transformers' image-text-to-text table lists (its own list of VLMs)."""
     if "vision_config" in config:
         return True
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES as IMAGE_TEXT,
+    image_text = image_text_table()
+    architectures = config.get("architectures") or []
+    return config.get("model_type") in image_text or any(
+        a in image_text.values() for a in architectures if isinstance(a, str)
     )
 
-    architectures = config.get("architectures") or []
-    return config.get("model_type") in IMAGE_TEXT or any(
-        a in IMAGE_TEXT.values() for a in architectures if isinstance(a, str)
-    )
+
+# transformers' table of vision-language models, by model type.
+IMAGE_TEXT_TABLE = "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES"
+
+
+@cache
+def image_text_table() -> dict[str, str]:
+    """transformers' `MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES`, read from its source file
+    (a literal): importing its module pulls in transformers' model and generation code,
+    2-3 s of every `evaluate` on 2 cores before any row moves. Imported only if the
+    literal is not where it was."""
+    spec = importlib.util.find_spec("transformers")
+    if spec is not None and spec.submodule_search_locations:
+        source = Path(spec.submodule_search_locations[0], "models", "auto", "modeling_auto.py")
+        if source.is_file():
+            for node in ast.parse(source.read_text(encoding="utf-8")).body:
+                if (
+                    isinstance(node, ast.Assign)
+                    and [getattr(t, "id", None) for t in node.targets] == [IMAGE_TEXT_TABLE]
+                    and isinstance(node.value, ast.Call)
+                    and len(node.value.args) == 1
+                ):
+                    try:
+                        return dict(ast.literal_eval(node.value.args[0]))
+                    except (ValueError, TypeError):
+                        break
+    from transformers.models.auto import modeling_auto
+
+    return dict(getattr(modeling_auto, IMAGE_TEXT_TABLE))
 
 
 def modality(config: dict[str, Any]) -> Literal["text", "image-text"]:

@@ -232,3 +232,14 @@ def test_evaluate_records_the_commit_the_hub_served_and_refuses_a_moved_one(
         snapshots = hf_home / "hub" / "models--org--tiny-llm" / "snapshots"
         assert sorted(p.name for p in snapshots.iterdir()) == sorted([first, second])
         assert _recorded(tmp_path / "run1")["record"] == first  # nothing of the refused run
+
+
+def test_the_image_text_table_read_from_source_is_transformers_own() -> None:
+    """checkpoint_files reads transformers' VLM table from its source (no model-code
+    import); it is the table the module itself builds."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    from pipelines.engines.checkpoint_files import image_text_table
+
+    assert image_text_table() == dict(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
+    assert image_text_table()["qwen2_vl"] == "Qwen2VLForConditionalGeneration"
