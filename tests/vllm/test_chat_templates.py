@@ -68,8 +68,15 @@ FAMILIES = {
     "mistral-small-3.1": Family(
         "mistral-small-3.1", "mistral3", "Mistral3ForConditionalGeneration", "[IMG]"
     ),
+    "gemma-3": Family("gemma-3", "gemma3_mm", "Gemma3ForConditionalGeneration", "<start_of_image>"),
     "deepseek-r1-distill-qwen": Family("deepseek-r1-distill-qwen"),
     "smollm2": Family("smollm2"),
+    "qwen2": Family("qwen2"),
+    "qwen2.5": Family("qwen2.5"),
+    "qwen3": Family("qwen3"),
+    "llama-3.1": Family("llama-3.1"),
+    "phi-4": Family("phi-4"),
+    "mistral-7b-v0.3": Family("mistral-7b-v0.3"),
 }
 
 CONFIG_FAMILY = {
@@ -87,6 +94,21 @@ CONFIG_FAMILY = {
     "deepseek-r1-distill-qwen-7b": "deepseek-r1-distill-qwen",
     "deepseek-r1-distill-qwen-32b": "deepseek-r1-distill-qwen",
     "smollm2-135m-instruct": "smollm2",
+    "gemma-3-4b-it": "gemma-3",
+    "gemma-3-12b-it": "gemma-3",
+    "gemma-3-27b-it": "gemma-3",
+    "qwen2-7b-instruct": "qwen2",
+    "qwen2.5-3b-instruct": "qwen2.5",
+    "qwen2.5-7b-instruct": "qwen2.5",
+    "qwen2.5-72b-instruct": "qwen2.5",
+    "qwen3-4b": "qwen3",
+    "qwen3-8b": "qwen3",
+    "qwen3-14b": "qwen3",
+    "qwen3-32b": "qwen3",
+    "llama-3.1-8b-instruct": "llama-3.1",
+    "llama-3.1-70b-instruct": "llama-3.1",
+    "phi-4": "phi-4",
+    "mistral-7b-instruct-v0.3": "mistral-7b-v0.3",
 }
 
 # Configs with a chat template whose real text was not found in a public source reachable
@@ -94,35 +116,20 @@ CONFIG_FAMILY = {
 NOT_FOUND = {
     name: "real template not found in a reachable public source"
     for name in (
-        "gemma-3-4b-it",
-        "gemma-3-12b-it",
-        "gemma-3-27b-it",
         "internvl2.5-1b",
         "internvl2.5-8b",
         "internvl3-2b",
         "internvl3-8b",
         "internvl3-14b",
         "internvl3-38b",
-        "llama-3.1-8b-instruct",
-        "llama-3.1-70b-instruct",
         "llama-3.2-11b-vision-instruct",
         "mathstral-7b",
         "minicpm-o-2.6",
-        "mistral-7b-instruct-v0.3",
         "mistral-small-instruct",
         "molmo-7b-d",
         "phi-3.5-vision-instruct",
-        "phi-4",
         "pixtral-12b",
-        "qwen2-7b-instruct",
-        "qwen2.5-3b-instruct",
-        "qwen2.5-7b-instruct",
-        "qwen2.5-72b-instruct",
         "qwen2.5-math-7b-instruct",
-        "qwen3-4b",
-        "qwen3-8b",
-        "qwen3-14b",
-        "qwen3-32b",
     )
 }
 
