@@ -71,6 +71,8 @@ FAMILIES = {
     "gemma-3": Family("gemma-3", "gemma3_mm", "Gemma3ForConditionalGeneration", "<start_of_image>"),
     "deepseek-r1-distill-qwen": Family("deepseek-r1-distill-qwen"),
     "smollm2": Family("smollm2"),
+    # Runs on the hf engine (vLLM 0.29 has no Mllama): no vLLM class; MllamaProcessor's token.
+    "llama-3.2-vision": Family("llama-3.2-vision", image_token="<|image|>"),
     "qwen2": Family("qwen2"),
     "qwen2.5": Family("qwen2.5"),
     "qwen3": Family("qwen3"),
@@ -108,6 +110,7 @@ CONFIG_FAMILY = {
     "llama-3.1-8b-instruct": "llama-3.1",
     "llama-3.1-70b-instruct": "llama-3.1",
     "phi-4": "phi-4",
+    "llama-3.2-11b-vision-instruct": "llama-3.2-vision",
     "mistral-7b-instruct-v0.3": "mistral-7b-v0.3",
 }
 
@@ -122,7 +125,6 @@ NOT_FOUND = {
         "internvl3-8b",
         "internvl3-14b",
         "internvl3-38b",
-        "llama-3.2-11b-vision-instruct",
         "mathstral-7b",
         "minicpm-o-2.6",
         "mistral-small-instruct",
@@ -346,6 +348,33 @@ def template_of(family: Family) -> str:
     return (FIXTURES / f"{family.template}.jinja").read_text(encoding="utf-8")
 
 
+def hf_engine_prompt(cfg: ModelConfig, family: Family, messages: list[dict[str, Any]]) -> str:
+    """The prompt the `hf` engine renders (`actors.hf_engine.PromptRenderer.render`), its
+    tokenizer's or processor's `apply_chat_template` running the real template."""
+    from actors.hf_engine import PromptRenderer
+
+    template = template_of(family)
+
+    class Templater:
+        """The checkpoint's processor (image-text) or tokenizer, as far as rendering goes."""
+
+        image_token = family.image_token
+
+        def apply_chat_template(
+            self, chat: list[dict[str, Any]], add_generation_prompt: bool, tokenize: bool
+        ) -> str:
+            assert add_generation_prompt and not tokenize
+            return render(template, chat, {})
+
+    templater = Templater()
+    processor = templater if cfg.modality == "image-text" else None
+    renderer = PromptRenderer(
+        cfg.name, templater, processor, None, cfg.content_format, cfg.system_prompt_as_string
+    )
+    prompt, _images = renderer.render(messages)
+    return prompt
+
+
 @pytest.mark.parametrize("name", RENDERED)
 def test_template_renders_the_request(
     name: str, items: dict[str, Any], monkeypatch: pytest.MonkeyPatch
@@ -357,14 +386,21 @@ def test_template_renders_the_request(
     for setup in cfg.setups:
         item = items[setup]
         messages = request(cfg, item)
-        conversation = (
-            prepared_conversation(messages, family, settings) if settings.multimodal else messages
-        )
-        prompt = render(template_of(family), conversation, settings.template_kwargs)
-        where = f"{name} ({setup}, {settings.content_format} content): {prompt!r}"
+        if cfg.engine == "hf":
+            prompt = hf_engine_prompt(cfg, family, messages)
+        else:
+            conversation = (
+                prepared_conversation(messages, family, settings)
+                if settings.multimodal
+                else messages
+            )
+            prompt = render(template_of(family), conversation, settings.template_kwargs)
+        where = f"{name} ({setup}, {cfg.engine} engine, {cfg.content_format} content): {prompt!r}"
         assert item.prompt.strip() in prompt, f"question missing: {where}"
         # The system prompt is kept: no template here drops it or refuses it.
         assert item.system_prompt.strip() in prompt, f"system prompt missing: {where}"
+        # ...as text: a template that prints a list of parts (`content|trim`) writes its repr.
+        assert "'type': 'text'" not in prompt, f"content printed as a Python list: {where}"
         if family.image_token:
             images = 1 if item.image is not None else 0
             assert prompt.count(family.image_token) == images, f"image placeholders: {where}"
