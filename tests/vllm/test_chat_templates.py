@@ -121,22 +121,26 @@ CONFIG_FAMILY = {
 # Configs with a chat template whose real text was not found in a public source reachable
 # from here (no hub access); the fixture README says where we looked.
 NOT_FOUND = {
-    name: "real template not found in a reachable public source"
-    for name in (
-        "internvl2.5-1b",
-        "internvl2.5-8b",
-        "internvl3-2b",
-        "internvl3-8b",
-        "internvl3-14b",
-        "internvl3-38b",
-        "mathstral-7b",
-        "minicpm-o-2.6",
-        "mistral-small-instruct",
-        "molmo-7b-d",
-        "phi-3.5-vision-instruct",
-        "pixtral-12b",
-        "qwen2.5-math-7b-instruct",
-    )
+    **{
+        name: "real template not found in a reachable public source"
+        for name in (
+            "internvl2.5-1b",
+            "internvl2.5-8b",
+            "internvl3-2b",
+            "internvl3-8b",
+            "internvl3-14b",
+            "internvl3-38b",
+            "mathstral-7b",
+            "minicpm-o-2.6",
+            "mistral-small-instruct",
+            "molmo-7b-d",
+            "qwen2.5-math-7b-instruct",
+        )
+    },
+    "phi-3.5-vision-instruct": "only Phi-3-vision-128k-instruct's template was found, not "
+    "this repo's",
+    "pixtral-12b": "only copies of unknown revision were found (one reads text parts' "
+    "'content' key, which vLLM's openai parts lack)",
 }
 
 
