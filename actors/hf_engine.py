@@ -80,6 +80,7 @@ class PromptRenderer:
         processor: Any,
         context_length: int | None,
         content_format: str = "openai",
+        system_as_string: bool = False,
     ) -> None:
         if content_format not in ("openai", "string"):
             raise ValueError(f"content_format must be openai or string, got {content_format!r}")
@@ -92,6 +93,9 @@ class PromptRenderer:
         # chat_template_content_format (ModelConfig.content_format): the same prompt on
         # every engine.
         self.content_format = content_format
+        # ModelConfig.system_prompt_as_string (Ray's apply_sys_msg_formatting): an
+        # image-text model's system message as one string, for templates that print it so.
+        self.system_as_string = system_as_string
 
     @classmethod
     def load(
@@ -100,6 +104,7 @@ class PromptRenderer:
         revision: str | None = None,
         trust_remote_code: bool = False,
         content_format: str = "openai",
+        system_as_string: bool = False,
     ) -> PromptRenderer:
         """Tokenizer (text models) or processor (image-text models) of a checkpoint."""
         import transformers
@@ -113,15 +118,17 @@ class PromptRenderer:
         context = int(getattr(text_config, "max_position_embeddings", 0) or 0) or None
         if config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
             processor = transformers.AutoProcessor.from_pretrained(model, **load)
-            return cls(model, processor.tokenizer, processor, context, content_format)
+            return cls(
+                model, processor.tokenizer, processor, context, content_format, system_as_string
+            )
         tokenizer = transformers.AutoTokenizer.from_pretrained(model, **load)
-        return cls(model, tokenizer, None, context, content_format)
+        return cls(model, tokenizer, None, context, content_format, system_as_string)
 
     def render(self, messages: list[Mapping[str, Any]]) -> tuple[str, list[Any]]:
         """The chat template applied to `messages` (plain Python, not numpy), and the
         decoded images in the order their placeholders appear."""
         images: list[Any] = []
-        chat = []
+        chat: list[dict[str, Any]] = []
         for message in messages:
             parts = []
             for part in message_parts(message):
@@ -134,7 +141,11 @@ class PromptRenderer:
                     parts.append({"type": "text", "text": part.get("text") or ""})
                 else:
                     raise ValueError(f"unsupported message part type {part.get('type')!r}")
-            if self.is_image_text and self.content_format == "openai":
+            if self.is_image_text and self.system_as_string and message["role"] == "system":
+                # As Ray's prepare-multimodal stage extracts it (apply_sys_msg_formatting).
+                text = "\n".join(p["text"] for p in parts if p["type"] == "text" and p["text"])
+                chat.append({"role": "system", "content": text})
+            elif self.is_image_text and self.content_format == "openai":
                 chat.append({"role": message["role"], "content": parts})
             elif self.is_image_text:
                 chat.append({"role": message["role"], "content": self._string_content(parts)})
@@ -204,6 +215,7 @@ class HFEngine:
         batch_size: int = 8,
         trust_remote_code: bool = False,
         content_format: str = "openai",
+        system_as_string: bool = False,
     ):
         import torch
         import transformers
@@ -230,7 +242,9 @@ class HFEngine:
         if self.device.type == "cpu":
             # Two threads on two busy cores were measured 5-25x slower than one.
             torch.set_num_threads(1)
-        self.renderer = PromptRenderer.load(model, revision, trust_remote_code, content_format)
+        self.renderer = PromptRenderer.load(
+            model, revision, trust_remote_code, content_format, system_as_string
+        )
         self.is_image_text = self.renderer.is_image_text
         self.tokenizer: Any = self.renderer.tokenizer
         self.tokenizer.padding_side = "left"

@@ -155,6 +155,16 @@ class ModelConfig(BaseModel):
         "openai. Text models always send string content. The real templates' "
         "detected format is checked in tests/vllm/test_chat_templates.py.",
     )
+    system_prompt_as_string: bool = Field(
+        False,
+        description="Image-text models with openai content: the system message reaches the "
+        "chat template as one string (its text parts joined by newlines; Ray's "
+        "apply_sys_msg_formatting), for templates that print `messages[0]['content']` as a "
+        "string (Llama 3.2 Vision), which would write a list of parts as its Python repr. "
+        "False: the system message is a list of parts like the others, for templates that "
+        "loop over every message's parts (Idefics3, SmolVLM). Checked against the real "
+        "templates in tests/vllm/test_chat_templates.py.",
+    )
     verified: bool = Field(
         True,
         description="False when the repo id is a guess; true means known to the author, not "

@@ -141,7 +141,11 @@ def check_context(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextRepor
 
     try:
         renderer = PromptRenderer.load(
-            cfg.source, hub_revision(cfg.revision), cfg.trust_remote_code, cfg.content_format
+            cfg.source,
+            hub_revision(cfg.revision),
+            cfg.trust_remote_code,
+            cfg.content_format,
+            cfg.system_prompt_as_string,
         )
     except (OSError, ValueError) as err:
         # Not loadable here (no hub access on this driver): the engine will say more.

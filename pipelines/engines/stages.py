@@ -133,6 +133,7 @@ def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         "batch_size": opts.batch_size,
         "trust_remote_code": cfg.trust_remote_code,
         "content_format": cfg.content_format,
+        "system_as_string": cfg.system_prompt_as_string,
     }
     if cfg.gpus:
         check_gpus(cfg, replicas=opts.pool_size)

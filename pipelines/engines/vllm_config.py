@@ -200,6 +200,7 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
             # Ray's default is "string"; the chat-template stage (which takes no format)
             # renders what this stage hands it.
             "chat_template_content_format": cfg.content_format,
+            "apply_sys_msg_formatting": cfg.system_prompt_as_string,
         },
         chat_template_stage=chat,
         # Its own tokenizer: one that adds no special tokens to the rendered prompt.

@@ -283,3 +283,41 @@ def test_string_content_puts_one_image_token_before_the_text(tiny_vlm_dir: Path)
         assert "Be brief." in prompt and "Which is larger?" in prompt
     with pytest.raises(ValueError, match="content_format"):
         PromptRenderer.load(str(tiny_vlm_dir), content_format="html")
+
+
+@pytest.mark.parametrize("fmt", ["openai", "string"])
+def test_system_as_string_hands_the_template_one_system_string(fmt: str) -> None:
+    """ModelConfig.system_prompt_as_string: the system message's text parts joined by a
+    newline (as Ray's prepare-multimodal stage extracts it, apply_sys_msg_formatting), the
+    other messages as the content format has them; off, the system message is like them."""
+    from actors.hf_engine import PromptRenderer
+
+    class Templater:
+        """Records the conversation apply_chat_template is given."""
+
+        image_token = "<image>"
+
+        def __init__(self) -> None:
+            self.chats: list[list[dict[str, Any]]] = []
+
+        def apply_chat_template(
+            self, chat: list[dict[str, Any]], add_generation_prompt: bool, tokenize: bool
+        ) -> str:
+            self.chats.append(chat)
+            return ""
+
+    templater = Templater()
+    messages = [
+        {"role": "system", "content": [text_part("Be brief."), text_part("Use JSON.")]},
+        {"role": "user", "content": [text_part("Which is larger?")]},
+    ]
+    for as_string in (False, True):
+        PromptRenderer("m", templater, templater, None, fmt, as_string).render(messages)
+    plain, joined = templater.chats
+    assert joined[0] == {"role": "system", "content": "Be brief.\nUse JSON."}
+    assert joined[1] == plain[1]  # the user turn is untouched
+    assert plain[0]["content"] == (
+        [{"type": "text", "text": "Be brief."}, {"type": "text", "text": "Use JSON."}]
+        if fmt == "openai"
+        else "Be brief.\nUse JSON."
+    )

@@ -216,6 +216,19 @@ def test_vllm_content_format_reaches_the_multimodal_stage(
     assert kwargs["chat_template_content_format"] == expected
 
 
+@pytest.mark.parametrize("as_string", [False, True])
+def test_vllm_system_prompt_format_reaches_the_multimodal_stage(
+    hub: list[Any], as_string: bool
+) -> None:
+    """ModelConfig.system_prompt_as_string is Ray's own apply_sys_msg_formatting (the
+    system message as one string, for templates that print it as one)."""
+    cfg = VLLM_CFG.model_copy(update={"system_prompt_as_string": as_string})
+    stages = build_vllm_processor(cfg, EngineOptions()).stages
+    assert stages["PrepareMultimodalStage"].fn_constructor_kwargs["apply_sys_msg_formatting"] is (
+        as_string
+    )
+
+
 def test_vllm_unpinned_revision_loads_the_repo_itself(hub: list[Any]) -> None:
     config = vllm_processor_config(VLLM_CFG, EngineOptions(), has_images=True)
     assert config.engine_kwargs["revision"] is None  # "main": no pin

@@ -14,6 +14,10 @@ resolved by Ray's own stage-config classes:
    `processor.apply_chat_template(..., tokenize=False)` runs) on the real template, with the
    stage's `chat_template_kwargs`.
 
+`hf` configs (a model vLLM 0.29 cannot run) go through the hf engine's own
+`actors.hf_engine.PromptRenderer.render` instead, its `apply_chat_template` rendering the real
+template the same way.
+
 One part is not vLLM's running code: the model class that says which placeholder string
 vLLM writes for an image in "string" content. vLLM's Llava-family modules cannot be
 imported here (vLLM 0.29's pixtral.py needs a name transformers 5.x dropped; docs/engines.md),
@@ -68,8 +72,17 @@ FAMILIES = {
     "mistral-small-3.1": Family(
         "mistral-small-3.1", "mistral3", "Mistral3ForConditionalGeneration", "[IMG]"
     ),
+    "gemma-3": Family("gemma-3", "gemma3_mm", "Gemma3ForConditionalGeneration", "<start_of_image>"),
     "deepseek-r1-distill-qwen": Family("deepseek-r1-distill-qwen"),
     "smollm2": Family("smollm2"),
+    # Runs on the hf engine (vLLM 0.29 has no Mllama): no vLLM class; MllamaProcessor's token.
+    "llama-3.2-vision": Family("llama-3.2-vision", image_token="<|image|>"),
+    "qwen2": Family("qwen2"),
+    "qwen2.5": Family("qwen2.5"),
+    "qwen3": Family("qwen3"),
+    "llama-3.1": Family("llama-3.1"),
+    "phi-4": Family("phi-4"),
+    "mistral-7b-v0.3": Family("mistral-7b-v0.3"),
 }
 
 CONFIG_FAMILY = {
@@ -87,43 +100,47 @@ CONFIG_FAMILY = {
     "deepseek-r1-distill-qwen-7b": "deepseek-r1-distill-qwen",
     "deepseek-r1-distill-qwen-32b": "deepseek-r1-distill-qwen",
     "smollm2-135m-instruct": "smollm2",
+    "gemma-3-4b-it": "gemma-3",
+    "gemma-3-12b-it": "gemma-3",
+    "gemma-3-27b-it": "gemma-3",
+    "qwen2-7b-instruct": "qwen2",
+    "qwen2.5-3b-instruct": "qwen2.5",
+    "qwen2.5-7b-instruct": "qwen2.5",
+    "qwen2.5-72b-instruct": "qwen2.5",
+    "qwen3-4b": "qwen3",
+    "qwen3-8b": "qwen3",
+    "qwen3-14b": "qwen3",
+    "qwen3-32b": "qwen3",
+    "llama-3.1-8b-instruct": "llama-3.1",
+    "llama-3.1-70b-instruct": "llama-3.1",
+    "phi-4": "phi-4",
+    "llama-3.2-11b-vision-instruct": "llama-3.2-vision",
+    "mistral-7b-instruct-v0.3": "mistral-7b-v0.3",
 }
 
 # Configs with a chat template whose real text was not found in a public source reachable
 # from here (no hub access); the fixture README says where we looked.
 NOT_FOUND = {
-    name: "real template not found in a reachable public source"
-    for name in (
-        "gemma-3-4b-it",
-        "gemma-3-12b-it",
-        "gemma-3-27b-it",
-        "internvl2.5-1b",
-        "internvl2.5-8b",
-        "internvl3-2b",
-        "internvl3-8b",
-        "internvl3-14b",
-        "internvl3-38b",
-        "llama-3.1-8b-instruct",
-        "llama-3.1-70b-instruct",
-        "llama-3.2-11b-vision-instruct",
-        "mathstral-7b",
-        "minicpm-o-2.6",
-        "mistral-7b-instruct-v0.3",
-        "mistral-small-instruct",
-        "molmo-7b-d",
-        "phi-3.5-vision-instruct",
-        "phi-4",
-        "pixtral-12b",
-        "qwen2-7b-instruct",
-        "qwen2.5-3b-instruct",
-        "qwen2.5-7b-instruct",
-        "qwen2.5-72b-instruct",
-        "qwen2.5-math-7b-instruct",
-        "qwen3-4b",
-        "qwen3-8b",
-        "qwen3-14b",
-        "qwen3-32b",
-    )
+    **{
+        name: "real template not found in a reachable public source"
+        for name in (
+            "internvl2.5-1b",
+            "internvl2.5-8b",
+            "internvl3-2b",
+            "internvl3-8b",
+            "internvl3-14b",
+            "internvl3-38b",
+            "mathstral-7b",
+            "minicpm-o-2.6",
+            "mistral-small-instruct",
+            "molmo-7b-d",
+            "qwen2.5-math-7b-instruct",
+        )
+    },
+    "phi-3.5-vision-instruct": "only Phi-3-vision-128k-instruct's template was found, not "
+    "this repo's",
+    "pixtral-12b": "only copies of unknown revision were found (one reads text parts' "
+    "'content' key, which vLLM's openai parts lack)",
 }
 
 
@@ -339,6 +356,33 @@ def template_of(family: Family) -> str:
     return (FIXTURES / f"{family.template}.jinja").read_text(encoding="utf-8")
 
 
+def hf_engine_prompt(cfg: ModelConfig, family: Family, messages: list[dict[str, Any]]) -> str:
+    """The prompt the `hf` engine renders (`actors.hf_engine.PromptRenderer.render`), its
+    tokenizer's or processor's `apply_chat_template` running the real template."""
+    from actors.hf_engine import PromptRenderer
+
+    template = template_of(family)
+
+    class Templater:
+        """The checkpoint's processor (image-text) or tokenizer, as far as rendering goes."""
+
+        image_token = family.image_token
+
+        def apply_chat_template(
+            self, chat: list[dict[str, Any]], add_generation_prompt: bool, tokenize: bool
+        ) -> str:
+            assert add_generation_prompt and not tokenize
+            return render(template, chat, {})
+
+    templater = Templater()
+    processor = templater if cfg.modality == "image-text" else None
+    renderer = PromptRenderer(
+        cfg.name, templater, processor, None, cfg.content_format, cfg.system_prompt_as_string
+    )
+    prompt, _images = renderer.render(messages)
+    return prompt
+
+
 @pytest.mark.parametrize("name", RENDERED)
 def test_template_renders_the_request(
     name: str, items: dict[str, Any], monkeypatch: pytest.MonkeyPatch
@@ -350,14 +394,22 @@ def test_template_renders_the_request(
     for setup in cfg.setups:
         item = items[setup]
         messages = request(cfg, item)
-        conversation = (
-            prepared_conversation(messages, family, settings) if settings.multimodal else messages
-        )
-        prompt = render(template_of(family), conversation, settings.template_kwargs)
-        where = f"{name} ({setup}, {settings.content_format} content): {prompt!r}"
+        if cfg.engine == "hf":
+            prompt = hf_engine_prompt(cfg, family, messages)
+        else:
+            conversation = (
+                prepared_conversation(messages, family, settings)
+                if settings.multimodal
+                else messages
+            )
+            prompt = render(template_of(family), conversation, settings.template_kwargs)
+        fmt = cfg.content_format if cfg.engine == "hf" else settings.content_format
+        where = f"{name} ({setup}, {cfg.engine} engine, {fmt} content): {prompt!r}"
         assert item.prompt.strip() in prompt, f"question missing: {where}"
         # The system prompt is kept: no template here drops it or refuses it.
         assert item.system_prompt.strip() in prompt, f"system prompt missing: {where}"
+        # ...as text: a template that prints a list of parts (`content|trim`) writes its repr.
+        assert "'type': 'text'" not in prompt, f"content printed as a Python list: {where}"
         if family.image_token:
             images = 1 if item.image is not None else 0
             assert prompt.count(family.image_token) == images, f"image placeholders: {where}"
