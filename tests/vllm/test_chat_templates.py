@@ -79,6 +79,7 @@ FAMILIES = {
     "llama-3.2-vision": Family("llama-3.2-vision", image_token="<|image|>"),
     "qwen2": Family("qwen2"),
     "qwen2.5": Family("qwen2.5"),
+    "qwen2.5-math": Family("qwen2.5-math"),
     "qwen3": Family("qwen3"),
     "llama-3.1": Family("llama-3.1"),
     "phi-4": Family("phi-4"),
@@ -107,6 +108,7 @@ CONFIG_FAMILY = {
     "qwen2.5-3b-instruct": "qwen2.5",
     "qwen2.5-7b-instruct": "qwen2.5",
     "qwen2.5-72b-instruct": "qwen2.5",
+    "qwen2.5-math-7b-instruct": "qwen2.5-math",
     "qwen3-4b": "qwen3",
     "qwen3-8b": "qwen3",
     "qwen3-14b": "qwen3",
@@ -134,7 +136,6 @@ NOT_FOUND = {
             "minicpm-o-2.6",
             "mistral-small-instruct",
             "molmo-7b-d",
-            "qwen2.5-math-7b-instruct",
         )
     },
     "phi-3.5-vision-instruct": "only Phi-3-vision-128k-instruct's template was found, not "
