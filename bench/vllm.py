@@ -118,6 +118,9 @@ def main() -> None:
     parser.add_argument("--few-rows", type=int, default=25, help="the small run's rows")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-vllm-"))
+    start = time.perf_counter()
+    ensure_ray(num_cpus=2)  # before generate, which would start it untimed
+    ray_s = time.perf_counter() - start
     model = args.model or build_tiny_model("llm", work / "tiny-llm", seed=0)
     cfg = resolve_model("vllm", str(model))
     tasks = list(all_tasks())
@@ -130,9 +133,6 @@ def main() -> None:
 
     load_s, bare_s = bare(cfg, rows, work)
 
-    start = time.perf_counter()
-    ensure_ray(num_cpus=2)
-    ray_s = time.perf_counter() - start
     run = EvaluateSettings(
         tasks=tasks,
         setups=["text"],
