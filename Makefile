@@ -24,7 +24,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup setup-vllm real-model check-gpu-profile test test-main test-vllm stress lint demo bench clean sweep-45-models cluster-up cluster-down
+.PHONY: setup setup-vllm real-model check-gpu-profile test test-main test-vllm test-readme-fresh stress lint demo bench clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -106,6 +106,11 @@ test-vllm: setup-vllm real-model
 # 100 times; not part of `make test`.
 stress: setup
 	$(PY) -m pytest -m stress tests/pipelines/test_stress.py tests/geometry/dsl/test_determinism.py
+
+# The README's vLLM block in a copy of the checkout without .venv-vllm: its `make setup-vllm`
+# builds one there (3-5 min); not part of `make test`, which builds the checkout's own first.
+test-readme-fresh: setup
+	$(PY) -m pytest -m fresh_venv tests/test_readme.py
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -113,17 +113,55 @@ def test_the_vllm_lines_follow_make_setup_vllm_which_builds_the_venv_in_a_fresh_
     assert "-m venv .venv-vllm" in plan.stdout and "touch .venv-vllm/.installed" in plan.stdout
 
 
-def scratch_checkout(root: Path) -> Path:
+def scratch_checkout(root: Path, also_unlinked: frozenset[str] = frozenset()) -> Path:
     """A folder laid out like the checkout, with ../shared beside it; the README's outputs
     land in it instead of the real checkout."""
     work = root / "main"
     work.mkdir()
     for entry in REPO.iterdir():
-        if entry.name not in NOT_LINKED:
+        if entry.name not in NOT_LINKED | also_unlinked:
             (work / entry.name).symlink_to(entry)
     shared = (REPO.parent / "shared").resolve()
     (root / "shared").symlink_to(shared)
     return work
+
+
+def run_line(line: str, work: Path) -> subprocess.CompletedProcess[str]:
+    """One README line in `work`, with the checkout's venv first on PATH and the installed
+    package (no PYTHONPATH), as a reader has them."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("PYTHONPATH", None)
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", line],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+
+
+@pytest.mark.fresh_venv
+@pytest.mark.timeout(3600)
+def test_the_vllm_block_runs_in_a_clone_without_its_venv(tmp_path: Path) -> None:
+    """The README's vLLM block, from its `make setup-vllm` on, in a copy of the checkout where
+    .venv-vllm does not exist: the make line builds it, and the block's lines run with it.
+    Outside `make test` (`make test-readme-fresh`): the build takes 3-5 min on 2 cores, and
+    `make test` itself runs the same make target on CI's fresh clone before its tests."""
+    lines = readme_lines(README.read_text(encoding="utf-8"))
+    block = lines[lines.index("make setup-vllm") :]
+    block = [line for line in block if line == "make setup-vllm" or line.startswith(".venv-vllm/")]
+    assert len(block) >= 3, block
+    work = scratch_checkout(tmp_path, also_unlinked=frozenset({".venv-vllm"}))
+    assert not (work / ".venv-vllm").exists()
+    for line in block:
+        done = run_line(line, work)
+        assert done.returncode == 0, (
+            f"README line failed (exit {done.returncode}): {line}\n"
+            f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+        )
+    assert (work / ".venv-vllm" / ".installed").is_file()
 
 
 @pytest.mark.timeout(3600)
@@ -135,21 +173,11 @@ def test_readme_commands_run_as_printed(tmp_path: Path) -> None:
     assert not stale, f"NOT_RUN lists lines no longer in README.md: {stale}"
     work = scratch_checkout(tmp_path)
     before = {entry.name for entry in work.iterdir()}
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env.pop("PYTHONPATH", None)  # the installed package, as a reader has it
     ran = 0
     for line in lines:
         if line in NOT_RUN:
             continue
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", line],
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
+        done = run_line(line, work)
         assert done.returncode == 0, (
             f"README line failed (exit {done.returncode}): {line}\n"
             f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
