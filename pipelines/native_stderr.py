@@ -68,6 +68,17 @@ def _forward(read_end: int, console: int, stop: threading.Event) -> None:
     """Copy whole lines from the pipe to the console, dropping Ray's C++ lines, until the
     pipe closes or `stop` is set and the pipe has stayed empty."""
     pending = b""
+    console_open = [True]
+
+    def show(data: bytes) -> None:
+        # A console that went away (a closed pipe) must not stop the draining: writers to
+        # descriptor 2 would block once the pipe is full.
+        if console_open[0]:
+            try:
+                os.write(console, data)
+            except OSError:
+                console_open[0] = False
+
     while True:
         ready, _, _ = select.select([read_end], [], [], 0 if stop.is_set() else POLL_S)
         if not ready:
@@ -75,7 +86,7 @@ def _forward(read_end: int, console: int, stop: threading.Event) -> None:
                 break
             if pending and not pending.startswith(b"["):
                 # A partial line that cannot be Ray's (a prompt, a bar): show it now.
-                os.write(console, pending)
+                show(pending)
                 pending = b""
             continue
         chunk = os.read(read_end, 65536)
@@ -84,7 +95,7 @@ def _forward(read_end: int, console: int, stop: threading.Event) -> None:
         *lines, pending = (pending + chunk).split(b"\n")
         kept = [line for line in lines if not RAY_NATIVE_LINE.match(line)]
         if kept:
-            os.write(console, b"".join(line + b"\n" for line in kept))
+            show(b"".join(line + b"\n" for line in kept))
     if pending:
-        os.write(console, pending)
+        show(pending)
     os.close(read_end)

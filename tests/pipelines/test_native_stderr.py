@@ -66,3 +66,32 @@ def test_the_pattern_takes_only_ray_lines_below_fatal() -> None:
     assert not RAY_NATIVE_LINE.match(RAY_FATAL.encode())
     assert not RAY_NATIVE_LINE.match(b"[notice] A new release of pip is available")
     assert not RAY_NATIVE_LINE.match(b"error: --tasks: no task 'C-BCT-CX'")
+
+
+def test_a_closed_console_does_not_block_the_writers() -> None:
+    """With the console gone (the reader of stderr closed), native writes beyond a pipe's
+    capacity still finish: the forwarder keeps draining."""
+    writer = textwrap.dedent(
+        """
+        import os
+        from pipelines.native_stderr import hold_ray_native_lines
+        hold_ray_native_lines()
+        for _ in range(2000):
+            os.write(2, b"x" * 200 + b"\\n")  # 400 kB: six times a pipe's 64 kB
+        print("done")
+        """
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", writer],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stderr is not None and child.stdout is not None
+    child.stderr.close()  # the console goes away before the writes
+    try:
+        code = child.wait(timeout=60)  # blocked for good if the forwarder stopped draining
+    finally:
+        child.kill()
+    assert code == 0 and child.stdout.read() == "done\n"
