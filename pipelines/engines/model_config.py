@@ -149,9 +149,9 @@ class ModelConfig(BaseModel):
         None,
         description="How message content reaches the chat template (vLLM's "
         "chat_template_content_format): openai, a list of typed parts where the template "
-        "writes each image's placeholder (llava-hf, Idefics3, SmolVLM, Qwen2-VL, Gemma 3); "
-        "string, one string with the model's placeholder already in the text (templates "
-        "that print content as it comes: InternVL, MiniCPM, Phi-3.5-vision, Molmo). None: "
+        "writes each image's placeholder (llava-hf, Idefics3, SmolVLM, Qwen2-VL, Gemma 3, "
+        "InternVL3-2B); string, one string with the model's placeholder already in the text "
+        "(templates that print content as it comes, e.g. Molmo-7B-D's). None: "
         "openai. Text models always send string content. The real templates' "
         "detected format is checked in tests/vllm/test_chat_templates.py.",
     )

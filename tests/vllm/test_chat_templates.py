@@ -84,6 +84,11 @@ FAMILIES = {
     "llama-3.1": Family("llama-3.1"),
     "phi-4": Family("phi-4"),
     "mistral-7b-v0.3": Family("mistral-7b-v0.3"),
+    "internvl3": Family("internvl3", "internvl", "InternVLChatModel", "<image>"),
+    # vLLM writes no placeholder for Molmo (get_placeholder_str gives None): its processor
+    # inserts the image tokens after the prompt's leading <|endoftext|> (a PromptInsertion
+    # in MolmoMultiModalProcessor), so there is no text token to count.
+    "molmo-7b-d": Family("molmo-7b-d", "molmo", "MolmoForCausalLM"),
 }
 
 CONFIG_FAMILY = {
@@ -118,6 +123,8 @@ CONFIG_FAMILY = {
     "phi-4": "phi-4",
     "llama-3.2-11b-vision-instruct": "llama-3.2-vision",
     "mistral-7b-instruct-v0.3": "mistral-7b-v0.3",
+    "internvl3-2b": "internvl3",
+    "molmo-7b-d": "molmo-7b-d",
 }
 
 # Configs with a chat template whose real text was not found in a public source reachable
@@ -136,10 +143,8 @@ NOT_FOUND = {
     **{
         name: "only an excerpt found: issues report the hub file as Qwen2.5's template (its "
         "'You are Qwen' default), to be changed; the README says where"
-        for name in ("internvl3-2b", "internvl3-8b", "internvl3-14b", "internvl3-38b")
+        for name in ("internvl3-8b", "internvl3-14b", "internvl3-38b")
     },
-    "molmo-7b-d": "only a candidate of unknown relation to the 0924 repo (allenai's conversion "
-    "script's demo template, which refuses a system turn); the README says where",
     "phi-3.5-vision-instruct": "only Phi-3-vision-128k-instruct's template was found, not "
     "this repo's",
     "pixtral-12b": "only copies of unknown revision were found (one reads text parts' "
