@@ -1,36 +1,64 @@
 """`evaluate --engine vllm` end to end on vLLM's CPU build: the project's own vllm stage
-(Ray's `ray.data.llm` processor, xgrammar) with a tiny random LM.
+(Ray's `ray.data.llm` processor, xgrammar) with a tiny random LM, as the README's vLLM block
+runs it (its lines as printed, in a scratch copy of the checkout).
 
 Image-text models through the same stage: test_vlm_vllm.py (Qwen2-VL, Idefics3, Llava-1.5)."""
 
 from __future__ import annotations
 
 import json
+import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 
-from pipelines.cli import main
 from pipelines.noregeo.summarize import load_results
+from tests.readme_commands import README, readme_lines, run_line, scratch_checkout, vllm_block
 
 # An engine load takes 60-90 s on an idle 2-core machine and several minutes on a busy one.
 pytestmark = pytest.mark.timeout(1800)
 
 
-def _evaluate(items: Path, model: Path, out: Path, *extra: str) -> pl.DataFrame:
-    args = ["evaluate", "--items", str(items), "--engine", "vllm", "--model", str(model)]
-    assert main([*args, "--max-tokens", "48", "--out", str(out), *extra]) == 0
-    return load_results(out)
+@dataclass(frozen=True)
+class ReadmeRun:
+    """What the README's vLLM block wrote: its tiny model and its results."""
+
+    model: Path
+    rows: pl.DataFrame
+
+
+def option(line: str, flag: str) -> str:
+    """The value after `flag` in a command line."""
+    words = shlex.split(line)
+    return words[words.index(flag) + 1]
 
 
 @pytest.fixture(scope="module")
-def text_rows(
-    vllm_ray: Any, few_items: Path, tiny_llm_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> pl.DataFrame:
-    """One engine load: every task's items in the text setup."""
-    return _evaluate(few_items, tiny_llm_dir, tmp_path_factory.mktemp("vllm_text"))
+def readme_run(tmp_path_factory: pytest.TempPathFactory) -> ReadmeRun:
+    """One engine load: the README's vLLM block run as printed (tiny model, every task's
+    items in the text setup, `evaluate --engine vllm`) in a scratch copy of the checkout;
+    tests/test_readme.py leaves these lines to this module."""
+    lines = vllm_block(readme_lines(README.read_text(encoding="utf-8")))
+    work = scratch_checkout(tmp_path_factory.mktemp("readme"))
+    for line in lines:
+        done = run_line(line, work)
+        assert done.returncode == 0, (
+            f"README line failed (exit {done.returncode}): {line}\n"
+            f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+        )
+    (evaluate,) = [line for line in lines if " evaluate " in line]
+    assert option(evaluate, "--engine") == "vllm", evaluate
+    rows = load_results(work / option(evaluate, "--out"))
+    return ReadmeRun(work / option(evaluate, "--model"), rows)
+
+
+@pytest.fixture(scope="module")
+def text_rows(readme_run: ReadmeRun) -> pl.DataFrame:
+    """The rows the README's vLLM block wrote."""
+    return readme_run.rows
 
 
 def test_tiny_lm_rows_are_all_valid_and_scored(text_rows: pl.DataFrame) -> None:
@@ -52,9 +80,7 @@ def test_tiny_lm_answers_follow_each_rows_grammar(text_rows: pl.DataFrame) -> No
         assert json.loads(parsed)["answer"] in list(options), (parsed, options)
 
 
-def test_vllm_saw_the_question_as_text_not_a_repr(
-    text_rows: pl.DataFrame, tiny_llm_dir: Path
-) -> None:
+def test_vllm_saw_the_question_as_text_not_a_repr(readme_run: ReadmeRun) -> None:
     """Each row's prompt length as vLLM counted it equals the string-content rendering of
     its own question through the model's template, and not the list-of-parts rendering
     (which the string-only template prints as a repr, as Llama-3.x/Qwen2.5 templates do)."""
@@ -63,7 +89,8 @@ def test_vllm_saw_the_question_as_text_not_a_repr(
     from actors.contract import prompt_ids_digest
     from pipelines.engines.requests import build_messages
 
-    tokenizer = AutoTokenizer.from_pretrained(tiny_llm_dir)
+    text_rows = readme_run.rows
+    tokenizer = AutoTokenizer.from_pretrained(readme_run.model)
 
     def tokens(messages: list[dict[str, Any]]) -> tuple[int, str]:
         prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)

@@ -1,0 +1,98 @@
+"""The README's command lines, parsed and run as a reader would run them: shared by
+tests/test_readme.py (every line) and tests/vllm/test_evaluate_vllm.py (the vLLM block, whose
+rows it checks, in the venv that block uses)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+# The README's lines that run vLLM's venv: its vLLM block after `make setup-vllm`.
+VLLM_PREFIX = ".venv-vllm/"
+
+# Checkout entries left out of the scratch copy: where the README's commands write (work/),
+# and what other commands build in a checkout (make demo's out/, the real model's models/).
+# .venv-vllm is linked: building it in the copy costs 3-5 min of CI (314 s measured at load
+# 16-25); test_the_vllm_lines_follow_make_setup_vllm... checks the fresh-clone path instead.
+# A linked venv is rebuilt in place when the checkout's pyproject.toml is newer than its
+# stamp (`make setup-vllm` in the copy): run `make setup-vllm` in the checkout first.
+NOT_LINKED = {".git", "work", "out", "models"}
+# The one folder the README's commands may create in a checkout (git-ignored, .gitignore).
+OUTPUT_FOLDER = "work"
+# Fenced blocks marked with one of these languages hold no commands (e.g. the folder layout).
+NOT_COMMANDS = {"text"}
+FENCE = re.compile(r"^```([\w-]*)\s*$")
+
+
+def readme_lines(text: str) -> list[str]:
+    """The command lines of every fenced block but those marked as not commands (```text),
+    in order, continuations joined, comments and blank lines dropped."""
+    lines: list[str] = []
+    inside = False
+    language = ""
+    pending = ""
+    for raw in text.splitlines():
+        fence = FENCE.match(raw.strip())
+        if fence:
+            inside = not inside
+            language = fence.group(1) if inside else ""
+            continue
+        if not inside or language in NOT_COMMANDS:
+            continue
+        line = raw.strip()
+        if pending:
+            line = f"{pending} {line}"
+        if line.endswith("\\"):
+            pending = line[:-1].rstrip()
+            continue
+        pending = ""
+        command = strip_comment(line)
+        if command:
+            lines.append(command)
+    return lines
+
+
+def strip_comment(line: str) -> str:
+    """The line without a trailing ` # comment` (README commands quote no `#`)."""
+    if line.startswith("#"):
+        return ""
+    return re.split(r"\s+#", line, maxsplit=1)[0].strip()
+
+
+def scratch_checkout(root: Path, also_unlinked: frozenset[str] = frozenset()) -> Path:
+    """A folder laid out like the checkout, with ../shared beside it; the README's outputs
+    land in it instead of the real checkout."""
+    work = root / "main"
+    work.mkdir()
+    for entry in REPO.iterdir():
+        if entry.name not in NOT_LINKED | also_unlinked:
+            (work / entry.name).symlink_to(entry)
+    shared = (REPO.parent / "shared").resolve()
+    (root / "shared").symlink_to(shared)
+    return work
+
+
+def run_line(line: str, work: Path) -> subprocess.CompletedProcess[str]:
+    """One README line in `work`, with the checkout's venv first on PATH and the installed
+    package (no PYTHONPATH), as a reader has them."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("PYTHONPATH", None)
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", line],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+
+
+def vllm_block(lines: list[str]) -> list[str]:
+    """The lines that run .venv-vllm's Python, in order (the vLLM block but its make line)."""
+    return [line for line in lines if line.startswith(VLLM_PREFIX)]
