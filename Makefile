@@ -24,7 +24,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup setup-vllm real-model check-gpu-profile test test-main test-vllm test-readme-fresh stress lint demo bench clean sweep-45-models cluster-up cluster-down
+.PHONY: setup setup-vllm real-model check-gpu-profile test test-main test-vllm test-walks test-readme-fresh stress lint demo bench clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -91,23 +91,31 @@ check-gpu-profile: setup
 		--quiet --report $(GPU_REPORT) '.[gpu]'
 	$(PY) -m pipelines.sweep.cluster_image $(GPU_REPORT)
 
-# lint first: a docstring or type hint missing fails in seconds, before the tests. The two
-# suites then run side by side: alone, the main suite keeps the 2 cores ~56% busy (Ray and
-# process start-ups, polling), so beside it tests/vllm finished within the main suite's own
-# time (measured here: main 26 min and tests/vllm 12 min side by side, against 27 + 9 one
-# after the other). Each suite's output is printed whole when it ends (--output-sync).
+# lint first: a docstring or type hint missing fails in seconds, before the tests. The tests
+# then run as three parts, two at a time: alone, the main suite keeps the 2 cores ~56% busy
+# (Ray and process start-ups, polling), so a second part beside it costs little (measured
+# here: the main suite 26 min with tests/vllm's 12 min beside it, against 27 + 9 one after
+# the other). The walks (the README's lines and the smoke demo, ~7 min of command after
+# command) start when tests/vllm ends. Each part's output is printed whole when it ends.
 test: lint
-	@echo "== test: the main suite and tests/vllm side by side; each prints its output when it ends"
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-main test-vllm
+	@echo "== test: the main suite beside tests/vllm, then the walks; each prints its output when it ends"
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-main test-vllm test-walks
 	$(MAKE) --no-print-directory check-gpu-profile
+
+# The README's command lines and the smoke demo, each a chain of geosee commands.
+WALKS := tests/test_readme.py tests/test_demo_output.py
 
 # tests/vllm runs only in .venv-vllm: tests/conftest.py keeps it out of the main collection.
 # The main suite needs .venv-vllm too: its http test talks to vLLM's real OpenAI server.
+# (`.venv/bin/python -m pytest` runs the main suite and the walks together.)
 test-main: setup setup-vllm real-model
-	$(PY) -m pytest
+	$(PY) -m pytest $(addprefix --ignore=,$(WALKS))
 
 test-vllm: setup-vllm real-model
 	$(VLLM_PY) -m pytest tests/vllm
+
+test-walks: setup setup-vllm real-model
+	$(PY) -m pytest $(WALKS)
 
 # Fault scenarios repeated many times (kill-and-resume x20) and each GeoBuild program judged
 # 100 times; not part of `make test`.

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,10 +77,11 @@ def scratch_checkout(root: Path, also_unlinked: frozenset[str] = frozenset()) ->
 
 
 def run_line(line: str, work: Path) -> subprocess.CompletedProcess[str]:
-    """One README line in `work`, with the checkout's venv first on PATH and the installed
-    package (no PYTHONPATH), as a reader has them."""
+    """One README line in `work`, with the checkout's .venv first on PATH (`source
+    .venv/bin/activate`, whichever venv runs the test) and the installed package (no
+    PYTHONPATH), as a reader has them."""
     env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env.pop("PYTHONPATH", None)
     return subprocess.run(
         ["bash", "-euo", "pipefail", "-c", line],

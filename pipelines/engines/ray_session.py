@@ -68,6 +68,9 @@ def ensure_ray(num_cpus: int | None = None) -> None:
         ray.init(
             num_cpus=num_cpus,
             num_gpus=local_gpus(),
+            # No dashboard UI. Ray 2.60 still starts its dashboard process, with only the
+            # usage-stats module and no frontend (services.start_api_server): the
+            # `dashboard.py --port 8265` seen in `ps` during a run serves no page.
             include_dashboard=False,
             runtime_env={"env_vars": env},
             logging_level=ray_logging_level(),
