@@ -154,9 +154,16 @@ class PromptRenderer:
                 # render as its repr (see actors.contract.chat_message).
                 text = "".join(p["text"] for p in parts)
                 chat.append({"role": message["role"], "content": text})
-        templater = self.processor if self.is_image_text else self.tokenizer
-        prompt = templater.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        prompt = self.templater.apply_chat_template(
+            chat, add_generation_prompt=True, tokenize=False
+        )
         return prompt, images
+
+    @property
+    def templater(self) -> Any:
+        """What renders the chat template: the processor of an image-text model (as Ray's
+        chat-template stage does), else the tokenizer."""
+        return self.processor if self.is_image_text else self.tokenizer
 
     def _string_content(self, parts: list[dict[str, Any]]) -> str:
         """A message's parts as one string, as vLLM's "string" content format builds it

@@ -151,6 +151,15 @@ def check_context(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextRepor
         # Not loadable here (no hub access on this driver): the engine will say more.
         reason = (str(err).splitlines() or [type(err).__name__])[0]
         return ContextReport(None, "unknown", None, 0, f"tokenizer not loadable: {reason}")
+    if not getattr(renderer.templater, "chat_template", None):
+        # Every request is rendered with it; transformers would raise per row, which the
+        # counting below would take for an unreadable row.
+        what = "processor" if renderer.is_image_text else "tokenizer"
+        raise PreflightError(
+            f"model {cfg.name} ({cfg.repo}): its {what} has no chat template, which every "
+            f"request is rendered with (both engines); add one to the checkpoint "
+            f"(chat_template.jinja) or use another model"
+        )
     context: int | None
     if cfg.engine == "vllm":
         context, source = cfg.max_model_len, "max_model_len of the model config"

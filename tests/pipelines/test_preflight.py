@@ -140,6 +140,26 @@ def test_template_that_refuses_the_system_role_is_named(tiny_llm_dir: Path, tmp_
     assert check_context(_cfg(model), [[{"role": "user", "content": QUESTION}]]).prompts_checked
 
 
+def test_a_checkpoint_without_a_chat_template_is_refused_in_one_line(
+    tiny_llm_dir: Path, tmp_path: Path
+) -> None:
+    """transformers raises a ValueError per row for a tokenizer or processor without a
+    template, which the counting would take for an unreadable row: refused before it."""
+    model = tmp_path / "no-template"
+    shutil.copytree(tiny_llm_dir, model)
+    (model / "chat_template.jinja").unlink()
+    config_path = model / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config.pop("chat_template", None)
+    config_path.write_text(json.dumps(config))
+    with pytest.raises(PreflightError) as err:
+        check_model(_cfg(model), [build_messages(SYSTEM, QUESTION, None, True)])
+    line = str(err.value)
+    assert "\n" not in line and "its tokenizer has no chat template" in line
+    # The untouched checkpoint passes the same check.
+    assert check_model(_cfg(tiny_llm_dir), [build_messages(SYSTEM, QUESTION, None, True)])
+
+
 def test_template_that_refuses_everything_is_not_blamed_on_the_system_role(
     tiny_llm_dir: Path, tmp_path: Path
 ) -> None:
