@@ -93,6 +93,15 @@ def run_line(line: str, work: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def assert_runs(line: str, work: Path) -> None:
+    """`run_line`, failing with the line, its exit status and the ends of its output."""
+    done = run_line(line, work)
+    assert done.returncode == 0, (
+        f"README line failed (exit {done.returncode}): {line}\n"
+        f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+    )
+
+
 def vllm_block(lines: list[str]) -> list[str]:
     """The lines that run .venv-vllm's Python, in order (the vLLM block but its make line)."""
     return [line for line in lines if line.startswith(VLLM_PREFIX)]

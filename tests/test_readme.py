@@ -22,8 +22,8 @@ from tests.readme_commands import (
     README,
     REPO,
     VLLM_PREFIX,
+    assert_runs,
     readme_lines,
-    run_line,
     scratch_checkout,
     vllm_block,
 )
@@ -84,11 +84,7 @@ def test_the_vllm_block_runs_in_a_clone_without_its_venv(tmp_path: Path) -> None
     work = scratch_checkout(tmp_path, also_unlinked=frozenset({".venv-vllm"}))
     assert not (work / ".venv-vllm").exists()
     for line in block:
-        done = run_line(line, work)
-        assert done.returncode == 0, (
-            f"README line failed (exit {done.returncode}): {line}\n"
-            f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
-        )
+        assert_runs(line, work)
     assert (work / ".venv-vllm" / ".installed").is_file()
 
 
@@ -111,11 +107,7 @@ def test_readme_commands_run_as_printed(tmp_path: Path) -> None:
     for line in lines:
         if line in NOT_RUN or line in by_the_vllm_tests:
             continue
-        done = run_line(line, work)
-        assert done.returncode == 0, (
-            f"README line failed (exit {done.returncode}): {line}\n"
-            f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
-        )
+        assert_runs(line, work)
         ran += 1
     assert ran >= 15, f"only {ran} README lines ran; did the README lose its examples?"
     created = {entry.name for entry in work.iterdir()} - before

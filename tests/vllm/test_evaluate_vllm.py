@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from pipelines.noregeo.summarize import load_results
-from tests.readme_commands import README, readme_lines, run_line, scratch_checkout, vllm_block
+from tests.readme_commands import README, assert_runs, readme_lines, scratch_checkout, vllm_block
 
 # An engine load takes 60-90 s on an idle 2-core machine and several minutes on a busy one.
 pytestmark = pytest.mark.timeout(1800)
@@ -44,11 +44,7 @@ def readme_run(tmp_path_factory: pytest.TempPathFactory) -> ReadmeRun:
     lines = vllm_block(readme_lines(README.read_text(encoding="utf-8")))
     work = scratch_checkout(tmp_path_factory.mktemp("readme"))
     for line in lines:
-        done = run_line(line, work)
-        assert done.returncode == 0, (
-            f"README line failed (exit {done.returncode}): {line}\n"
-            f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
-        )
+        assert_runs(line, work)
     (evaluate,) = [line for line in lines if " evaluate " in line]
     assert option(evaluate, "--engine") == "vllm", evaluate
     rows = load_results(work / option(evaluate, "--out"))
