@@ -85,6 +85,9 @@ FAMILIES = {
     "phi-4": Family("phi-4"),
     "mistral-7b-v0.3": Family("mistral-7b-v0.3"),
     "internvl3": Family("internvl3", "internvl", "InternVLChatModel", "<image>"),
+    # InternVL3 8B-38B's hub files carried Qwen2.5's template (the fixture README says which
+    # revision); InternVL3-2B's carries InternVL's own.
+    "internvl3-qwen2.5": Family("qwen2.5", "internvl", "InternVLChatModel", "<image>"),
     # vLLM writes no placeholder for Molmo (get_placeholder_str gives None): its processor
     # inserts the image tokens after the prompt's leading <|endoftext|> (a PromptInsertion
     # in MolmoMultiModalProcessor), so there is no text token to count.
@@ -124,6 +127,9 @@ CONFIG_FAMILY = {
     "llama-3.2-11b-vision-instruct": "llama-3.2-vision",
     "mistral-7b-instruct-v0.3": "mistral-7b-v0.3",
     "internvl3-2b": "internvl3",
+    "internvl3-8b": "internvl3-qwen2.5",
+    "internvl3-14b": "internvl3-qwen2.5",
+    "internvl3-38b": "internvl3-qwen2.5",
     "molmo-7b-d": "molmo-7b-d",
 }
 
@@ -139,11 +145,6 @@ NOT_FOUND = {
             "minicpm-o-2.6",
             "mistral-small-instruct",
         )
-    },
-    **{
-        name: "only an excerpt found: issues report the hub file as Qwen2.5's template (its "
-        "'You are Qwen' default), to be changed; the README says where"
-        for name in ("internvl3-8b", "internvl3-14b", "internvl3-38b")
     },
     "phi-3.5-vision-instruct": "only Phi-3-vision-128k-instruct's template was found, not "
     "this repo's",
@@ -469,6 +470,29 @@ def test_idefics3_fixture_is_the_checkpoints_template() -> None:
         "Assistant:"
     )
     assert render(template_of(FAMILIES["idefics3"]), messages, {}) == expected
+
+
+@pytest.mark.parametrize("name", ["internvl3-8b", "internvl3-14b", "internvl3-38b"])
+def test_internvl3_revisions_render_alike(
+    name: str, items: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """InternVL3 8B-38B's hub files held Qwen2.5's template, which the InternVL team said they
+    would replace (fixture README); InternVL3-2B's holds InternVL's own. With these configs'
+    settings and NoReGeo's system prompt both write the same prompt, so the configs are right
+    whichever of the two `main` holds now."""
+    cfg = CONFIGS[name]
+    settings = stage_settings(cfg, monkeypatch)
+    for setup in cfg.setups:
+        messages = request(cfg, items[setup])
+        qwen, internvl = (
+            render(
+                template_of(FAMILIES[family]),
+                prepared_conversation(messages, FAMILIES[family], settings),
+                settings.template_kwargs,
+            )
+            for family in ("internvl3-qwen2.5", "internvl3")
+        )
+        assert qwen == internvl, f"{name} ({setup})"
 
 
 def test_string_content_empties_the_list_templates() -> None:
