@@ -98,7 +98,7 @@ def recorded_model_name(root: Location) -> str:
 
 
 def record_settings(record: dict[str, Any]) -> dict[str, Any]:
-    """The settings.json fields a run record holds (evaluate.settings' shape): the model's
+    """The settings.json fields a run record holds (folder_settings.settings' shape): the model's
     engine, repo and revision, the sampling, the grammar hashes and the item fields (absent
     from records written before item fields were recorded)."""
     model = record.get("model") or {}
