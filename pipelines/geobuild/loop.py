@@ -12,7 +12,6 @@ an uninterrupted run.
 from __future__ import annotations
 
 import argparse
-import base64
 import hashlib
 import json
 import sys
@@ -43,6 +42,7 @@ from pipelines.geobuild.engines import (
     resolve_engine,
     valid_engines,
 )
+from pipelines.geobuild.problem_selection import select_problems, stratified_problems
 from pipelines.geobuild.public_prompts import PublicPrompts, load_public_prompts
 from pipelines.geobuild.react_protocol import (
     FINAL_DSL_COLUMN,
@@ -55,6 +55,7 @@ from pipelines.geobuild.react_protocol import (
 from pipelines.geobuild.react_protocol import messages as public_messages
 from pipelines.geobuild.rows import RoundWriter, finished_problems, read_round, round_dir
 from pipelines.geobuild.settings import GeoBuildSettings, default
+from pipelines.geobuild.stored_messages import with_images, without_images
 from store.errors import UsageError
 from store.records import model_dir, write_run_record
 from store.run_lock import RunLock
@@ -148,21 +149,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def select_problems(problems: list[Problem], ids: str | None, limit: int | None) -> list[Problem]:
-    """The problems a run covers: `--ids` (in data order), then the first `--first`."""
-    if limit is not None and limit < 1:
-        raise UsageError(f"--first must be at least 1, got {limit}")
-    chosen = problems
-    if ids is not None:
-        wanted = [i.strip() for i in ids.split(",") if i.strip()]
-        known = {p.id for p in problems}
-        unknown = [i for i in wanted if i not in known]
-        if unknown or not wanted:
-            raise UsageError(f"--ids not in the data set: {', '.join(unknown[:10]) or ids!r}")
-        chosen = [p for p in problems if p.id in set(wanted)]
-    return chosen[:limit] if limit is not None else chosen
-
-
 def check_protocol(args: argparse.Namespace) -> None:
     """The protocol's and the sample's flags agree; UsageError naming the flag otherwise."""
     if args.protocol == "public":
@@ -205,20 +191,6 @@ def run(args: argparse.Namespace) -> int:
 
     print(f"wrote {write_results_json(args.out, engine.cfg.name)}")
     return 0
-
-
-def stratified_problems(problems: list[Problem], prior: str, n: int, seed: int) -> list[Problem]:
-    """The stratified sample of `problems` (in data order) by an earlier run's outcomes."""
-    from pipelines.geobuild.stratified import prior_outcomes, stratified_ids
-
-    known = {p.id for p in problems}
-    outcomes = {pid: ok for pid, ok in prior_outcomes(prior).items() if pid in known}
-    if not outcomes:
-        raise UsageError(f"--stratify-from {prior}: none of its problems are in this selection")
-    picked = set(stratified_ids(outcomes, n, seed))
-    solved = sum(outcomes[pid] for pid in picked)
-    print(f"stratified sample: {len(picked)} problem(s), {solved} solved in {prior}")
-    return [p for p in problems if p.id in picked]
 
 
 class Loop:
@@ -398,7 +370,7 @@ class Loop:
         for row in rows.filter(~pl.col("success")).iter_rows(named=True):
             if row["problem_id"] not in ids:
                 continue
-            messages = [_with_images(m, images) for m in json.loads(row["messages_json"])]
+            messages = [with_images(m, images) for m in json.loads(row["messages_json"])]
             reply = [text_part(row["generated_text"] or "")]
             messages.append(chat_message("assistant", reply, self.text_only))
             feedback = [text_part(row["feedback_text"])]
@@ -422,7 +394,7 @@ class Loop:
         self, problem: Problem, round_number: int, messages: list[dict[str, Any]]
     ) -> dict[str, Any]:
         """One request row; its key covers the problem, round, model, messages and sampling."""
-        stored = json.dumps([_without_images(m) for m in messages], ensure_ascii=False)
+        stored = json.dumps([without_images(m) for m in messages], ensure_ascii=False)
         key = {
             "problem": [problem.id, round_number],
             "model": [self.cfg.repo, self.cfg.revision],
@@ -492,37 +464,6 @@ class Loop:
 def _drop_messages(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The engine has read the messages; their JSON form (images by hash) is what is kept."""
     return {k: v for k, v in batch.items() if k != "messages"}
-
-
-def _without_images(message: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(message["content"], str):  # a text-only model's message
-        return message
-    parts = []
-    for part in message["content"]:
-        if part.get("type") == "image_url":
-            url = part["image_url"]["url"]
-            png = image_bytes(url)
-            parts.append({"type": "image_url", "image_sha256": hashlib.sha256(png).hexdigest()})
-        else:
-            parts.append(part)
-    return {"role": message["role"], "content": parts}
-
-
-def _with_images(message: dict[str, Any], images: dict[str, bytes]) -> dict[str, Any]:
-    if isinstance(message["content"], str):
-        return message
-    parts = []
-    for part in message["content"]:
-        if part.get("type") == "image_url":
-            parts.append(image_part(images[part["image_sha256"]]))
-        else:
-            parts.append(part)
-    return {"role": message["role"], "content": parts}
-
-
-def image_bytes(url: str) -> bytes:
-    """The bytes of a base64 data URL."""
-    return base64.b64decode(url.partition("base64,")[2])
 
 
 # -- the sweep's entry ---------------------------------------------------------------------

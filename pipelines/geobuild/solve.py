@@ -45,6 +45,7 @@ from geometry.dsl.public_judge import public_verdict
 from geometry.dsl.solver import MAX_NFEV, Budget, SolveResult, solve_problem
 from pipelines.cli_args import output_dir, positive_int, replicas_int
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
+from pipelines.geobuild.problem_selection import select_problems
 from pipelines.progress import Progress
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     """Solve the selected problems not yet in the journal, rebuild programs.jsonl and
     audit.csv from the whole journal, print the counts."""
     problems = load_dataset(args.dataset, args.lang)
-    chosen = _select(problems, args.ids)
+    chosen = select_problems(problems, args.ids, None)
     root = audit_dir(Path(args.out))
     if root.exists() and not root.is_dir():
         raise UsageError(f"--out {args.out}: {root} is a file; give another --out")
@@ -160,21 +161,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 _STATUSES = ("solved", "no_construction", "data_error")
-
-
-def _select(problems: list[Problem], ids: str | None) -> list[Problem]:
-    """`--ids a,b,c` in data-set order (as geobuild's --ids); all problems without it."""
-    if ids is None:
-        return problems
-    # Not pipelines.geobuild.loop's select_problems: importing the loop (polars, pydantic)
-    # would slow every worker process's start.
-    wanted = [i.strip() for i in ids.split(",") if i.strip()]
-    known = {p.id for p in problems}
-    unknown = [i for i in wanted if i not in known]
-    if unknown or not wanted:
-        raise UsageError(f"--ids not in the data set: {', '.join(unknown[:10]) or repr(ids)}")
-    chosen = set(wanted)
-    return [p for p in problems if p.id in chosen]
 
 
 def run_settings(args: argparse.Namespace) -> dict[str, Any]:

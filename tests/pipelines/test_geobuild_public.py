@@ -260,7 +260,7 @@ def test_stratified_sample_draws_on_an_earlier_runs_outcomes(
     public_run: tuple[Path, pl.DataFrame],
 ) -> None:
     from geometry.dsl.dataset import load_problems
-    from pipelines.geobuild.loop import stratified_problems
+    from pipelines.geobuild.problem_selection import stratified_problems
 
     out, rows = public_run
     solved = set(rows.filter(pl.col("success"))["problem_id"])
