@@ -7,13 +7,14 @@ writes a file, so `sweep --dry-run` can print the plan on any machine.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from geometry.item import IMAGE_SETUPS
+from geometry.item import IMAGE_SETUPS, SETUPS
 from pipelines.engines.model_config import BASELINES, OUTPUT_TOKENS_PER_ROW, ModelConfig
 from pipelines.engines.requests import SamplingConfig, add_requests
 from pipelines.sweep.capacity import GPUCapacity
@@ -219,3 +220,35 @@ def estimate(job: Job, chars: dict[str, float]) -> Estimate:
         tokens_per_gpu_s = MFU * A100_BF16_FLOPS / (2 * cfg.params_b * 1e9)
         hours = tokens / tokens_per_gpu_s / 3600 + LOAD_HOURS * cfg.gpus
     return Estimate(rows=int(rows), tokens=tokens, gpu_hours=hours)
+
+
+def dry_run_chars(tasks: list[str], seed: int) -> dict[str, float]:
+    """Prompt lengths from one in-memory item per task (no images, nothing written)."""
+    from geometry.items import build_items
+
+    chars: dict[str, list[int]] = {}
+    for task in tasks:
+        for item in build_items(task, 1, seed, SETUPS, 64, None):
+            chars.setdefault(item.setup, []).append(len(item.system_prompt) + len(item.prompt))
+    return {s: sum(v) / len(v) for s, v in chars.items()}
+
+
+def print_plan(jobs: list[Job], chars: dict[str, float], out: Any = None) -> None:
+    """The dry-run table: per model what runs, rows, tokens, GPU-hours; totals last."""
+    out = out or sys.stdout
+    rows = tokens = hours = 0.0
+    print(f"{'model':34} {'engine':8} {'tp':>3} {'setups':18} {'rows':>7} {'Mtok':>7} "
+          f"{'GPU-h':>7}  state", file=out)  # fmt: skip
+    for job in jobs:
+        est = estimate(job, chars)
+        state = job.reason or ("done" if not job.setups else "will run")
+        if job.done_setups:
+            state += f" (done: {','.join(job.done_setups)})"
+        if job.reason is None:
+            rows, tokens, hours = rows + est.rows, tokens + est.tokens, hours + est.gpu_hours
+        print(f"{job.cfg.name[:34]:34} {job.cfg.engine:8} {job.cfg.tensor_parallel_size:>3} "
+              f"{','.join(job.setups)[:18]:18} {est.rows:>7} {est.tokens / 1e6:>7.2f} "
+              f"{est.gpu_hours:>7.2f}  {state}", file=out)  # fmt: skip
+    print(f"total (models that run here): {int(rows)} rows, {tokens / 1e6:.1f} M tokens, "
+          f"{hours:.1f} A100-hours", file=out)  # fmt: skip
+    print(f"assumptions: {ASSUMPTIONS}", file=out)

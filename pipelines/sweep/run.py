@@ -55,13 +55,12 @@ from pipelines.noregeo.generate import MANIFEST, MIN_IMAGE_SIZE, parse_list, rea
 from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.sweep.capacity import BOOTSTRAP_CONFIG, GPUCapacity, discover
 from pipelines.sweep.plan import (
-    ASSUMPTIONS,
     Job,
     cpu_runnable_reason,
-    estimate,
+    dry_run_chars,
     plan,
+    print_plan,
     prompt_chars,
-    rows_on_disk,
 )
 from pipelines.sweep.probes import (
     DEFAULT_GRID,
@@ -70,6 +69,7 @@ from pipelines.sweep.probes import (
     read_grid,
     run_probes,
 )
+from pipelines.sweep.progress_table import TAG_ENV, print_progress
 from pipelines.sweep.revisions import pin_by_use
 from pipelines.sweep.weights import disks_from_yaml, print_weights
 from store.atomic import write_bytes_atomic
@@ -77,7 +77,6 @@ from store.errors import UsageError
 from store.storage import Location, children, location
 
 BENCHMARKS = ("noregeo", "geobuild")
-TAG_ENV = "GEOSEE_SWEEP_JOB"  # rides on each model's runtime env, so its actors can be found
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -171,38 +170,6 @@ def _items_state(items: Location, per_task: int) -> tuple[dict[str, Any] | None,
             f"{per_task}; give a new --items directory to generate more"
         )
     return manifest, children(items, "part-*.parquet")
-
-
-def _dry_run_chars(tasks: list[str], seed: int) -> dict[str, float]:
-    """Prompt lengths from one in-memory item per task (no images, nothing written)."""
-    from geometry.items import build_items
-
-    chars: dict[str, list[int]] = {}
-    for task in tasks:
-        for item in build_items(task, 1, seed, SETUPS, 64, None):
-            chars.setdefault(item.setup, []).append(len(item.system_prompt) + len(item.prompt))
-    return {s: sum(v) / len(v) for s, v in chars.items()}
-
-
-def print_plan(jobs: list[Job], chars: dict[str, float], out: Any = None) -> None:
-    """The dry-run table: per model what runs, rows, tokens, GPU-hours; totals last."""
-    out = out or sys.stdout
-    rows = tokens = hours = 0.0
-    print(f"{'model':34} {'engine':8} {'tp':>3} {'setups':18} {'rows':>7} {'Mtok':>7} "
-          f"{'GPU-h':>7}  state", file=out)  # fmt: skip
-    for job in jobs:
-        est = estimate(job, chars)
-        state = job.reason or ("done" if not job.setups else "will run")
-        if job.done_setups:
-            state += f" (done: {','.join(job.done_setups)})"
-        if job.reason is None:
-            rows, tokens, hours = rows + est.rows, tokens + est.tokens, hours + est.gpu_hours
-        print(f"{job.cfg.name[:34]:34} {job.cfg.engine:8} {job.cfg.tensor_parallel_size:>3} "
-              f"{','.join(job.setups)[:18]:18} {est.rows:>7} {est.tokens / 1e6:>7.2f} "
-              f"{est.gpu_hours:>7.2f}  {state}", file=out)  # fmt: skip
-    print(f"total (models that run here): {int(rows)} rows, {tokens / 1e6:.1f} M tokens, "
-          f"{hours:.1f} A100-hours", file=out)  # fmt: skip
-    print(f"assumptions: {ASSUMPTIONS}", file=out)
 
 
 def _materialise(cfg: ModelConfig, out: Location) -> ModelConfig:
@@ -319,65 +286,11 @@ def _check_health(model: ModelConfig, out: Location, run: EvaluateSettings) -> N
         raise RuntimeError(health.failure(run.max_error_rate))
 
 
-def _nodes_by_tag() -> dict[str, set[str]]:
-    """Job tag -> IPs of the nodes its actors live on (needs the state API: a dashboard)."""
-    import ray
-
-    ips = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]}
-    if len(ips) == 1:
-        return {"*": set(ips.values())}
-    try:
-        from ray.util.state import list_actors
-
-        actors = list_actors(filters=[("state", "=", "ALIVE")], detail=True, limit=10000)
-    except Exception:  # no dashboard (local mode): the table shows '?'
-        return {}
-    nodes: dict[str, set[str]] = {}
-    for actor in actors:
-        try:
-            env = json.loads(actor.serialized_runtime_env or "{}")
-        except ValueError:
-            continue
-        tag = (env.get("env_vars") or {}).get(TAG_ENV) if isinstance(env, dict) else None
-        if tag:
-            nodes.setdefault(tag, set()).add(ips.get(actor.node_id or "", "?"))
-    return nodes
-
-
 @dataclasses.dataclass
 class _Running:
     job: Job
     ref: Any
     started: float
-
-
-def _waiting_state(job: Job, state: str, present_gpus: float) -> str:
-    """A GPU model whose GPUs the autoscaler has not added yet is pending (a started one's
-    task waits for them before it builds its engine), never "not run"."""
-    if state in ("pending", "running") and job.cfg.gpus and present_gpus < job.cfg.gpus:
-        return f"pending: waiting for {job.cfg.gpus:g} GPU(s)"
-    return state
-
-
-def _progress(
-    jobs: list[Job], states: dict[str, str], out: Location, cache: dict[Location, int]
-) -> None:
-    import ray
-
-    nodes = _nodes_by_tag()
-    present = float(ray.cluster_resources().get("GPU", 0))
-    lines = [f"{'model':34} {'setup':7} {'node':16} {'rows':>11}  state"]
-    for job in jobs:
-        name = job.cfg.name
-        node = ",".join(sorted(nodes.get(name, nodes.get("*", {"?"}))))
-        for setup in job.done_setups + job.setups:
-            n = rows_on_disk(out, name, setup, cache)
-            state = "done" if setup in job.done_setups else states[name]
-            state = _waiting_state(job, state, present)
-            rows = f"{n}/{job.rows.get(setup, 0)}"
-            lines.append(f"{name[:34]:34} {setup:7} {node[:16]:16} {rows:>11}  {state}")
-    stamp = time.strftime("%H:%M:%S")
-    print(f"--- sweep progress {stamp} ---\n" + "\n".join(lines), flush=True)
 
 
 def _bundles(jobs: list[Job], replicas: int) -> list[float]:
@@ -458,7 +371,7 @@ def execute(
             # Narrowed as GPU models finish, renewed while they run.
             request.set(_bundles([r.job for r in running], args.replicas))
             if time.monotonic() - last >= args.progress_interval or not (queue or running):
-                _progress(jobs, states, args.out, cache)
+                print_progress(jobs, states, args.out, cache)
                 last = time.monotonic()
     finally:
         request.clear()
@@ -527,7 +440,7 @@ def run(args: argparse.Namespace) -> int:
         ]
     )
     if args.dry_run:
-        chars = prompt_chars(files) if files else _dry_run_chars(tasks, args.item_seed)
+        chars = prompt_chars(files) if files else dry_run_chars(tasks, args.item_seed)
         where = f"in {items}" if manifest else "not generated yet"
         print(f"dry run: {len(jobs)} models, items {where}")
         print_plan(jobs, chars)

@@ -11,7 +11,7 @@ import pipelines.sweep.capacity as capacity_module
 from pipelines.engines.model_config import load_configs
 from pipelines.sweep.capacity import GPUCapacity, discover, from_launcher_config, from_yaml
 from pipelines.sweep.plan import Job
-from pipelines.sweep.run import _waiting_state
+from pipelines.sweep.progress_table import waiting_state
 from tests.conftest import REPO
 
 CLUSTER_YAML = REPO / "cluster.yaml"
@@ -95,10 +95,10 @@ def test_dry_run_against_the_autoscaling_cluster_plans_every_gpu_model(
 def test_a_gpu_model_waiting_for_the_autoscaler_shows_pending() -> None:
     (cfg,) = [c for c in load_configs(REPO / "configs" / "models") if c.name == "qwen3-32b"]
     job = Job(cfg=cfg, setups=["text"])
-    assert _waiting_state(job, "running", 0) == "pending: waiting for 2 GPU(s)"
-    assert _waiting_state(job, "pending", 1) == "pending: waiting for 2 GPU(s)"
-    assert _waiting_state(job, "running", 8) == "running"
-    assert _waiting_state(job, "done", 0) == "done"
+    assert waiting_state(job, "running", 0) == "pending: waiting for 2 GPU(s)"
+    assert waiting_state(job, "pending", 1) == "pending: waiting for 2 GPU(s)"
+    assert waiting_state(job, "running", 8) == "running"
+    assert waiting_state(job, "done", 0) == "done"
 
 
 def test_dry_run_prints_each_gpu_models_weights_and_checks_the_node_disk(
