@@ -4,7 +4,8 @@ start-up, vLLM's import and the engine load: what a bare vLLM user and the pipel
 engine actor both pay) to the "loaded" line; the chat is timed here.
 
     vllm_bare.py JOB.json   (JOB: {"engine": {...LLM kwargs}, "rows": [{messages,
-                            sampling_params}, ...]}, written by bench/vllm.py)
+                            sampling_params}, ...]}, written by bench/vllm.py; no rows:
+                            load only)
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def main() -> None:
     params_module = importlib.import_module("vllm.sampling_params")
     llm = vllm.LLM(**job["engine"])
     print("loaded", flush=True)
+    if not job["rows"]:  # a load-only job: the bench times loads again
+        return
     params = [
         vllm.SamplingParams(
             temperature=r["sampling_params"]["temperature"],
