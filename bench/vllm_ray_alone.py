@@ -1,7 +1,7 @@
 """Ray's own vLLM processor alone, for bench/vllm.py: the same rows, engine settings and
 stage CPU shares as the pipeline's `vllm` stage, through `ray.data.llm.build_processor` with
 no code of this project in the data path (rows in, generated text out). A fresh driver
-connects to the bench's running Ray (RAY_ADDRESS) with the pipeline's worker settings (one
+connects to the bench's running Ray (RAY_ADDRESS) as the pipeline's does (`ensure_ray`: one
 thread per worker); like the pipeline's run (bench/vllm_pipeline_once.py) it pays the
 driver-side import of vLLM inside Ray's processor builder, with torch imported before the
 clock starts. Prints the seconds from building the processor to the last row.
@@ -34,11 +34,11 @@ def main() -> None:
     import ray
     import torch
 
+    from pipelines.engines.ray_session import ensure_ray
+
     torch.set_num_threads(1)
     job = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
-    # ensure_ray's worker settings, without importing the project.
-    env = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    ray.init(runtime_env={"env_vars": env}, log_to_driver=False)
+    ensure_ray()  # RAY_ADDRESS: the bench's Ray, with the pipeline's worker settings
     stage = {"enabled": True, "num_cpus": job["stage_cpus"]}
     light = {"num_cpus": job["light_cpus"]}
     start = time.perf_counter()

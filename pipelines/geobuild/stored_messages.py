@@ -18,7 +18,7 @@ def without_images(message: dict[str, Any]) -> dict[str, Any]:
     for part in message["content"]:
         if part.get("type") == "image_url":
             url = part["image_url"]["url"]
-            png = image_bytes(url)
+            png = _image_bytes(url)
             parts.append({"type": "image_url", "image_sha256": hashlib.sha256(png).hexdigest()})
         else:
             parts.append(part)
@@ -38,6 +38,6 @@ def with_images(message: dict[str, Any], images: dict[str, bytes]) -> dict[str, 
     return {"role": message["role"], "content": parts}
 
 
-def image_bytes(url: str) -> bytes:
+def _image_bytes(url: str) -> bytes:
     """The bytes of a base64 data URL."""
     return base64.b64decode(url.partition("base64,")[2])

@@ -84,7 +84,7 @@ def check_folder_settings(root: Location, ours: dict[str, Any]) -> bool:
     if stored is not None:
         sources.insert(0, (str(root / SETTINGS_FILE), stored))
     for source, recorded in sources:
-        check_source_settings(root, source, recorded, ours)
+        _check_source(root, source, recorded, ours)
     if stored is not None or not records:
         return False
     log.warning(
@@ -94,7 +94,7 @@ def check_folder_settings(root: Location, ours: dict[str, Any]) -> bool:
     return True
 
 
-def check_source_settings(
+def _check_source(
     root: Location, source: str, stored: dict[str, Any], ours: dict[str, Any]
 ) -> None:
     """UsageError naming the fields where one source of the folder's settings differs."""

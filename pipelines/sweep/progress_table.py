@@ -12,7 +12,7 @@ from store.storage import Location
 TAG_ENV = "GEOSEE_SWEEP_JOB"  # rides on each model's runtime env, so its actors can be found
 
 
-def nodes_by_tag() -> dict[str, set[str]]:
+def _nodes_by_tag() -> dict[str, set[str]]:
     """Job tag -> IPs of the nodes its actors live on (needs the state API: a dashboard)."""
     import ray
 
@@ -52,7 +52,7 @@ def print_progress(
     state."""
     import ray
 
-    nodes = nodes_by_tag()
+    nodes = _nodes_by_tag()
     present = float(ray.cluster_resources().get("GPU", 0))
     lines = [f"{'model':34} {'setup':7} {'node':16} {'rows':>11}  state"]
     for job in jobs:
