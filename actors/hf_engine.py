@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,8 @@ from actors.contract import (
     plain,
     prompt_ids_digest,
 )
+from store.model_mirror import fetch_mirror
+from store.storage import is_uri
 
 DEFAULT_MAX_TOKENS = 256
 
@@ -233,6 +236,10 @@ class HFEngine:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self._torch = torch
         self._gd = grammar_decoding
+        if is_uri(model):  # a model mirror in the results store: a folder on this node
+            from huggingface_hub.constants import HF_HUB_CACHE
+
+            model = str(fetch_mirror(model, Path(HF_HUB_CACHE) / "geosee-mirrors"))
         self.model_name = model
         self.batch_size = batch_size
         if device == "auto":

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from actors.contract import ENGINE_OUTPUT, numpy_columns, object_array, prompt_ids_digest
 from pipelines.engines.model_config import BASELINES, ModelConfig, api_model, hub_revision
+from pipelines.engines.placement_groups import use_strict_pack
 from pipelines.engines.reasoning import (
     OUT_OF_BUDGET,
     ThinkingMarkers,
@@ -36,6 +37,8 @@ class EngineOptions:
     batch_size: int = 16
     cpus_per_actor: float = 0.5
     baseline_delay_s: float = 0.0  # baselines sleep this long per batch (latency stand-in)
+    # vllm on a cluster of several nodes: the remote sources its stages load (NodeSources).
+    sources: Any = None
 
 
 # Light steps ask for a quarter CPU: on a 2-CPU node, engine actors holding a CPU each would
@@ -126,9 +129,11 @@ def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
     the cluster has one per replica, else runs on the CPU."""
     from actors.hf_engine import HFEngine
 
+    # On several nodes the model's mirror in the results store (the actor fetches it).
+    mirrored = opts.sources is not None
     kwargs: dict[str, Any] = {
-        "model": cfg.source,
-        "revision": hub_revision(cfg.revision),
+        "model": opts.sources.mirror if mirrored else cfg.source,
+        "revision": None if mirrored else hub_revision(cfg.revision),
         "dtype": cfg.dtype,
         "batch_size": opts.batch_size,
         "trust_remote_code": cfg.trust_remote_code,
@@ -212,7 +217,7 @@ def vllm_processor_config(cfg: ModelConfig, opts: EngineOptions, has_images: boo
     `pipelines.engines.vllm_config`)."""
     from pipelines.engines.vllm_config import processor_config
 
-    return processor_config(cfg, opts.pool_size, opts.batch_size, has_images)
+    return processor_config(cfg, opts.pool_size, opts.batch_size, has_images, opts.sources)
 
 
 # Ray's vLLM engine pops `sampling_params` off each row it runs, and its chat-template stage
@@ -306,13 +311,26 @@ def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
     # Ray maps pre/postprocess with a whole CPU each by default; on a 2-CPU node, next to
     # the engine actor (1 CPU) and the tokenizer stages, that stalled the run (seen here).
     light = {"num_cpus": LIGHT_CPUS}
-    return build_processor(
+    processor = build_processor(
         config,
         preprocess=keep_asked(),
         postprocess=vllm_postprocess(end, reasoning_markers(cfg)),
         preprocess_map_kwargs=light,
         postprocess_map_kwargs=light,
     )
+    use_strict_pack(engine_stage_of(processor))
+    if opts.sources is not None:
+        from pipelines.engines.node_stages import download_before_prepare_multimodal
+
+        download_before_prepare_multimodal(processor)
+    return processor
+
+
+def engine_stage_of(processor: Any) -> Any:
+    """The vLLM engine stage of Ray's processor."""
+    from ray.llm._internal.batch.stages.vllm_engine_stage import vLLMEngineStage
+
+    return next(s for s in processor.stages.values() if isinstance(s, vLLMEngineStage))
 
 
 def normalise_engine_errors(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.engines.model_config import ModelConfig, hub_revision
+from pipelines.engines.node_sources import NodeSources
 from pipelines.engines.plain_tokenizer import TOKENIZER_FILES, plain_tokenizer, staged_copy
 
 # Engine kwargs that are also fields of vLLM's `ModelConfig`, which the prepare-multimodal
@@ -172,13 +173,27 @@ def concurrent_batches(batch_size: int) -> int:
     return max(8, -(-ROWS_IN_FLIGHT // batch_size))
 
 
-def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_images: bool) -> Any:
-    """Ray's vLLM processor config for the model and pool."""
+def processor_config(
+    cfg: ModelConfig,
+    opts_pool: int,
+    batch_size: int,
+    has_images: bool,
+    sources: NodeSources | None = None,
+) -> Any:
+    """Ray's vLLM processor config for the model and pool; `sources`: the remote sources
+    of a cluster of several nodes (node_sources.py), else the local files serve."""
     from ray.data.llm import vLLMEngineProcessorConfig
 
-    source = tokenizer_source(cfg)
-    # A regex-fixed tokenizer is the engine's too: it decodes with what the stages encode.
-    kwargs = engine_kwargs(cfg, has_images, source if cfg.fix_mistral_regex else None)
+    if sources is None:
+        source = tokenizer_source(cfg)
+        # A regex-fixed tokenizer is the engine's too: it decodes with what the stages encode.
+        kwargs = engine_kwargs(cfg, has_images, source if cfg.fix_mistral_regex else None)
+        model_source, tokenize_source = cfg.source, tokenize_stage_source(cfg, source)
+    else:
+        # The mirror is the commit's files (the regex fix in its own tokenizer): each node
+        # loads the folder Ray downloads, where a hub revision means nothing.
+        kwargs = {**engine_kwargs(cfg, has_images), "revision": None, "tokenizer_revision": None}
+        source, model_source, tokenize_source = sources.chat, sources.engine, sources.tokenize
     per_stage: dict[str, Any] = {"num_cpus": CPU_STAGE_CPUS}
     if source:
         per_stage["model_source"] = source
@@ -186,8 +201,12 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
     if cfg.enable_thinking is not None:
         chat["chat_template_kwargs"] = {"enable_thinking": cfg.enable_thinking}
     model_config_kwargs = {k: kwargs[k] for k in MODEL_CONFIG_KEYS if k in kwargs}
+    remote: dict[str, Any] = {}
+    if sources is not None and sources.env:
+        remote["runtime_env"] = {"env_vars": dict(sources.env)}  # every stage's downloader
     return vLLMEngineProcessorConfig(
-        model_source=cfg.source,
+        **remote,
+        model_source=model_source,
         engine_kwargs=kwargs,
         concurrency=(opts_pool, opts_pool),
         batch_size=batch_size,
@@ -207,7 +226,7 @@ def processor_config(cfg: ModelConfig, opts_pool: int, batch_size: int, has_imag
         tokenize_stage={
             "enabled": True,
             "num_cpus": CPU_STAGE_CPUS,
-            "model_source": tokenize_stage_source(cfg, source),
+            "model_source": tokenize_source,
         },
         # vLLM detokenizes every reply already (SamplingParams.detokenize, on by default),
         # with the engine's own tokenizer; Ray's stage would decode the same tokens again

@@ -18,11 +18,13 @@ from typing import Any
 from ray.llm._internal.batch.stages.base import StatefulStageUDF
 
 from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.placement_groups import made_count, remove_made_since
 from pipelines.engines.stages import (
     LIGHT_CPUS,
     EngineOptions,
     build_vllm_processor,
     check_gpus,
+    engine_stage_of,
     normalise_engine_errors,
 )
 
@@ -79,11 +81,12 @@ class ResidentVLLM:
     """A GeoBuild engine stage (`(ds, cfg, opts) -> ds`) whose engines outlive each round.
 
     `hosts_started` counts engine loads, `rounds_served` the pipelines that used them;
-    `close()` ends the hosts (the loop calls it).
+    `close()` ends the hosts and removes their placement groups (the loop calls it).
     """
 
     def __init__(self) -> None:
         self.hosts: list[Any] = []
+        self.groups_mark: int | None = None  # placement groups made from here on are ours
         self.hosts_started = 0  # engine loads
         self.rounds_served = 0  # pipelines built on the hosts
 
@@ -91,13 +94,11 @@ class ResidentVLLM:
         """The dataset through Ray's vLLM processor, its engine stage on the resident hosts."""
         from ray.llm._internal.batch.processor.base import Processor
         from ray.llm._internal.batch.stages.base import StatefulStage
-        from ray.llm._internal.batch.stages.vllm_engine_stage import vLLMEngineStage
 
         check_gpus(cfg)
         processor = build_vllm_processor(cfg, opts)
-        name, engine = next(
-            (n, s) for n, s in processor.stages.items() if isinstance(s, vLLMEngineStage)
-        )
+        engine = engine_stage_of(processor)
+        name = next(n for n, s in processor.stages.items() if s is engine)
         if not self.hosts:
             self._start(engine, Processor.DATA_COLUMN, opts.pool_size)
         self.rounds_served += 1
@@ -122,18 +123,24 @@ class ResidentVLLM:
             "expected_input_keys": list(engine.get_required_input_keys()),
         }
         host_cls = ray.remote(EngineHost)
+        if self.groups_mark is None:
+            self.groups_mark = made_count()
         for _ in range(replicas):
             options = _host_options(engine.map_batches_kwargs)
             self.hosts.append(host_cls.options(**options).remote(udf_kwargs))
             self.hosts_started += 1
 
     def close(self) -> None:
-        """Stop the engine hosts (their weights are freed)."""
+        """Stop the engine hosts (their weights are freed) and remove the placement groups
+        their tensor-parallel engines were given (Ray's stage removes none)."""
         import ray
 
         for host in self.hosts:
             ray.kill(host)
         self.hosts = []
+        if self.groups_mark is not None:
+            remove_made_since(self.groups_mark)
+            self.groups_mark = None
 
 
 def _pool(size: int) -> Any:

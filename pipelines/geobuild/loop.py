@@ -12,6 +12,7 @@ an uninterrupted run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import sys
@@ -32,6 +33,7 @@ from pipelines.cli_args import (
     seed_int,
 )
 from pipelines.engines.model_config import ModelConfig, add_model_arguments
+from pipelines.engines.node_sources import check_shared_results, node_sources
 from pipelines.engines.requests import add_sampling_arguments
 from pipelines.engines.stages import LIGHT_CPUS, NoGPUError, check_gpus
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
@@ -214,6 +216,7 @@ class Loop:
             self.prompts = load_public_prompts(settings.public_repo)
         self.opts, self.executors = settings.engine_options(), settings.executors
         self.image_size, self.shard_rows = settings.image_size, settings.shard_rows
+        self.out = out
         self.root = model_dir(out, BENCHMARK, self.cfg.name)
         self.token: str | None = None  # the run lock's, while `run` holds it
         self.text_only = self.cfg.modality == "text"
@@ -264,8 +267,12 @@ class Loop:
         pending = self.pending_round(by_id)
         if pending is not None:
             ensure_ray()
+            check_shared_results(self.out, "geobuild")
             if self.cfg.engine == "vllm":
                 check_gpus(self.cfg)
+                sources = node_sources(self.cfg, self.out)
+                if sources is not None:
+                    self.opts = dataclasses.replace(self.opts, sources=sources)
             write_settings(self.root, self.settings())
         self._record(problems)
         if pending is None:

@@ -7,6 +7,7 @@ keys are skipped, so a killed run started again completes the same result set.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import math
 import sys
@@ -37,6 +38,7 @@ from pipelines.engines.model_config import (
     add_model_arguments,
     resolve_model,
 )
+from pipelines.engines.placement_groups import removed_when_done
 from pipelines.engines.preflight import PreflightError, check_model
 from pipelines.engines.requests import (
     ITEM_COLUMNS_NEEDED,
@@ -367,6 +369,7 @@ def evaluate(
         from pipelines.engines.ray_session import ensure_ray
 
         ensure_ray()
+        run = _with_node_sources(cfg, run, out)
         writer = ShardWriter(
             str(root.resolve()), cfg.name, cfg.revision, cfg.engine, token=lock.token
         )
@@ -378,12 +381,29 @@ def evaluate(
         pending = sum(expected.values()) - len(done) if expected is not None else 0
         shown = Progress(pending if pending > 0 else None, f"evaluate {cfg.name}", "row")
         written = 0
-        for batch in ds.iter_batches(batch_size=None):
-            rows = int(np.sum(batch["rows"]))
-            written += rows
-            shown.update(rows)
+        # Tensor-parallel engines' placement groups go with the model's dataset.
+        with removed_when_done():
+            for batch in ds.iter_batches(batch_size=None):
+                rows = int(np.sum(batch["rows"]))
+                written += rows
+                shown.update(rows)
         shown.close()
         return written
+
+
+def _with_node_sources(cfg: ModelConfig, run: EvaluateSettings, out: Location) -> EvaluateSettings:
+    """On a cluster of several nodes: results that every node reaches (else UsageError), and
+    a vllm or hf engine's files mirrored there for its nodes (pipelines.engines.node_sources)."""
+    from pipelines.engines.node_sources import check_shared_results, node_sources
+
+    check_shared_results(out, "evaluate")
+    if cfg.engine not in ("vllm", "hf"):
+        return run
+    sources = node_sources(cfg, out)
+    if sources is None:
+        return run
+    opts = dataclasses.replace(run.engine_options, sources=sources)
+    return run.model_copy(update={"engine_options": opts})
 
 
 def _anything_pending(

@@ -378,10 +378,14 @@ def execute(
     return states
 
 
-def _start_ray() -> None:
+def _start_ray(out: Location) -> None:
+    """Connect (or start local Ray); refuse results on one node's disk of a cluster of
+    several nodes before anything is written."""
+    from pipelines.engines.node_sources import check_shared_results
     from pipelines.engines.ray_session import ensure_ray
 
     ensure_ray()
+    check_shared_results(out, "sweep")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -402,7 +406,7 @@ def run(args: argparse.Namespace) -> int:
     # (the cluster config, the revisions) then runs before Ray starts.
     capacity_first = args.gpus is not None or args.cluster_config is not None
     if not args.dry_run and not capacity_first:
-        _start_ray()
+        _start_ray(args.out)
     try:
         capacity = discover(args.gpus, args.cluster_config, connected=not args.dry_run)
     except ValueError as err:
@@ -416,7 +420,7 @@ def run(args: argparse.Namespace) -> int:
     by_name = {c.name: c for c in pinned}
     configs = [by_name.get(c.name, c) for c in configs]
     if not args.dry_run and capacity_first:
-        _start_ray()
+        _start_ray(args.out)
     print(f"planning for {capacity.total:g} GPU(s) ({capacity.source})", flush=True)
     geobuild_note = None
     if "geobuild" in benchmarks:

@@ -168,11 +168,36 @@ def wait_nodes(
 
 @dataclass(frozen=True)
 class Node:
-    """A worker node to start: its loopback address and the resources it declares."""
+    """A worker node to start: its loopback address and the resources it declares;
+    `hidden`: folders of the head's disk this node must not see (a machine of its own),
+    `env`: what its environment adds."""
 
     ip: str
     cpus: int
     gpus: int = 0  # logical GPUs (vLLM's CPU build ignores them; Ray schedules by them)
+    hidden: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+
+# A real cluster's nodes share no disk. As root, `unshare -m --propagation private` gives
+# a process tree its own mounts (util-linux; nothing propagates back to this machine's): an
+# empty tmpfs over each hidden folder, then `ray start` in its place (same pid, so the
+# node's process group is still the one `stop` signals). Each hidden folder is empty and
+# writable there, as a fresh node's cache or temp folder is.
+HIDE_AND_EXEC = (
+    'set -e; n=$1; shift; while [ "$n" -gt 0 ]; do '
+    'mount -t tmpfs -o size=4g,mode=0755 node-private "$1"; shift; n=$((n-1)); done; exec "$@"'
+)
+
+
+def private_mounts(hidden: tuple[str, ...], cmd: list[str]) -> list[str]:
+    """`cmd` run in a mount namespace of its own where each of `hidden` is an empty tmpfs."""
+    if not hidden:
+        return cmd
+    for folder in hidden:
+        Path(folder).mkdir(parents=True, exist_ok=True)  # a mount point must exist
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", HIDE_AND_EXEC, "sh",
+            str(len(hidden)), *hidden, *cmd]  # fmt: skip
 
 
 @dataclass
@@ -219,7 +244,9 @@ class RayCluster:
                "--node-ip-address", node.ip, "--temp-dir", temp, *node_ports(ports)]  # fmt: skip
         log = self.logs / f"worker{len(self.workers)}.log"
         alive = [*self.alive_workers(), node]  # this one has no raylet yet
-        proc = start(cmd, self.env, log)
+        # A node that hides the head's folders hides the head's Ray temp folder too.
+        hidden = (*node.hidden, self.temps[0]) if node.hidden else ()
+        proc = start(private_mounts(hidden, cmd), {**self.env, **dict(node.env)}, log)
         self.workers.append(proc)
         self.nodes.append(node)
         gpus = sum(n.gpus for n in alive)

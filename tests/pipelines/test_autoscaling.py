@@ -38,7 +38,7 @@ from pipelines.noregeo.generate import MANIFEST
 from pipelines.sweep.cluster_image import expected_image
 from pipelines.sweep.plan import expected_keys
 from store.records import model_dir
-from store.storage import children
+from store.storage import children, location
 from tests.conftest import REPO
 from tests.pipelines.autoscaling_cluster import (
     AutoscalingHead,
@@ -47,6 +47,7 @@ from tests.pipelines.autoscaling_cluster import (
     gpu_worker_types,
 )
 from tests.pipelines.raw_shards import raw_keys
+from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
 
 TASKS = ["C-BCT-CT"]
 PER_TASK = 2
@@ -57,7 +58,9 @@ SCALE_DOWN_S = 300  # generous bound on 0.1 min idle timeout + the autoscaler's 
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AutoscalingHead]:
+def cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iterator[AutoscalingHead]:
+    """The head and its autoscaler; the nodes it starts inherit the S3 credentials (the
+    results live in a bucket: on a cluster of several nodes a local folder is refused)."""
     logs = tmp_path_factory.mktemp("autoscaling")
     types = gpu_worker_types(cluster_yaml())
     assert list(types) == ["a100x8"] and types["a100x8"]["resources"]["GPU"] == 8
@@ -156,10 +159,10 @@ def _wait_no_gpu_worker(head: AutoscalingHead) -> float:
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_sweep_scales_up_for_the_gpu_model_then_releases_the_worker(
-    cluster: AutoscalingHead, models: Path, tmp_path: Path
+    cluster: AutoscalingHead, models: Path, tmp_path: Path, s3: S3Server
 ) -> None:
     assert _gpu_workers(cluster) == 0  # min_workers 0: the cluster starts without one
-    out = tmp_path / "results"
+    out = location(s3.uri("autoscaling-sweep"))
     cmd = [
         sys.executable, "-m", "pipelines", "sweep", "--models", str(models),
         "--only", ",".join(MODELS), "--out", str(out), "--tasks", ",".join(TASKS),
@@ -200,13 +203,13 @@ def test_sweep_scales_up_for_the_gpu_model_then_releases_the_worker(
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_evaluate_vllm_waits_for_the_autoscaler_instead_of_failing_at_once(
-    cluster: AutoscalingHead, models: Path, tmp_path: Path
+    cluster: AutoscalingHead, models: Path, tmp_path: Path, s3: S3Server
 ) -> None:
     """No GPU worker is up (the sweep's went): `evaluate --engine vllm` asks for one and
     waits, and withdraws its request once the worker is up (it says so after). The engine
     build that follows (this venv has no vLLM) is past this test's point: it is stopped."""
     _wait_no_gpu_worker(cluster)
-    items = tmp_path / "items"
+    items = s3.uri("autoscaling-eval/items")
     generate = [sys.executable, "-m", "pipelines", "generate", "--out", str(items),
                 "--tasks", TASKS[0], "--per-task", "1", "--setups", "text"]  # fmt: skip
     env = _driver_env(cluster, tmp_path / "home", wait_s=600)
@@ -215,7 +218,7 @@ def test_evaluate_vllm_waits_for_the_autoscaler_instead_of_failing_at_once(
     assert made.returncode == 0, made.stderr[-2000:]
     cmd = [sys.executable, "-m", "pipelines", "evaluate", "--items", str(items),
            "--engine", "vllm", "--model", str(models / f"{GPU_MODEL}.yaml"),
-           "--setups", "text", "--out", str(tmp_path / "eval")]  # fmt: skip
+           "--setups", "text", "--out", s3.uri("autoscaling-eval/results")]  # fmt: skip
     log = tmp_path / "evaluate.log"
     with log.open("wb") as sink:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT)
