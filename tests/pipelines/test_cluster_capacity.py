@@ -184,15 +184,14 @@ def test_dry_run_checks_each_gpu_node_types_cache_against_its_largest_load(
         ebs["VolumeSize"] = size
         config = tmp_path / f"disk{size}.yaml"
         config.write_text(yaml.safe_dump(raw))
-        lines = [ln for ln in _dry(tmp_path, capsys, config, out).splitlines()]
+        lines = _dry(tmp_path, capsys, config, out).splitlines()
         by_type = {ln.split()[2]: ln for ln in lines if ln.startswith("node type ")}
         gb = size * 2**30 / 1e9
         assert f"model cache {gb:.0f} GB on root volume" in by_type["a100x8"]
         assert verdict_end in by_type["a100x8"], by_type["a100x8"]
         two = [c for c in gpu if c.gpus <= 2]
-        assert f"largest load {load(2) / 1e9:.0f} GB ({len(two)} models with TP <= 2)" in (
-            by_type["small"]
-        )
+        small_load = f"largest load {load(2) / 1e9:.0f} GB ({len(two)} models with TP <= 2)"
+        assert small_load in by_type["small"]
     assert load(2) < load(8)  # the 2-GPU type's load leaves the TP-4 models out
 
 
@@ -210,9 +209,7 @@ def test_a_model_wider_than_every_node_is_refused_before_anything_is_written(
     config = tmp_path / "two-gpu.yaml"
     config.write_text(yaml.safe_dump(raw))
     wide = sorted(
-        c.name
-        for c in load_configs(REPO / "configs" / "models")
-        if c.gpus > 2 and not c.blocked
+        c.name for c in load_configs(REPO / "configs" / "models") if c.gpus > 2 and not c.blocked
     )
     assert wide  # today's TP-4 configs
     out = tmp_path / "r"

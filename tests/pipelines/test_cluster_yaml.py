@@ -295,7 +295,7 @@ def test_gpu_worker_setup_stops_when_an_engine_does_not_import(tmp_path: Path) -
     fake.mkdir()
     runnable = guard.replace("/home/ubuntu/geosee", str(tmp_path))
     for status in (0, 1):
-        (fake / "python").write_text(f"#!/bin/sh\necho \"$*\" > {tmp_path}/args\nexit {status}\n")
+        (fake / "python").write_text(f'#!/bin/sh\necho "$*" > {tmp_path}/args\nexit {status}\n')
         (fake / "python").chmod(0o755)
         env = {"PATH": f"{fake}:/usr/bin:/bin"}
         result = subprocess.run(["bash", "-c", runnable], env=env, capture_output=True)
