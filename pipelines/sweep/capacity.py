@@ -55,9 +55,10 @@ class GPUCapacity:
 
 def wider_than_any_node(configs: list[ModelConfig], capacity: GPUCapacity) -> str | None:
     """One line naming the models whose tensor-parallel size exceeds the GPUs of the largest
-    node (None: every GPU model fits on one node, or the node size is unknown). One engine
-    never spans nodes (its placement group packs strictly), so such a model could only hang
-    or fail: the sweep refuses the selection instead of listing it as not run."""
+    node (None: every GPU model fits on one node, or the node size is unknown). An engine's
+    tensor-parallel workers belong on one node (issue 36 packs their placement group
+    strictly), so such a model could only wait forever or fail: the sweep refuses the
+    selection instead of listing it as not run."""
     if capacity.per_node is None:
         return None
     wide = [c for c in configs if c.gpus > capacity.per_node and not c.blocked]
