@@ -288,9 +288,16 @@ def test_gpu_worker_setup_stops_when_an_engine_does_not_import(tmp_path: Path) -
     """The guard is the workers' last setup step, after the install, and its exit status
     is the step's: a check that fails (exit 1) fails the step, so Ray stops the node's
     setup; a check that passes lets the setup go on."""
+    from ray.autoscaler._private.util import prepare_config
+
     raw = yaml.safe_load((REPO / "cluster.yaml").read_text())
     (guard,) = raw["worker_setup_commands"]
     assert guard == "cd /home/ubuntu/geosee && python -m pipelines.sweep.engine_imports"
+    # Ray's own merge: the workers run the common setup (the install) first, then the guard;
+    # the head, which runs no engine, does not run it.
+    prepared = prepare_config(copy.deepcopy(raw))
+    assert prepared["worker_setup_commands"] == [*raw["setup_commands"], guard]
+    assert guard not in prepared["head_setup_commands"]
     fake = tmp_path / "bin"
     fake.mkdir()
     runnable = guard.replace("/home/ubuntu/geosee", str(tmp_path))
