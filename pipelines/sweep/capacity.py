@@ -21,11 +21,14 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from pipelines.sweep.cluster_image import image_mismatch
+
+if TYPE_CHECKING:
+    from pipelines.engines.model_config import ModelConfig
 
 BOOTSTRAP_CONFIG = Path.home() / "ray_bootstrap_config.yaml"
 
@@ -48,6 +51,26 @@ class GPUCapacity:
         if gpus > self.total:
             return f"not run: needs {gpus:g} GPU(s), the cluster ({self.source}) has {self.total:g}"
         return None
+
+
+def wider_than_any_node(configs: list[ModelConfig], capacity: GPUCapacity) -> str | None:
+    """One line naming the models whose tensor-parallel size exceeds the GPUs of the largest
+    node (None: every GPU model fits on one node, or the node size is unknown). An engine's
+    tensor-parallel workers belong on one node (issue 36 packs their placement group
+    strictly), so such a model could only wait forever or fail: the sweep refuses the
+    selection instead of listing it as not run."""
+    if capacity.per_node is None:
+        return None
+    wide = [c for c in configs if c.gpus > capacity.per_node and not c.blocked]
+    if not wide:
+        return None
+    named = ", ".join(f"{c.name} (tensor_parallel_size {c.gpus})" for c in wide[:3])
+    more = f" and {len(wide) - 3} more" if len(wide) > 3 else ""
+    return (
+        f"{named}{more}: one engine runs on one node, and the largest node ({capacity.source}) "
+        f"has {capacity.per_node:g} GPUs; lower tensor_parallel_size, use a larger node type, "
+        f"or leave the model(s) out with --only"
+    )
 
 
 def from_launcher_config(config: dict[str, Any], source: str) -> GPUCapacity:

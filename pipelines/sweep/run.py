@@ -53,7 +53,12 @@ from pipelines.engines.requests import SamplingConfig, add_sampling_arguments
 from pipelines.engines.stages import EngineOptions
 from pipelines.noregeo.generate import MANIFEST, MIN_IMAGE_SIZE, parse_list, read_manifest
 from pipelines.noregeo.run_settings import EvaluateSettings
-from pipelines.sweep.capacity import BOOTSTRAP_CONFIG, GPUCapacity, discover
+from pipelines.sweep.capacity import (
+    BOOTSTRAP_CONFIG,
+    GPUCapacity,
+    discover,
+    wider_than_any_node,
+)
 from pipelines.sweep.plan import (
     Job,
     cpu_runnable_reason,
@@ -71,7 +76,7 @@ from pipelines.sweep.probes import (
 )
 from pipelines.sweep.progress_table import TAG_ENV, print_progress
 from pipelines.sweep.revisions import pin_by_use
-from pipelines.sweep.weights import disks_from_yaml, print_weights
+from pipelines.sweep.weights import caches_from_yaml, print_weights
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
 from store.storage import Location, children, location
@@ -197,7 +202,8 @@ def _check_gpu_node_types(
     configs: list[ModelConfig], capacity: GPUCapacity, cluster_config: Path | None
 ) -> None:
     """A named cluster config whose node types declare no GPUs cannot run the GPU models
-    asked for: a usage error, not a sweep that lists them all as not run."""
+    asked for, nor can any cluster run a model wider than its largest node: usage errors,
+    not a sweep that lists them as not run."""
     wanting = [c.name for c in configs if c.gpus and not c.blocked]
     if cluster_config is not None and wanting and capacity.total == 0:
         raise UsageError(
@@ -205,6 +211,9 @@ def _check_gpu_node_types(
             f"{{GPU: N}}), and {len(wanting)} selected model(s) need them ({', '.join(wanting[:3])}"
             f"{', ...' if len(wanting) > 3 else ''})"
         )
+    wide = wider_than_any_node(configs, capacity)
+    if wide:
+        raise UsageError(wide)
 
 
 def _geobuild_only_reason(cfg: ModelConfig, capacity: GPUCapacity) -> str | None:
@@ -449,7 +458,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"dry run: {len(jobs)} models, items {where}")
         print_plan(jobs, chars)
         launcher = args.cluster_config or (BOOTSTRAP_CONFIG if capacity_first is False else None)
-        print_weights([j.cfg for j in jobs if j.runnable], disks_from_yaml(launcher))
+        print_weights([j.cfg for j in jobs if j.runnable], caches_from_yaml(launcher), args.out)
         if probe_grid is not None:
             print_probe_plan(plan_probes(probe_grid, configs, args.out, capacity), args.probes)
         if geobuild_note:

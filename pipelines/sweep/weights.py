@@ -1,12 +1,15 @@
-"""What the sweep's GPU models download, from where, and whether the nodes' disks hold it.
+"""What the sweep's GPU models move, from where to where, and whether the nodes' caches hold it.
 
-Each GPU worker downloads a model's weights from the hub (`hf://REPO@REVISION`) into its own
-Hugging Face cache the first time an engine of that model starts there, and keeps them:
-over a sweep, a node may run (and so cache) every GPU model. The dry run prints, per model,
-the bytes (estimated: parameters x bytes per parameter of its dtype; the hub's file sizes
-are not asked for, so a dry run needs no network) and the source, then checks each GPU node
-type's disk (its EBS volume in the cluster config) against the largest model and against
-all of them together.
+The intended path of a model's weights (docs/cluster.md, "Weights"): a mirror step copies
+each model at its commit from the hub to the results store once per sweep
+(`RESULTS/.models/<repo>@<commit>/`); every GPU node that runs the model reads it from there
+once into its node-local model cache (`GEOSEE_MODEL_CACHE`: on cluster.yaml's p4de workers,
+the NVMe instance store mounted at /mnt/nvme) and keeps it. Over a sweep one node may run,
+and so cache, every GPU model whose tensor-parallel size fits on it: that sum is the node's
+largest load, and the dry run checks each GPU node type's cache against it.
+
+Bytes are estimates (parameters x bytes per parameter of the dtype): the hub's file sizes
+are not asked for, so a dry run needs no network. Times assume the transfer rates below.
 """
 
 from __future__ import annotations
@@ -19,76 +22,167 @@ from typing import Any
 import yaml
 
 from pipelines.engines.model_config import ModelConfig
+from store.storage import Location
 
 GB = 1e9
 GIB = 2**30
 BYTES_PER_PARAM = {"float32": 4, "bfloat16": 2, "float16": 2, "auto": 2}  # auto: bf16 hubs
-DISK_HEADROOM = 0.8  # the image, the container layer and vLLM's caches take the rest
+DISK_HEADROOM = 0.8  # filesystem, the image's layers and vLLM's caches take the rest
+MIRRORS = ".models"  # under the results root: <root>/.models/<repo>@<commit>/
+# Assumed rates for the time estimates (not measured here: no hub or S3 from this machine).
+MIRROR_BYTES_PER_S = 250e6  # hub -> results bucket, one copy per model
+NODE_READ_BYTES_PER_S = 1e9  # results bucket -> a node's NVMe cache, parallel ranged reads
+ASSUMPTIONS = (
+    f"mirror {MIRROR_BYTES_PER_S / 1e6:g} MB/s hub -> bucket, node read "
+    f"{NODE_READ_BYTES_PER_S / 1e6:g} MB/s bucket -> node cache (assumed, not measured); "
+    f"a cache counts {DISK_HEADROOM:.0%} of its disk"
+)
+# Local NVMe instance store of GPU instance types (devices, bytes each), from AWS's
+# instance-type pages; EC2 attaches it by itself, so cluster.yaml cannot declare it.
+INSTANCE_STORE = {
+    "p4d.24xlarge": (8, 1000e9),
+    "p4de.24xlarge": (8, 1000e9),
+    "p5.48xlarge": (8, 3840e9),
+}
 
 
 @dataclass(frozen=True)
 class Weights:
-    """One model's download: bytes (estimated) and source."""
+    """One model's weights: bytes (estimated), hub source and mirror location."""
 
     name: str
     bytes: float
-    source: str
+    gpus: int  # tensor-parallel size: the model runs only on nodes with this many GPUs
+    source: str  # hf://REPO@REVISION, what the mirror copies
+    mirror: str  # RESULTS/.models/REPO@REVISION/, what each node reads
 
 
-def model_weights(cfg: ModelConfig) -> Weights | None:
-    """The weights a GPU model downloads (None: not a GPU model, or its size unknown)."""
+@dataclass(frozen=True)
+class NodeCache:
+    """Where one GPU node type keeps model weights, and how many bytes that disk has."""
+
+    name: str
+    gpus: float
+    instance_type: str
+    bytes: float
+    medium: str  # "NVMe instance store ..." or "root volume ..."
+
+
+def mirror_location(repo: str, revision: str, results: Location | None) -> str:
+    """`RESULTS/.models/<repo>@<revision>/` (RESULTS spelled out when the root is unknown)."""
+    leaf = f"{repo}@{revision}"
+    if results is None:
+        return f"RESULTS/{MIRRORS}/{leaf}/"
+    return f"{results / MIRRORS / leaf}/"
+
+
+def model_weights(cfg: ModelConfig, results: Location | None = None) -> Weights | None:
+    """The weights a GPU model moves (None: not a GPU model, or its size unknown)."""
     if not cfg.gpus or not cfg.params_b:
         return None
     per_param = BYTES_PER_PARAM.get(cfg.dtype, 2)
-    return Weights(cfg.name, cfg.params_b * 1e9 * per_param, f"hf://{cfg.repo}@{cfg.revision}")
+    return Weights(
+        name=cfg.name,
+        bytes=cfg.params_b * 1e9 * per_param,
+        gpus=cfg.gpus,
+        source=f"hf://{cfg.repo}@{cfg.revision}",
+        mirror=mirror_location(cfg.repo, cfg.revision, results),
+    )
 
 
-def node_disks(config: dict[str, Any]) -> dict[str, float]:
-    """GPU node type -> bytes of its disk (the EBS volumes of its BlockDeviceMappings)."""
-    disks = {}
+def node_caches(config: dict[str, Any]) -> dict[str, NodeCache]:
+    """GPU node type -> its model cache: the instance type's NVMe store when it has one
+    (INSTANCE_STORE), else its EBS volumes (BlockDeviceMappings)."""
+    caches = {}
     for name, node in (config.get("available_node_types") or {}).items():
-        if not (node.get("resources") or {}).get("GPU"):
+        gpus = float((node.get("resources") or {}).get("GPU", 0))
+        if not gpus:
             continue
-        mappings = (node.get("node_config") or {}).get("BlockDeviceMappings") or []
-        size = sum(float((m.get("Ebs") or {}).get("VolumeSize", 0)) for m in mappings)
-        if size:
-            disks[name] = size * GIB  # EBS sizes are GiB
-    return disks
+        node_config = node.get("node_config") or {}
+        kind = str(node_config.get("InstanceType", "?"))
+        if kind in INSTANCE_STORE:
+            count, each = INSTANCE_STORE[kind]
+            caches[name] = NodeCache(
+                name, gpus, kind, count * each,
+                f"NVMe instance store {count} x {each / GB:.0f} GB",
+            )  # fmt: skip
+            continue
+        mappings = node_config.get("BlockDeviceMappings") or []
+        size = sum(float((m.get("Ebs") or {}).get("VolumeSize", 0)) for m in mappings) * GIB
+        if size:  # EBS sizes are GiB
+            caches[name] = NodeCache(
+                name, gpus, kind, size, f"root volume {size / GB:.0f} GB (no instance store)"
+            )
+    return caches
 
 
-def disks_from_yaml(path: Path | None) -> dict[str, float]:
-    """`node_disks` of a cluster-launcher YAML (empty when there is none to read)."""
+def caches_from_yaml(path: Path | None) -> dict[str, NodeCache]:
+    """`node_caches` of a cluster-launcher YAML (empty when there is none to read)."""
     if path is None or not path.is_file():
         return {}
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return {}  # capacity.from_yaml has already named a broken file
-    return node_disks(config) if isinstance(config, dict) else {}
+    return node_caches(config) if isinstance(config, dict) else {}
 
 
-def print_weights(configs: list[ModelConfig], disks: dict[str, float], out: Any = None) -> None:
-    """Per GPU model: bytes, source and the disk a node needs; then the disk checks."""
+def largest_load(weights: list[Weights], gpus: float) -> list[Weights]:
+    """The models one node of `gpus` GPUs may run over a sweep, so cache: every one whose
+    tensor-parallel size fits on it (nothing evicts a model once its run ends)."""
+    return [w for w in weights if w.gpus <= gpus]
+
+
+def cache_verdict(cache: NodeCache, weights: list[Weights]) -> str:
+    """One line: the node type's cache against the largest model and its largest load."""
+    usable = cache.bytes * DISK_HEADROOM
+    load = largest_load(weights, cache.gpus)
+    total = sum(w.bytes for w in load)
+    head = (
+        f"node type {cache.name} ({cache.instance_type}, {cache.gpus:g} GPUs): model cache "
+        f"{cache.bytes / GB:.0f} GB on {cache.medium} ({usable / GB:.0f} GB for weights) "
+        f"against its largest load {total / GB:.0f} GB ({len(load)} models with TP <= "
+        f"{cache.gpus:g})"
+    )
+    if not load:
+        return f"{head}: runs none of these models"
+    largest = max(load, key=lambda w: w.bytes)
+    if largest.bytes > usable:
+        return f"{head}: too small for {largest.name} ({largest.bytes / GB:.0f} GB)"
+    if total > usable:
+        return (
+            f"{head}: cannot hold them all (a node running every model fills its cache after "
+            f"{usable / GB:.0f} GB: spread the models, or a larger disk)"
+        )
+    return f"{head}: holds them all"
+
+
+def print_weights(
+    configs: list[ModelConfig],
+    caches: dict[str, NodeCache],
+    results: Location | None = None,
+    out: Any = None,
+) -> None:
+    """Per GPU model: bytes mirrored once and bytes each node reads, with their times, source
+    and mirror; then the total and one cache verdict per GPU node type."""
     out = out or sys.stdout
-    weights = [w for w in (model_weights(c) for c in configs) if w is not None]
+    weights = [w for w in (model_weights(c, results) for c in configs) if w is not None]
     if not weights:
         return
-    print("\nweights (estimate: parameters x dtype bytes), downloaded by each GPU node "
-          "that runs the model:", file=out)  # fmt: skip
-    print(f"{'model':34} {'GB':>7}  {'node disk':>9}  source", file=out)
+    print("\nweights (estimate: parameters x dtype bytes): mirrored once per sweep from the hub "
+          "to the results store, then read once by each GPU node that runs the model into "
+          "its model cache:", file=out)  # fmt: skip
+    print(f"{'model':34} {'mirror GB':>9} {'min':>5} {'node GB':>8} {'min':>5}  "
+          "source -> mirror", file=out)  # fmt: skip
     for w in weights:
-        need = w.bytes / DISK_HEADROOM
-        print(f"{w.name[:34]:34} {w.bytes / GB:>7.1f}  {need / GB:>7.0f}GB  {w.source}", file=out)
+        mirror_min = w.bytes / MIRROR_BYTES_PER_S / 60
+        read_min = w.bytes / NODE_READ_BYTES_PER_S / 60
+        print(f"{w.name[:34]:34} {w.bytes / GB:>9.1f} {mirror_min:>5.1f} {w.bytes / GB:>8.1f} "
+              f"{read_min:>5.1f}  {w.source} -> {w.mirror}", file=out)  # fmt: skip
     total = sum(w.bytes for w in weights)
-    largest = max(weights, key=lambda w: w.bytes)
-    print(f"all {len(weights)} GPU models: {total / GB:.0f} GB", file=out)
-    for name, size in sorted(disks.items()):
-        usable = size * DISK_HEADROOM
-        verdict = "holds them all" if total <= usable else (
-            f"cannot hold them all (a node running every model fills its disk after "
-            f"{usable / GB:.0f} GB: spread the models, or a larger volume)"
-        )  # fmt: skip
-        if largest.bytes > usable:
-            verdict = f"too small for {largest.name} ({largest.bytes / GB:.0f} GB)"
-        print(f"node type {name}: disk {size / GB:.0f} GB ({usable / GB:.0f} GB for "
-              f"weights): {verdict}", file=out)  # fmt: skip
+    print(f"all {len(weights)} GPU models: {total / GB:.0f} GB mirrored once "
+          f"({total / MIRROR_BYTES_PER_S / 3600:.1f} h); each node reads only the models it "
+          "runs", file=out)  # fmt: skip
+    for _, cache in sorted(caches.items()):
+        print(cache_verdict(cache, weights), file=out)
+    print(f"transfer assumptions: {ASSUMPTIONS}", file=out)

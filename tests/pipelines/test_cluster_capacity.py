@@ -12,6 +12,8 @@ from pipelines.engines.model_config import load_configs
 from pipelines.sweep.capacity import GPUCapacity, discover, from_launcher_config, from_yaml
 from pipelines.sweep.plan import Job
 from pipelines.sweep.progress_table import waiting_state
+from pipelines.sweep.weights import mirror_location
+from store.storage import RemotePath
 from tests.conftest import REPO
 
 CLUSTER_YAML = REPO / "cluster.yaml"
@@ -101,38 +103,126 @@ def test_a_gpu_model_waiting_for_the_autoscaler_shows_pending() -> None:
     assert waiting_state(job, "done", 0) == "done"
 
 
-def test_dry_run_prints_each_gpu_models_weights_and_checks_the_node_disk(
+def _dry(tmp_path: Path, capsys: pytest.CaptureFixture[str], config: Path, out: str) -> str:
+    args = ["sweep", "--out", out, "--dry-run", "--per-task", "1"]
+    assert cli.main([*args, "--cluster-config", str(config)]) == 0
+    return capsys.readouterr().out
+
+
+def _weights_rows(text: str) -> dict[str, list[str]]:
+    """The weights table's rows by (truncated) model name, split on whitespace."""
+    table = text.split("\nweights")[1].split("\nall ")[0].splitlines()[2:]
+    return {ln.split()[0]: ln.split() for ln in table}
+
+
+def test_dry_run_prints_bytes_mirrored_once_and_read_per_node_with_the_mirror(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Per GPU model: bytes (params x dtype bytes, recomputed here) and the hub source at
-    its revision; then cluster.yaml's GPU node disk against the largest model and against
-    all of them (a node may cache every model it runs over the sweep)."""
-    import yaml
+    """Per GPU model: bytes mirrored once and bytes each node reads (params x dtype bytes,
+    recomputed here), their minutes at the stated rates, the hub source at its revision and
+    the mirror under the results root (RESULTS/.models/REPO@REVISION/)."""
+    from pipelines.sweep.weights import MIRROR_BYTES_PER_S, NODE_READ_BYTES_PER_S
 
     monkeypatch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep.run", "run the model sweep"))
-
-    def dry(config: Path) -> str:
-        args = ["sweep", "--out", str(tmp_path / "r"), "--dry-run", "--per-task", "1"]
-        assert cli.main([*args, "--cluster-config", str(config)]) == 0
-        return capsys.readouterr().out
-
-    text = dry(CLUSTER_YAML)
+    out = tmp_path / "r"
+    text = _dry(tmp_path, capsys, CLUSTER_YAML, str(out))
+    assert not out.exists()  # a dry run writes nothing
     gpu = [c for c in load_configs(REPO / "configs" / "models") if c.gpus and not c.blocked]
-    lines = {ln.split()[0]: ln for ln in text.split("\nweights")[1].splitlines()[2:] if ln}
+    rows = _weights_rows(text)
     total = 0.0
     for cfg in gpu:
         assert cfg.params_b, cfg.name
-        size = cfg.params_b * (4 if cfg.dtype == "float32" else 2)
+        size = cfg.params_b * 1e9 * (4 if cfg.dtype == "float32" else 2)
         total += size
-        fields = lines[cfg.name[:34]].split()
-        assert float(fields[1]) == pytest.approx(size, abs=0.051), cfg.name
-        assert fields[-1] == f"hf://{cfg.repo}@{cfg.revision}"
-    assert f"all {len(gpu)} GPU models: {total:.0f} GB" in text
-    assert "node type a100x8: disk" in text and "holds them all" in text
+        _, mirror_gb, mirror_min, node_gb, node_min, source, arrow, mirror = rows[cfg.name[:34]]
+        assert float(mirror_gb) == pytest.approx(size / 1e9, abs=0.051), cfg.name
+        assert float(node_gb) == pytest.approx(size / 1e9, abs=0.051), cfg.name
+        assert float(mirror_min) == pytest.approx(size / MIRROR_BYTES_PER_S / 60, abs=0.051)
+        assert float(node_min) == pytest.approx(size / NODE_READ_BYTES_PER_S / 60, abs=0.051)
+        assert (source, arrow) == (f"hf://{cfg.repo}@{cfg.revision}", "->")
+        assert mirror == f"{out}/.models/{cfg.repo}@{cfg.revision}/"
+    assert len(rows) == len(gpu)
+    hours = total / MIRROR_BYTES_PER_S / 3600
+    assert f"all {len(gpu)} GPU models: {total / 1e9:.0f} GB mirrored once ({hours:.1f} h)" in text
+    # An S3 results root names the bucket's mirror (a dry run would ask S3 for the bucket).
+    s3 = RemotePath.parse("s3://my-bucket/geosee/sweep-45")
+    assert mirror_location("Qwen/Qwen3-8B", "abc123", s3) == (
+        "s3://my-bucket/geosee/sweep-45/.models/Qwen/Qwen3-8B@abc123/"
+    )
+
+
+def test_dry_run_checks_each_gpu_node_types_cache_against_its_largest_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One verdict per GPU node type: the p4de's NVMe instance store (8 x 1000 GB) against
+    the sum of the models whose TP fits on the node; a node type without an instance store
+    is checked on its root volume; a 2-GPU type counts only the models of TP <= 2."""
+    import yaml
+
+    monkeypatch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep.run", "run the model sweep"))
+    out = str(tmp_path / "r")
+    gpu = [c for c in load_configs(REPO / "configs" / "models") if c.gpus and not c.blocked]
+
+    def load(max_tp: int) -> float:
+        return sum(c.params_b * 2e9 for c in gpu if c.gpus <= max_tp and c.params_b)
+
+    text = _dry(tmp_path, capsys, CLUSTER_YAML, out)
+    (verdict,) = [ln for ln in text.splitlines() if ln.startswith("node type ")]
+    assert verdict == (
+        f"node type a100x8 (p4de.24xlarge, 8 GPUs): model cache 8000 GB on NVMe instance store "
+        f"8 x 1000 GB (6400 GB for weights) against its largest load {load(8) / 1e9:.0f} GB "
+        f"({len(gpu)} models with TP <= 8): holds them all"
+    )
     raw = yaml.safe_load(CLUSTER_YAML.read_text())
-    ebs = raw["available_node_types"]["a100x8"]["node_config"]["BlockDeviceMappings"][0]["Ebs"]
-    for size, verdict in ((1000, "cannot hold them all"), (100, "too small for")):
+    a100 = raw["available_node_types"]["a100x8"]
+    a100["node_config"]["InstanceType"] = "p4x.unknown"  # no instance store on record
+    ebs = a100["node_config"]["BlockDeviceMappings"][0]["Ebs"]
+    small = dict(a100, resources={"CPU": 48, "GPU": 2})
+    raw["available_node_types"]["small"] = small
+    for size, verdict_end in ((2000, "holds them all"), (1000, "cannot hold them all"),
+                              (100, "too small for")):  # fmt: skip
         ebs["VolumeSize"] = size
-        smaller = tmp_path / f"disk{size}.yaml"
-        smaller.write_text(yaml.safe_dump(raw))
-        assert verdict in dry(smaller)
+        config = tmp_path / f"disk{size}.yaml"
+        config.write_text(yaml.safe_dump(raw))
+        lines = _dry(tmp_path, capsys, config, out).splitlines()
+        by_type = {ln.split()[2]: ln for ln in lines if ln.startswith("node type ")}
+        gb = size * 2**30 / 1e9
+        assert f"model cache {gb:.0f} GB on root volume" in by_type["a100x8"]
+        assert verdict_end in by_type["a100x8"], by_type["a100x8"]
+        two = [c for c in gpu if c.gpus <= 2]
+        small_load = f"largest load {load(2) / 1e9:.0f} GB ({len(two)} models with TP <= 2)"
+        assert small_load in by_type["small"]
+    assert load(2) < load(8)  # the 2-GPU type's load leaves the TP-4 models out
+
+
+def test_a_model_wider_than_every_node_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cluster whose largest node has 2 GPUs cannot run the TP-4 configs (one engine never
+    spans nodes): one line naming them and the node size, exit 2, dry run or not, nothing
+    written and no Ray started."""
+    import yaml
+
+    monkeypatch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep.run", "run the model sweep"))
+    raw = yaml.safe_load(CLUSTER_YAML.read_text())
+    raw["available_node_types"]["a100x8"]["resources"]["GPU"] = 2
+    config = tmp_path / "two-gpu.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    wide = sorted(
+        c.name for c in load_configs(REPO / "configs" / "models") if c.gpus > 2 and not c.blocked
+    )
+    assert wide  # today's TP-4 configs
+    out = tmp_path / "r"
+    for dry in (["--dry-run"], []):
+        args = ["sweep", "--out", str(out), "--per-task", "1", "--cluster-config", str(config)]
+        assert cli.main([*args, *dry]) == 2
+        captured = capsys.readouterr()
+        (line,) = captured.err.splitlines()
+        assert line.startswith("error: ") and "has 2 GPUs" in line and str(config) in line
+        assert all(f"{name} (tensor_parallel_size 4)" in line for name in wide[:3])
+        assert captured.out == ""
+        assert not out.exists()
+    # --only leaves them out: the rest of the sweep plans as before.
+    fits = [c.name for c in load_configs(REPO / "configs" / "models") if c.name == "qwen3-32b"]
+    args = ["sweep", "--out", str(out), "--per-task", "1", "--cluster-config", str(config)]
+    assert cli.main([*args, "--dry-run", "--only", fits[0]]) == 0

@@ -111,7 +111,7 @@ def test_without_an_efs_id_node_setup_mounts_nothing_and_points_to_s3(tmp_path: 
     """Results go to S3 by default: the EFS step must not fail, nor run anything, when no
     EFS_ID is set; with one, it mounts that file system at /mnt/shared."""
     raw = yaml.safe_load((REPO / "cluster.yaml").read_text())
-    (mount,) = raw["initialization_commands"]
+    (mount,) = [c for c in raw["initialization_commands"] if "EFS_ID" in c]
     calls = tmp_path / "calls"
     fake = tmp_path / "bin"
     fake.mkdir()
@@ -173,3 +173,151 @@ def test_validator_rejects_a_broken_copy() -> None:
     raw["available_node_types"]["a100x8"]["max_workers"] = "many"
     with pytest.raises(jsonschema.ValidationError):
         validate_config(prepare_config(raw))
+
+
+# lsblk -dpno NAME,MODEL on a p4de.24xlarge: the EBS root volume, then 8 instance-store devices.
+P4DE_DISKS = "/dev/nvme0n1 Amazon Elastic Block Store\n" + "".join(
+    f"/dev/nvme{i}n1 Amazon EC2 NVMe Instance Storage\n" for i in range(1, 9)
+)
+
+
+def _run_nvme_step(tmp_path: Path, disks: str, mounted: bool = False, fail: str = "") -> tuple:
+    """cluster.yaml's NVMe step with recording stand-ins for the host's tools: sudo records
+    its command and runs nothing (`blkid` finds no file system; the command named by `fail`
+    fails), lsblk prints `disks`, mountpoint answers `mounted`."""
+    raw = yaml.safe_load((REPO / "cluster.yaml").read_text())
+    (step,) = [c for c in raw["initialization_commands"] if "/mnt/nvme" in c]
+    calls = tmp_path / "calls"
+    calls.write_text("")
+    (tmp_path / "disks").write_text(disks)
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    tools = {
+        "sudo": f'echo "sudo $*" >> {calls}; [ "$1" = blkid ] && exit 2; '
+        f'[ "$1" = "{fail}" ] && exit 1; exit 0',
+        "lsblk": f"cat {tmp_path}/disks",
+        "mountpoint": f"exit {0 if mounted else 1}",
+        "mdadm": "exit 0",  # present: `command -v mdadm` finds it, so nothing is installed
+    }
+    for tool, body in tools.items():
+        (fake / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (fake / tool).chmod(0o755)
+    env = {"PATH": f"{fake}:/usr/bin:/bin"}
+    result = subprocess.run(["bash", "-c", step], env=env, capture_output=True, text=True)
+    return result, calls.read_text().splitlines()
+
+
+def test_nvme_step_stripes_the_instance_store_and_leaves_the_root_volume_alone(
+    tmp_path: Path,
+) -> None:
+    result, calls = _run_nvme_step(tmp_path, P4DE_DISKS)
+    assert result.returncode == 0, result.stderr
+    stores = " ".join(f"/dev/nvme{i}n1" for i in range(1, 9))
+    assert f"sudo mdadm --create /dev/md0 --run --level=0 --raid-devices=8 {stores}" in calls
+    assert any(c.startswith("sudo mkfs.ext4") and c.endswith(" /dev/md0") for c in calls)
+    assert "sudo mount -o noatime /dev/md0 /mnt/nvme" in calls
+    assert not any("/dev/nvme0n1" in c for c in calls)  # the EBS root volume
+    assert "sudo chmod 1777 /mnt/nvme/geosee-models /mnt/nvme/hf-hub" in calls
+    # The order matters: the folders are made on the mounted array, not under it.
+    assert calls.index("sudo mount -o noatime /dev/md0 /mnt/nvme") < calls.index(
+        "sudo mkdir -p /mnt/nvme/geosee-models /mnt/nvme/hf-hub"
+    )
+
+
+def test_nvme_step_uses_one_device_as_it_is(tmp_path: Path) -> None:
+    one = "/dev/nvme1n1 Amazon EC2 NVMe Instance Storage\n"
+    result, calls = _run_nvme_step(tmp_path, one)
+    assert result.returncode == 0, result.stderr
+    assert not any("mdadm" in c for c in calls)
+    assert "sudo mount -o noatime /dev/nvme1n1 /mnt/nvme" in calls
+
+
+def test_nvme_step_on_a_node_without_instance_store_keeps_a_folder(tmp_path: Path) -> None:
+    """The head (m6i.4xlarge) has no instance store: no array, no mkfs, no mount, but the
+    folders the containers bind exist, and the log says where the cache is."""
+    result, calls = _run_nvme_step(tmp_path, "/dev/nvme0n1 Amazon Elastic Block Store\n")
+    assert result.returncode == 0, result.stderr
+    assert "root volume" in result.stderr
+    assert not any(w in c for c in calls for w in ("mdadm", "mkfs", "mount "))
+    assert "sudo mkdir -p /mnt/nvme/geosee-models /mnt/nvme/hf-hub" in calls
+
+
+def test_nvme_step_run_again_changes_nothing_and_a_failed_array_stops_setup(
+    tmp_path: Path,
+) -> None:
+    result, calls = _run_nvme_step(tmp_path, P4DE_DISKS, mounted=True)
+    assert result.returncode == 0, result.stderr
+    assert not any(w in c for c in calls for w in ("mdadm", "mkfs", "mount "))
+    result, calls = _run_nvme_step(tmp_path, P4DE_DISKS, fail="mdadm")
+    assert result.returncode != 0
+    assert not any(w in c for c in calls for w in ("mkfs", "mount "))
+
+
+def test_containers_see_the_nvme_cache_and_are_told_where_it_is() -> None:
+    raw = yaml.safe_load((REPO / "cluster.yaml").read_text())
+    options = raw["docker"]["run_options"]
+    assert "-v /mnt/nvme:/mnt/nvme" in options
+    assert "-e GEOSEE_MODEL_CACHE=/mnt/nvme/geosee-models" in options
+    assert "-e HF_HUB_CACHE=/mnt/nvme/hf-hub" in options
+    # gp3 above its baseline (3000 IOPS, 125 MiB/s) wherever a root volume remains.
+    for name, node in raw["available_node_types"].items():
+        for mapping in node["node_config"]["BlockDeviceMappings"]:
+            ebs = mapping["Ebs"]
+            assert ebs["VolumeType"] == "gp3", name
+            assert ebs["Throughput"] > 125 and ebs["Iops"] > 3000, name
+
+
+def _gpu_extra_transformers() -> str:
+    """The transformers requirement of pyproject's gpu extra."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    (pin,) = [d for d in project["optional-dependencies"]["gpu"] if d.startswith("transformers")]
+    return pin
+
+
+def test_setup_installs_the_gpu_extras_transformers_pin_over_the_images() -> None:
+    """The image's own transformers is left out of the constraints, and the gpu extra's pin
+    is installed with the project: the same requirement string as pyproject's."""
+    raw = yaml.safe_load((REPO / "cluster.yaml").read_text())
+    freeze, install = raw["setup_commands"][:2]
+    assert "grep -iv '^transformers=='" in freeze and freeze.endswith("> /tmp/image-pins.txt")
+    assert re.findall(r"'(transformers[^']*)'", install) == [_gpu_extra_transformers()]
+    assert install.index("-c /tmp/image-pins.txt") < install.index("'transformers")
+
+
+def test_gpu_worker_setup_stops_when_an_engine_does_not_import(tmp_path: Path) -> None:
+    """The guard is the workers' last setup step, after the install, and its exit status
+    is the step's: a check that fails (exit 1) fails the step, so Ray stops the node's
+    setup; a check that passes lets the setup go on."""
+    from ray.autoscaler._private.util import prepare_config
+
+    raw = yaml.safe_load((REPO / "cluster.yaml").read_text())
+    (guard,) = raw["worker_setup_commands"]
+    assert guard == "cd /home/ubuntu/geosee && python -m pipelines.sweep.engine_imports"
+    # Ray's own merge: the workers run the common setup (the install) first, then the guard;
+    # the head, which runs no engine, does not run it.
+    prepared = prepare_config(copy.deepcopy(raw))
+    assert prepared["worker_setup_commands"] == [*raw["setup_commands"], guard]
+    assert guard not in prepared["head_setup_commands"]
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    runnable = guard.replace("/home/ubuntu/geosee", str(tmp_path))
+    for status in (0, 1):
+        (fake / "python").write_text(f'#!/bin/sh\necho "$*" > {tmp_path}/args\nexit {status}\n')
+        (fake / "python").chmod(0o755)
+        env = {"PATH": f"{fake}:/usr/bin:/bin"}
+        result = subprocess.run(["bash", "-c", runnable], env=env, capture_output=True)
+        assert result.returncode == status
+    assert (tmp_path / "args").read_text().strip() == "-m pipelines.sweep.engine_imports"
+
+
+def test_every_runnable_vllm_config_has_its_architecture_recorded() -> None:
+    """engine_imports checks architectures, which the configs do not name: each runnable
+    vLLM config's repo must be in its table (a missing one would be a failure line on every
+    GPU node's setup)."""
+    from pipelines.engines.model_config import CONFIG_DIR, load_configs
+    from pipelines.sweep.engine_imports import architectures
+
+    used, unknown = architectures(load_configs(CONFIG_DIR))
+    assert unknown == []
+    assert "LlavaForConditionalGeneration" in used and "Mistral3ForConditionalGeneration" in used
+    assert sum(len(v) for v in used.values()) >= 30
