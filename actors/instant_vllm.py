@@ -56,4 +56,9 @@ def use_instant_engine(processor: Any) -> None:
 
     for stage in processor.stages.values():
         if isinstance(stage, vLLMEngineStage):
+            placement = stage.map_batches_kwargs.get("ray_remote_args_fn")
+            # The stage validates assignments: Ray's validator runs again and puts its own
+            # placement-group function back, over the one the processor was built with.
             stage.fn = InstantEngineUDF
+            if placement is not None:
+                stage.map_batches_kwargs["ray_remote_args_fn"] = placement

@@ -1,10 +1,10 @@
 """What the sweep's GPU models move, from where to where, and whether the nodes' caches hold it.
 
-The intended path of a model's weights (docs/cluster.md, "Weights"): a mirror step copies
-each model at its commit from the hub to the results store once per sweep
+The path of a model's weights (docs/cluster.md, "Weights"; pipelines/engines/node_sources.py):
+the driver copies each model at its commit from the hub to the results store once per sweep
 (`RESULTS/.models/<repo>@<commit>/`); every GPU node that runs the model reads it from there
-once into its node-local model cache (`GEOSEE_MODEL_CACHE`: on cluster.yaml's p4de workers,
-the NVMe instance store mounted at /mnt/nvme) and keeps it. Over a sweep one node may run,
+once into its Hugging Face cache (HF_HUB_CACHE: on cluster.yaml's p4de workers, the NVMe
+instance store mounted at /mnt/nvme) and keeps it. Over a sweep one node may run,
 and so cache, every GPU model whose tensor-parallel size fits on it: that sum is the node's
 largest load, and the dry run checks each GPU node type's cache against it.
 

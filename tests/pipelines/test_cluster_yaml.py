@@ -217,10 +217,10 @@ def test_nvme_step_stripes_the_instance_store_and_leaves_the_root_volume_alone(
     assert any(c.startswith("sudo mkfs.ext4") and c.endswith(" /dev/md0") for c in calls)
     assert "sudo mount -o noatime /dev/md0 /mnt/nvme" in calls
     assert not any("/dev/nvme0n1" in c for c in calls)  # the EBS root volume
-    assert "sudo chmod 1777 /mnt/nvme/geosee-models /mnt/nvme/hf-hub" in calls
+    assert "sudo chmod 1777 /mnt/nvme/hf-hub" in calls
     # The order matters: the folders are made on the mounted array, not under it.
     assert calls.index("sudo mount -o noatime /dev/md0 /mnt/nvme") < calls.index(
-        "sudo mkdir -p /mnt/nvme/geosee-models /mnt/nvme/hf-hub"
+        "sudo mkdir -p /mnt/nvme/hf-hub"
     )
 
 
@@ -239,7 +239,7 @@ def test_nvme_step_on_a_node_without_instance_store_keeps_a_folder(tmp_path: Pat
     assert result.returncode == 0, result.stderr
     assert "root volume" in result.stderr
     assert not any(w in c for c in calls for w in ("mdadm", "mkfs", "mount "))
-    assert "sudo mkdir -p /mnt/nvme/geosee-models /mnt/nvme/hf-hub" in calls
+    assert "sudo mkdir -p /mnt/nvme/hf-hub" in calls
 
 
 def test_nvme_step_run_again_changes_nothing_and_a_failed_array_stops_setup(
@@ -257,7 +257,6 @@ def test_containers_see_the_nvme_cache_and_are_told_where_it_is() -> None:
     raw = yaml.safe_load((REPO / "cluster.yaml").read_text())
     options = raw["docker"]["run_options"]
     assert "-v /mnt/nvme:/mnt/nvme" in options
-    assert "-e GEOSEE_MODEL_CACHE=/mnt/nvme/geosee-models" in options
     assert "-e HF_HUB_CACHE=/mnt/nvme/hf-hub" in options
     # gp3 above its baseline (3000 IOPS, 125 MiB/s) wherever a root volume remains.
     for name, node in raw["available_node_types"].items():
