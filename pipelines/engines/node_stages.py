@@ -53,8 +53,19 @@ class NodeLocalPrepareMultimodalUDF(PrepareMultimodalUDF):
         super().__init__(data_column, expected_input_keys, local, **kwargs)
 
 
+class NodeLocalPrepareMultimodalStage(PrepareMultimodalStage):
+    """Ray's stage with the UDF above (a class default: Ray's own field is typed as an
+    instance, and pydantic refuses a class assigned to it)."""
+
+    fn: Any = NodeLocalPrepareMultimodalUDF
+
+
 def download_before_prepare_multimodal(processor: Any) -> None:
-    """Swap the processor's prepare-multimodal UDF (if it has the stage) for the one above."""
-    for stage in processor.stages.values():
+    """Put the stage above in place of the processor's prepare-multimodal stage, if it has
+    one, with the same arguments."""
+    for name, stage in list(processor.stages.items()):
         if isinstance(stage, PrepareMultimodalStage):
-            stage.fn = NodeLocalPrepareMultimodalUDF  # type: ignore[assignment]  # Ray types it as an instance
+            processor.stages[name] = NodeLocalPrepareMultimodalStage(
+                fn_constructor_kwargs=stage.fn_constructor_kwargs,
+                map_batches_kwargs=stage.map_batches_kwargs,
+            )

@@ -73,7 +73,8 @@ def test_every_stage_of_a_multinode_run_loads_from_the_bucket(
     if kind == "vlm":  # Ray's prepare-multimodal stage cannot load s3:// by itself
         from pipelines.engines.node_stages import NodeLocalPrepareMultimodalUDF
 
-        assert any(s.fn is NodeLocalPrepareMultimodalUDF for s in processor.stages.values())
+        fns = [s.fn for s in processor.stages.values()]
+        assert NodeLocalPrepareMultimodalUDF in fns, fns
     # The mirror holds every file of the checkpoint, with its size and digest.
     mirror = next(p.parent for p in (out / MIRRORS).rglob(MANIFEST) if "local" in str(p))
     manifest = read_manifest(mirror)

@@ -16,6 +16,7 @@ downloader (Ray's boto3) gets it from there (store.model_mirror.endpoint_env).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,10 +27,11 @@ import pytest
 from store.model_mirror import MANIFEST, MIRRORS
 from store.records import model_dir
 from store.storage import location
-from tests.conftest import REPO
+from tests.conftest import REPO, SHARED
 from tests.pipelines.raw_shards import raw_keys
 from tests.pipelines.ray_nodes import Node, RayCluster, ray_cluster
 from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
+from tests.vllm.tiny_vlms import build_qwen2_vl
 
 WORKER_IP = "127.0.0.2"
 TASKS = "C-BCT-CT,U-PAP-PT"
@@ -86,3 +88,57 @@ def test_a_local_checkpoint_runs_on_a_worker_that_lacks_its_folder(
     # What the worker loaded: the mirror in the bucket, complete.
     manifests = list((root / MIRRORS).rglob(MANIFEST))
     assert manifests, f"no model mirror under {root / MIRRORS}"
+
+
+def _evaluate(cluster: RayCluster, s3: S3Server, log: Path, model: str, setups: str) -> str:
+    """`evaluate --engine vllm` of `model` on its own results folder; its output."""
+    items = s3.uri(f"walk/items-{setups.replace(',', '-')}")
+    gen = _geosee(cluster, "generate", "--out", items, "--per-task", str(PER_TASK),
+                  "--tasks", TASKS, "--setups", setups, "--image-size", "128", log=log)  # fmt: skip
+    assert gen.returncode == 0, log.read_text()[-3000:]
+    name = Path(model).name
+    run = _geosee(cluster, "evaluate", "--items", items, "--engine", "vllm", "--model", model,
+                  "--tasks", TASKS, "--setups", setups, "--max-tokens", "24",
+                  "--out", s3.uri(f"walk/{name}"), log=log)  # fmt: skip
+    text = log.read_text()
+    assert run.returncode == 0, text[-4000:]
+    return text
+
+
+# `make test-cluster-walk`: the rest of the walk, ~15 min on 2 busy cores (each engine start
+# is 1-3 min there). The text evaluate above shows the failure of the old code in make test.
+@pytest.mark.cluster_walk
+@pytest.mark.timeout(3600)
+def test_the_rest_of_the_walk_on_a_worker_without_the_heads_disk(
+    cluster: RayCluster, s3: S3Server, tiny_llm_dir: Path, tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:  # fmt: skip
+    """A tiny VLM (Qwen2-VL's processor and template: the prepare-multimodal stage loads
+    its source too), the real model by its config name (its folder under models/, hidden
+    on the worker), one GeoBuild round on the resident engine, and a two-model sweep."""
+    vlm = build_qwen2_vl(tmp_path_factory.mktemp("walk-vlm"))
+    log = tmp_path / "walk.log"
+    _evaluate(cluster, s3, log, str(vlm), "text,dotted,full")
+    _evaluate(cluster, s3, log, "smollm2-135m-instruct", "text")
+    geobuild = _geosee(cluster, "geobuild", "--dataset", str(SHARED / "geobuildbench"),
+                       "--engine", "vllm", "--model", str(tiny_llm_dir), "--first", "2",
+                       "--max-rounds", "1", "--max-tokens", "64",
+                       "--out", s3.uri("walk/geobuild"), log=log)  # fmt: skip
+    assert geobuild.returncode == 0, log.read_text()[-4000:]
+    models = tmp_path / "models"
+    models.mkdir()
+    for name, folder in (("walk-llm", tiny_llm_dir), ("walk-vlm", vlm)):
+        config = {"name": name, "repo": str(folder), "revision": "local", "engine": "vllm",
+                  "modality": "image-text" if folder == vlm else "text",
+                  "setups": ["text"], "local": True, "max_model_len": 4096,
+                  "dtype": "float32", "chat_template_notes": "tiny random model"}  # fmt: skip
+        (models / f"{name}.yaml").write_text(json.dumps(config))
+    sweep = _geosee(cluster, "sweep", "--models", str(models), "--out", s3.uri("walk/sweep"),
+                    "--tasks", TASKS, "--per-task", str(PER_TASK), "--max-tokens", "24",
+                    "--benchmarks", "noregeo", log=log)  # fmt: skip
+    text = log.read_text()
+    assert sweep.returncode == 0, text[-4000:]
+    root = location(s3.uri("walk/sweep"))
+    for name in ("walk-llm", "walk-vlm"):
+        rows = raw_keys(model_dir(root, "noregeo", name))
+        assert len(rows) == 2 * PER_TASK and len(set(rows)) == len(rows), name
