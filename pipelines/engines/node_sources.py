@@ -100,7 +100,7 @@ def mirror_key(cfg: ModelConfig, folder: Path, files: dict[str, Path]) -> str:
     return key + ("+fix-mistral-regex" if cfg.fix_mistral_regex else "")
 
 
-def node_sources(cfg: ModelConfig, out: Location) -> NodeSources | None:
+def node_sources(cfg: ModelConfig, out: Location, command: str = "evaluate") -> NodeSources | None:
     """The remote sources of `cfg`'s stages and engine, mirrored under `out` (None on a
     single node: the local paths serve). SharedResultsError for local results on several
     nodes; store.model_mirror.MirrorError for a mirror that is incomplete or differs."""
@@ -109,8 +109,8 @@ def node_sources(cfg: ModelConfig, out: Location) -> NodeSources | None:
 
     if not several_nodes():
         return None
-    check_shared_results(out, "evaluate")
-    assert isinstance(out, RemotePath)
+    check_shared_results(out, command)
+    assert isinstance(out, RemotePath)  # a local `out` on several nodes was refused above
     env = endpoint_env(out)
     # This process too: Ray's processor reads the engine source's config here (telemetry).
     for name, value in env.items():

@@ -270,7 +270,8 @@ class Loop:
             check_shared_results(self.out, "geobuild")
             if self.cfg.engine == "vllm":
                 check_gpus(self.cfg)
-                sources = node_sources(self.cfg, self.out)
+            if self.cfg.engine in ("vllm", "hf"):  # several nodes: the files they load
+                sources = node_sources(self.cfg, self.out, "geobuild")
                 if sources is not None:
                     self.opts = dataclasses.replace(self.opts, sources=sources)
             write_settings(self.root, self.settings())
