@@ -16,14 +16,15 @@ downloader (Ray's boto3) gets it from there (store.model_mirror.endpoint_env).
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from pipelines.geobuild.rows import read_round
 from store.model_mirror import MANIFEST, MIRRORS
 from store.records import model_dir
 from store.storage import location
@@ -51,7 +52,9 @@ def cluster(
     """A head with no CPU and a worker (3 CPUs, 1 logical GPU) that sees none of the head's
     private folders: the pytest temp root (the tiny models, the test's folders), the
     driver's Hugging Face home, the real model's folder and the head's Ray temp folder."""
-    hidden = (str(tmp_path_factory.getbasetemp()), _hf_home(), str(REPO / "models"))
+    # The sweep builds its tiny models under the system's temp folder (pipelines/sweep/run.py).
+    built = str(Path(tempfile.gettempdir()) / "geosee-models")
+    hidden = (str(tmp_path_factory.getbasetemp()), _hf_home(), str(REPO / "models"), built)
     worker = Node(WORKER_IP, cpus=3, gpus=1, hidden=hidden)
     logs = tmp_path_factory.mktemp("cluster-logs")
     with ray_cluster(logs, head_cpus=0, workers=[worker]) as nodes:
@@ -105,40 +108,55 @@ def _evaluate(cluster: RayCluster, s3: S3Server, log: Path, model: str, setups: 
     return text
 
 
-# `make test-cluster-walk`: the rest of the walk, ~15 min on 2 busy cores (each engine start
+# `make test-cluster-walk`: the rest of the walk, ~20 min on 2 busy cores (each engine start
 # is 1-3 min there). The text evaluate above shows the failure of the old code in make test.
 @pytest.mark.cluster_walk
-@pytest.mark.timeout(3600)
-def test_the_rest_of_the_walk_on_a_worker_without_the_heads_disk(
-    cluster: RayCluster, s3: S3Server, tiny_llm_dir: Path, tmp_path: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:  # fmt: skip
-    """A tiny VLM (Qwen2-VL's processor and template: the prepare-multimodal stage loads
-    its source too), the real model by its config name (its folder under models/, hidden
-    on the worker), one GeoBuild round on the resident engine, and a two-model sweep."""
+@pytest.mark.timeout(1800)
+def test_a_tiny_vlm_loads_its_processor_on_the_worker(
+    cluster: RayCluster, s3: S3Server, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Qwen2-VL's processor and template: the prepare-multimodal stage loads the source too."""
     vlm = build_qwen2_vl(tmp_path_factory.mktemp("walk-vlm"))
+    _evaluate(cluster, s3, tmp_path / "walk.log", str(vlm), "text,dotted,full")
+
+
+@pytest.mark.cluster_walk
+@pytest.mark.timeout(1800)
+def test_the_real_model_by_its_config_name(
+    cluster: RayCluster, s3: S3Server, tmp_path: Path
+) -> None:
+    """SmolLM2 from models/ (hidden on the worker), found through its config."""
+    _evaluate(cluster, s3, tmp_path / "walk.log", "smollm2-135m-instruct", "text")
+
+
+@pytest.mark.cluster_walk
+@pytest.mark.timeout(1800)
+def test_a_geobuild_round_on_the_resident_engine(
+    cluster: RayCluster, s3: S3Server, tiny_llm_dir: Path, tmp_path: Path
+) -> None:
     log = tmp_path / "walk.log"
-    _evaluate(cluster, s3, log, str(vlm), "text,dotted,full")
-    _evaluate(cluster, s3, log, "smollm2-135m-instruct", "text")
     geobuild = _geosee(cluster, "geobuild", "--dataset", str(SHARED / "geobuildbench"),
                        "--engine", "vllm", "--model", str(tiny_llm_dir), "--first", "2",
                        "--max-rounds", "1", "--max-tokens", "64",
                        "--out", s3.uri("walk/geobuild"), log=log)  # fmt: skip
     assert geobuild.returncode == 0, log.read_text()[-4000:]
-    models = tmp_path / "models"
-    models.mkdir()
-    for name, folder in (("walk-llm", tiny_llm_dir), ("walk-vlm", vlm)):
-        config = {"name": name, "repo": str(folder), "revision": "local", "engine": "vllm",
-                  "modality": "image-text" if folder == vlm else "text",
-                  "setups": ["text"], "local": True, "max_model_len": 4096,
-                  "dtype": "float32", "chat_template_notes": "tiny random model"}  # fmt: skip
-        (models / f"{name}.yaml").write_text(json.dumps(config))
-    sweep = _geosee(cluster, "sweep", "--models", str(models), "--out", s3.uri("walk/sweep"),
+    root = model_dir(location(s3.uri("walk/geobuild")), "geobuild", tiny_llm_dir.name)
+    assert read_round(root, 1).height == 2
+
+
+@pytest.mark.cluster_walk
+@pytest.mark.timeout(1800)
+def test_a_two_model_sweep(cluster: RayCluster, s3: S3Server, tmp_path: Path) -> None:
+    """The oracle and tiny-llm (hf engine, built by the sweep on the head: its folder is
+    mirrored and the worker's actor fetches and checks it)."""
+    log = tmp_path / "walk.log"
+    models = ("oracle", "tiny-llm")
+    sweep = _geosee(cluster, "sweep", "--only", ",".join(models), "--out", s3.uri("walk/sweep"),
                     "--tasks", TASKS, "--per-task", str(PER_TASK), "--max-tokens", "24",
                     "--benchmarks", "noregeo", log=log)  # fmt: skip
     text = log.read_text()
     assert sweep.returncode == 0, text[-4000:]
     root = location(s3.uri("walk/sweep"))
-    for name in ("walk-llm", "walk-vlm"):
+    for name in models:
         rows = raw_keys(model_dir(root, "noregeo", name))
-        assert len(rows) == 2 * PER_TASK and len(set(rows)) == len(rows), name
+        assert len(rows) == 2 * PER_TASK and len(set(rows)) == len(rows), (name, text[-3000:])
