@@ -33,6 +33,8 @@ FOLD_ROWS = 12
 HEADINGS = {
     "n": "items",
     "accuracy": "accuracy (%)",
+    "answered_only_accuracy": "accuracy over answered items (%)",
+    "unanswered": "unanswered items",
     "ci_low": "95% interval, low",
     "ci_high": "95% interval, high",
     "invalid_rate": "invalid outputs (%)",

@@ -423,10 +423,11 @@ def pair_table(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def intervals(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Accuracy (%) over the answered rows with its 95% bootstrap interval, the invalid-output
-    rate (%) of the answered rows and the engine-error rate (%) of all rows; models in
-    model_order (baselines last), then the other keys. Where reasoning models' rows are in
-    `df`, the rows out of budget (left out of accuracy) are counted in a column of their own."""
+    """Accuracy (%) over every row (unanswered rows wrong: the paper's) with its 95% bootstrap
+    interval, beside it the accuracy (%) over the answered rows and the unanswered rows, the
+    invalid-output rate (%) of the answered rows and the engine-error rate (%) of all rows;
+    models in model_order (baselines last), then the other keys. Where reasoning models'
+    rows are in `df`, the rows out of budget are counted in a column of their own."""
     rank = {m: i for i, m in enumerate(model_order(df))}
     setups = {s: i for i, s in enumerate(SETUPS)}
     # Setups in the README's order (text, dotted, full), not alphabetically.
@@ -442,10 +443,12 @@ def intervals(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     return table.select(
         *by,
         "n",
+        "unanswered",
         *[c for c in (OUT_OF_BUDGET,) if c in table.columns],
         _percent(pl.col("accuracy")).alias("accuracy"),
         _percent(pl.col("ci_low")).alias("ci_low"),
         _percent(pl.col("ci_high")).alias("ci_high"),
+        _percent(pl.col("answered_accuracy")).alias("answered_only_accuracy"),
         _percent(pl.col("invalid_rate")).alias("invalid_rate"),
         _percent(pl.col("engine_error_rate")).alias("engine_error_rate"),
     )
