@@ -287,7 +287,9 @@ def test_paper_qwen3_answers_one_shot_with_its_grammar_from_the_first_token(
     params = sampling_params(asked, "choice", ["yes", "no"])
     assert "thinking_token_budget" not in params and params["temperature"] == 0.0
     assert "yes" in params["structured_outputs"]["grammar"]
-    processor = build_vllm_processor(cfg.model_copy(update={"repo": str(tiny_llm_dir)}), EngineOptions())
+    processor = build_vllm_processor(
+        cfg.model_copy(update={"repo": str(tiny_llm_dir)}), EngineOptions()
+    )
     data = processor.preprocess({"sampling_params": params, "messages": []})["__data"]
     assert data["sampling_params"]["max_tokens"] == 48  # the answer alone, no budget added
 

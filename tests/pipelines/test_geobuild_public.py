@@ -190,6 +190,55 @@ def test_a_geosee_run_in_a_public_folder_is_refused(
     assert _rows(out).equals(rows)
 
 
+def _files(out: Path) -> dict[str, bytes]:
+    return {str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()}
+
+
+@needs_data
+def test_a_public_run_resumed_with_other_max_tokens_is_refused_writing_nothing(
+    public_run: tuple[Path, pl.DataFrame],
+    checkout: Path,
+    script: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out, _rows_before = public_run
+    before = _files(out)
+    extra = ["--ids", "367,370,380", "--protocol", "public", "--public-repo", str(checkout)]
+    capsys.readouterr()
+    assert _run(out, script, *extra, "--max-tokens", "2048") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "max_tokens" in err and "10000" in err, err
+    assert _files(out) == before
+
+
+@needs_data
+def test_a_public_runs_reported_success_stops_on_the_public_verdict(
+    public_run: tuple[Path, pl.DataFrame],
+) -> None:
+    """The run stopped each problem on the public verdict: its public success is reported
+    (367 of 367, 370, 380), with its protocol; our rule's, which it never stopped on, not."""
+    from pipelines.geobuild.summarize import summary_tables
+
+    out, rows = public_run
+    (overall,) = summary_tables(out)["overall"].iter_rows(named=True)
+    assert overall["protocol"] == "public"
+    passed = {r["problem_id"] for r in rows.iter_rows(named=True) if r["success_public"]}
+    assert overall["solved_public"] == len(passed) == 1
+    assert overall["public_success_rate_all"] == pytest.approx(1 / 3)
+    assert overall["solved"] is None and overall["success_rate_all"] is None
+    # Its sampling is the public runner's: temperature 0, 10000 reply tokens.
+    settings = json.loads(next(out.glob("geobuild/model=*/settings.json")).read_text())
+    assert settings["sampling"]["temperature"] == 0.0
+    assert settings["sampling"]["max_tokens"] == 10000
+
+
+def test_geobuild_temperature_help_is_geobuilds_own(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _main(["geobuild", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "public GeoBuildBench runner uses 0" in text and "0 and 0.6" not in text
+
+
 @needs_data
 def test_vision_off_sends_no_figure_and_says_so(
     ray_local, checkout: Path, script: Path, tmp_path: Path

@@ -100,7 +100,10 @@ PROTOCOLS = ("geosee", "public")
 # The columns of each rule in the overall table and the _expected key of each.
 RULE_COLUMNS = {
     "geosee": {"success_rate_all": "success_all", "success_rate_clean": "success_clean"},
-    "public": {"public_success_rate_all": "public_all", "public_success_rate_clean": "public_clean"},
+    "public": {
+        "public_success_rate_all": "public_all",
+        "public_success_rate_clean": "public_clean",
+    },
 }
 
 

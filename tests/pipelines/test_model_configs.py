@@ -157,7 +157,9 @@ def test_a_thinking_config_marked_paper_is_refused_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "thinker.yaml"
-    path.write_text((CONFIGS / "qwen3-8b-thinking.yaml").read_text().replace("paper: false", "paper: true"))
+    path.write_text(
+        (CONFIGS / "qwen3-8b-thinking.yaml").read_text().replace("paper: false", "paper: true")
+    )
     items = tmp_path / "items"
     items.mkdir()
     (items / MANIFEST).write_text('{"tasks": ["C-BCT-CT"], "setups": ["text"]}')

@@ -126,7 +126,11 @@ def test_the_sweep_estimate_counts_each_configs_expected_output() -> None:
     plain = load_config(CONFIG_DIR / "qwen2.5-7b-instruct.yaml")
     thinker = load_config(CONFIG_DIR / "qwen3-8b-thinking.yaml")
     paper = load_config(CONFIG_DIR / "qwen3-8b.yaml")  # one-shot: the answer alone
-    for cfg, output in ((plain, OUTPUT_TOKENS_PER_ROW), (thinker, 4096 + 16), (paper, OUTPUT_TOKENS_PER_ROW)):
+    for cfg, output in (
+        (plain, OUTPUT_TOKENS_PER_ROW),
+        (thinker, 4096 + 16),
+        (paper, OUTPUT_TOKENS_PER_ROW),
+    ):
         est = estimate(Job(cfg=cfg, setups=["text"], rows={"text": 100}), chars)
         assert est.tokens == 100 * (400 / CHARS_PER_TOKEN + output), cfg.name
 

@@ -124,7 +124,9 @@ def test_an_engine_error_counts_as_wrong_in_the_reported_accuracy() -> None:
     assert numeric["mse"][0] == pytest.approx((0 + 1 + 9) / 3)
     assert table.filter(pl.col("task") == "U-PAP-PT")["engine_error_rate"][0] == 0.0
     wide = accuracy_by_task_setup(df)
-    assert wide.filter(pl.col("task") == "N-ECL-SLT")["text %"][0] == pytest.approx(100 / 6, abs=0.05)
+    assert wide.filter(pl.col("task") == "N-ECL-SLT")["text %"][0] == pytest.approx(
+        100 / 6, abs=0.05
+    )
     overall = summary_tables(df)["overall"]
     assert overall["accuracy %"][0] == pytest.approx(100 * 4 / 12, abs=0.05)  # 3 + 1 of 12
     assert overall["answered-only accuracy %"][0] == pytest.approx(100 * 4 / 10, abs=0.05)
