@@ -19,7 +19,8 @@ from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.stages import EngineOptions
 
 # Reply tokens when --max-tokens is not given: our loop's (SamplingConfig's default), and
-# the public GeoBuildBench runner's (docs/geobuild.md, "The public protocol").
+# the public GeoBuildBench runner's (its src/agent/react_agent.py asks temperature=0,
+# max_tokens=10000).
 GEOSEE_MAX_TOKENS = SamplingConfig.model_fields["max_tokens"].default
 PUBLIC_MAX_TOKENS = 10000
 

@@ -101,17 +101,21 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
     table2_section = Section(
         "Accuracy per category, setup and model (the paper's Table 2)",
         "Columns are kind-category (C: classification, N: numeric, U: unstable; the category "
-        "code is the middle of the task ID). Cells: accuracy (%) over the group's items. "
-        "Bold: the best model of the setup in that column, underlined: the second best (ties "
-        "share a mark; only models under test compete: not human, no tagged row)."
-        + human
-        + baselines,
+        "code is the middle of the task ID). Cells: accuracy (%) over the group's items, "
+        "every item counted (unanswered ones wrong). N-SCP holds triangle_type (N-SCP-TTT), "
+        "a three-way choice (acute, right, obtuse: a third right by chance) that the paper "
+        "files as numeric; N-SCP w/o TTT is the column without it. Bold: the best model of "
+        "the setup in that column, underlined: the second best, framed: the best across all "
+        "setups (the paper underlines it; ties share a mark; only models under test "
+        "compete: not human, no tagged row)." + human + baselines,
         _tables(
             "table2",
             "Accuracy per category (%), the paper's Table 2",
             table2,
             folded=False,
-            marks=rt.table2_marks(table2, refs),
+            marks=rt.merged_marks(
+                rt.table2_marks(table2, refs), rt.table2_best_overall(table2, refs)
+            ),
         ),
     )
     return [

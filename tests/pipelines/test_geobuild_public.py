@@ -232,6 +232,32 @@ def test_a_public_runs_reported_success_stops_on_the_public_verdict(
     assert settings["sampling"]["max_tokens"] == 10000
 
 
+@pytest.mark.parametrize("protocol", ["geosee", "public"])
+def test_the_stratified_samples_solved_follows_the_prior_runs_rule(
+    tmp_path: Path, protocol: str
+) -> None:
+    """p1 passes the public rule only, p2 both: a problem is solved as the prior run's
+    reported success counts it (its protocol's rule)."""
+    from pipelines.geobuild.stratified import prior_outcomes
+    from store.settings import write_settings
+
+    folder = tmp_path / "geobuild" / "model=m"
+    (folder / "round=1").mkdir(parents=True)
+    if protocol == "public":
+        write_settings(folder, {"protocol": "public"})
+    public = json.dumps({"success_public": True})
+    pl.DataFrame(
+        {
+            "problem_id": ["p1", "p2", "p3"],
+            "success": [False, True, False],
+            "error_category": [None, None, "syntax"],
+            "verdict": [public, public, None],
+        }
+    ).write_parquet(folder / "round=1" / "part-0.parquet")
+    solved = {pid for pid, ok in prior_outcomes(str(tmp_path)).items() if ok}
+    assert solved == ({"p1", "p2"} if protocol == "public" else {"p2"})
+
+
 def test_geobuild_temperature_help_is_geobuilds_own(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         _main(["geobuild", "--help"])
