@@ -205,7 +205,7 @@ def test_a_public_run_resumed_with_other_max_tokens_is_refused_writing_nothing(
     before = _files(out)
     extra = ["--ids", "367,370,380", "--protocol", "public", "--public-repo", str(checkout)]
     capsys.readouterr()
-    assert _run(out, script, *extra, "--max-tokens", "2048") == 2
+    assert _run(out, script, *extra, "--max-tokens", "4096") == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "max_tokens" in err and "10000" in err, err
     assert _files(out) == before
