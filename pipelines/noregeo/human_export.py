@@ -13,7 +13,9 @@ import argparse
 from pathlib import Path
 
 from pipelines.cli_args import (
+    SECONDS_MAX,
     existing_dir,
+    int_in,
     output_dir,
     positive_int,
     seed_int,
@@ -30,14 +32,6 @@ from pipelines.noregeo.human_quality import (
 )
 
 DEFAULT_CONTROL_SHARE = 0.2  # 2 of every 10 items: the paper's pages held control tasks
-
-
-def _seconds(text: str) -> int:
-    """A page time limit in seconds; 0 means none."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or more seconds, got {text}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--page-time-limit",
-        type=_seconds,
+        type=int_in(0, int(SECONDS_MAX)),  # 0: no limit
         default=DEFAULT_PAGE_TIME_LIMIT,
         metavar="SECONDS",
         help="time per page, recorded in the pages and the key; the fields lock when it "
