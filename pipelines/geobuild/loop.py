@@ -453,7 +453,7 @@ class Loop:
             num_cpus=0.5,
         )
         if self.prompts is not None:
-            ds = ds.map_batches(restore_reply, num_cpus=LIGHT_CPUS)
+            ds = ds.map_batches(restore_reply, batch_format="pyarrow", num_cpus=LIGHT_CPUS)
         ds = ds.map_batches(
             RoundWriter,
             fn_constructor_kwargs={

@@ -345,3 +345,30 @@ def test_stratified_sample_draws_on_an_earlier_runs_outcomes(
         picked = [p.id for p in stratified_problems(problems, str(out), 2, seed)]
         # int(2 x 0.7) = 1 solved, the rest failed; only the earlier run's problems.
         assert len(picked) == 2 and "367" in picked and set(picked) <= {"367", "370", "380"}
+
+
+def test_restore_reply_keeps_a_blocks_all_null_column_typed(ray_local) -> None:
+    """A block whose every program ran has an all-null error_category; mapped through numpy
+    it came back as floats, and the round writer's batch of two blocks could not merge it
+    with the other block's strings (the solver engine under --protocol public crashed)."""
+    import pyarrow as pa
+
+    from pipelines.geobuild.react_protocol import FINAL_DSL_COLUMN, REPLY_COLUMN, restore_reply
+
+    def block(category: str | None) -> pa.Table:
+        return pa.table(
+            {
+                "problem_id": ["p"],
+                "error_category": pa.array([category], pa.string() if category else pa.null()),
+                "generated_text": ["program"],
+                REPLY_COLUMN: ["the reply"],
+                FINAL_DSL_COLUMN: [None],
+            }
+        )
+
+    ds = ray_local.data.from_arrow([block(None), block("syntax")])
+    ds = ds.map_batches(restore_reply, batch_format="pyarrow")
+    rows = ds.map_batches(lambda b: b, batch_size=64, batch_format="pyarrow").take_all()
+    assert sorted(str(r["error_category"]) for r in rows) == ["None", "syntax"]
+    assert {r["generated_text"] for r in rows} == {"the reply"}
+    assert not {REPLY_COLUMN, FINAL_DSL_COLUMN} & set(rows[0])
