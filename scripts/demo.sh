@@ -111,7 +111,7 @@ run_step "probe: $probe_what (a scratch tower that learns U-SYM-ST; a shuffled-l
 
 # The answer key goes to its own folder, never beside the pages sent to annotators.
 rm -rf "$DEMO_DIR/human" "$DEMO_DIR/keys"  # an export refuses an existing key
-run_step "human-export: dotted items as annotator pages" "1 s" \
+run_step "human-export: dotted items as annotator pages (and their control pool)" "10 s" \
   "$PY" -m pipelines human-export --items "$DEMO_DIR/items" --out "$DEMO_DIR/human" \
   --key "$DEMO_DIR/keys/human.key.json"
 

@@ -278,7 +278,22 @@ class ModelConfig(BaseModel):
                 "thinking_max_tokens: a reasoning model needs a token budget for its "
                 "reasoning (e.g. 4096)"
             )
+        if self.paper and self.thinks:
+            # The paper asks for one-shot answers "without any chain-of-thought" and marks a
+            # reasoning trail as incorrect: a thinking row is not the paper's row.
+            raise ValueError(
+                "paper: a paper model answers one-shot as the paper ran it, but this config "
+                "thinks (reasoning_parser, enable_thinking or thinking_max_tokens); turn "
+                f"thinking off, or name it e.g. {self.name}-thinking with paper: false"
+            )
         return self
+
+    @property
+    def thinks(self) -> bool:
+        """Whether the model reasons before its answer (a reasoning parser, a thinking
+        budget or its template's thinking switch on), so that the grammar is not applied
+        from the first token."""
+        return bool(self.reasoning_parser or self.thinking_max_tokens or self.enable_thinking)
 
     @property
     def content_format(self) -> ContentFormat:

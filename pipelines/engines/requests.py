@@ -80,23 +80,31 @@ class SamplingConfig(BaseModel):
         )
 
 
-def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+# NoReGeo's temperature help: its paper states both values.
+NOREGEO_TEMPERATURE_HELP = "sampling temperature; 0 is greedy (the paper states both 0 and 0.6)"
+MAX_TOKENS_HELP = "tokens a reply may have at most (clamped to what the context leaves)"
+
+
+def add_sampling_arguments(
+    parser: argparse.ArgumentParser,
+    temperature_help: str = NOREGEO_TEMPERATURE_HELP,
+    max_tokens_help: str = MAX_TOKENS_HELP,
+    max_tokens_default: int | None = SamplingConfig.model_fields["max_tokens"].default,
+) -> None:
     """`--temperature`, `--max-tokens`, `--sampling-seed`: one definition for every command
     that asks a model (evaluate, geobuild, sweep), defaults from SamplingConfig. The flag says
     which seed it is (items have `--item-seed`); the field stays `seed`, as request keys and
-    settings.json have it."""
+    settings.json have it. GeoBuild gives its own help (its benchmark is not NoReGeo's) and
+    a max-tokens default of None, which its settings resolve per protocol."""
     fields = SamplingConfig.model_fields
     parser.add_argument(
         "--temperature",
         type=temperature_float,
         default=fields["temperature"].default,
-        help="sampling temperature; 0 is greedy (the paper states both 0 and 0.6)",
+        help=temperature_help,
     )
     parser.add_argument(
-        "--max-tokens",
-        type=max_tokens_int,
-        default=fields["max_tokens"].default,
-        help="tokens a reply may have at most (clamped to what the context leaves)",
+        "--max-tokens", type=max_tokens_int, default=max_tokens_default, help=max_tokens_help
     )
     parser.add_argument(
         "--sampling-seed",

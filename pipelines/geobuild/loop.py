@@ -56,7 +56,12 @@ from pipelines.geobuild.react_protocol import (
 )
 from pipelines.geobuild.react_protocol import messages as public_messages
 from pipelines.geobuild.rows import RoundWriter, finished_problems, read_round, round_dir
-from pipelines.geobuild.settings import GeoBuildSettings, default
+from pipelines.geobuild.settings import (
+    GEOSEE_MAX_TOKENS,
+    PUBLIC_MAX_TOKENS,
+    GeoBuildSettings,
+    default,
+)
 from pipelines.geobuild.stored_messages import with_images, without_images
 from store.errors import UsageError
 from store.records import model_dir, write_run_record
@@ -126,7 +131,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--first", type=positive_int, help="the first N problems only (in data order, after --ids)"
     )
     parser.add_argument("--ids", default=None, help="comma-separated problem ids")
-    add_sampling_arguments(parser)
+    add_sampling_arguments(
+        parser,
+        temperature_help="sampling temperature; 0 is greedy (the public GeoBuildBench runner "
+        "uses 0)",
+        max_tokens_help="tokens a reply may have at most (clamped to what the context "
+        f"leaves); default: {GEOSEE_MAX_TOKENS} with --protocol geosee, {PUBLIC_MAX_TOKENS} "
+        "(the public runner's) with --protocol public",
+        max_tokens_default=None,
+    )
     parser.add_argument(
         "--pool-size", type=replicas_int, default=default("pool_size"), help="engine replicas"
     )
@@ -448,7 +461,7 @@ class Loop:
             num_cpus=0.5,
         )
         if self.prompts is not None:
-            ds = ds.map_batches(restore_reply, num_cpus=LIGHT_CPUS)
+            ds = ds.map_batches(restore_reply, batch_format="pyarrow", num_cpus=LIGHT_CPUS)
         ds = ds.map_batches(
             RoundWriter,
             fn_constructor_kwargs={

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from actors.contract import chat_message, image_part, text_part
 from geometry.dsl.dataset import Problem
@@ -271,8 +272,16 @@ def to_public_program(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {**batch, REPLY_COLUMN: replies, "generated_text": np.array(programs, dtype=object)}
 
 
-def restore_reply(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """After the executor: the row keeps the model's reply as it came, not the program."""
-    out = {k: v for k, v in batch.items() if k not in (REPLY_COLUMN, FINAL_DSL_COLUMN)}
-    out["generated_text"] = batch[REPLY_COLUMN]
-    return out
+def restore_reply(batch: pa.Table) -> pa.Table:
+    """After the executor: the row keeps the model's reply as it came, not the program.
+
+    Arrow in and out (map it with batch_format="pyarrow"): a numpy round trip turned a
+    block's all-null column (error_category where every program ran) into floats, which
+    the round writer then could not merge with another block's strings (seen with the
+    solver engine: "Field error_category has incompatible types: string vs float")."""
+    reply = batch.column(REPLY_COLUMN)
+    kept = batch.drop_columns(
+        [c for c in (REPLY_COLUMN, FINAL_DSL_COLUMN) if c in batch.schema.names]
+    )
+    index = kept.schema.get_field_index("generated_text")
+    return kept.set_column(index, "generated_text", reply)

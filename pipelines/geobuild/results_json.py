@@ -7,8 +7,9 @@ attempted problem (`_all`) and over the problems with clean data (`_clean`), pro
 same per category and per difficulty; the final-round error categories (count, % of
 problems, the public benchmark's kind); and `self_correction`: success % by round, round-1
 failures fixed later, and the outcome transitions between consecutive rounds. `config` holds
-the model, sampling and loop settings and `provenance` the run record's
-(pipelines.results_file).
+the model, sampling and loop settings (with the run's `protocol`) and `provenance` the run
+record's (pipelines.results_file). A rule's counts and rates are null where the run stopped on
+the other rule (geobuild-summarize: `reported_rules`).
 `geobuild` rewrites it at the end of every run, over all the rows the folder holds.
 """
 
@@ -57,7 +58,7 @@ def write_results_json(out: Location, model: str) -> Location:
             # Ours on the final round beside the public per-step sums (error_accounting.py).
             "error_accounting": next(iter(tables["error_accounting"].drop("model").to_dicts()), {}),
         },
-        "config": {k: record.get(k) for k in CONFIG_FIELDS},
+        "config": {k: record.get(k) for k in CONFIG_FIELDS} | {"protocol": overall["protocol"]},
         "provenance": provenance(record_name, record),
     }
     return write_results_file(root, document)
@@ -71,8 +72,8 @@ def _self_correction(tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
     by_round = [
         {
             "round": int(r["round"]),
-            "solved": int(r["solved_by_round"]),
-            "solved_public": int(r["solved_public_by_round"]),
+            "solved": _count(r["solved_by_round"]),
+            "solved_public": _count(r["solved_public_by_round"]),
             "success_pct_all": percent_or_none(r["success_rate_by_round"], DECIMALS),
             "public_success_pct_all": percent_or_none(r["public_success_rate_by_round"], DECIMALS),
         }
@@ -81,11 +82,11 @@ def _self_correction(tables: dict[str, pl.DataFrame]) -> dict[str, Any]:
     fixes: dict[str, Any] = {}
     for r in tables["feedback_fixes"].iter_rows(named=True):  # one row: this model's
         fixes = {
-            "first_round_failures": int(r["first_round_failures"]),
-            "fixed_later": int(r["fixed_later"]),
+            "first_round_failures": _count(r["first_round_failures"]),
+            "fixed_later": _count(r["fixed_later"]),
             "fixed_pct": percent_or_none(r["fixed_rate"], DECIMALS),
-            "first_round_public_failures": int(r["first_round_public_failures"]),
-            "fixed_later_public": int(r["fixed_later_public"]),
+            "first_round_public_failures": _count(r["first_round_public_failures"]),
+            "fixed_later_public": _count(r["fixed_later_public"]),
             "public_fixed_pct": percent_or_none(r["public_fixed_rate"], DECIMALS),
         }
     transitions = [
@@ -100,8 +101,9 @@ def _rates(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "problems": int(row["problems"]),
         "broken_data": int(row["broken_data"]),
-        "solved": int(row["solved"]),
-        "solved_public": int(row["solved_public"]),
+        "protocol": row["protocol"],
+        "solved": _count(row["solved"]),
+        "solved_public": _count(row["solved_public"]),
         "success_pct_all": percent_or_none(row["success_rate_all"], DECIMALS),
         "success_pct_clean": percent_or_none(row["success_rate_clean"], DECIMALS),
         "public_success_pct_all": percent_or_none(row["public_success_rate_all"], DECIMALS),
@@ -109,3 +111,8 @@ def _rates(row: dict[str, Any]) -> dict[str, Any]:
         "mean_rounds_to_success": None if mean_rounds is None else round(mean_rounds, DECIMALS),
         "mean_partial_score": None if partial is None else round(partial, DECIMALS),
     }
+
+
+def _count(value: int | None) -> int | None:
+    """A count, or None where the run's stopping rule leaves it unreported."""
+    return None if value is None else int(value)

@@ -18,6 +18,12 @@ from geometry.dsl.prompts import FEEDBACK_MODES
 from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.stages import EngineOptions
 
+# Reply tokens when --max-tokens is not given: our loop's (SamplingConfig's default), and
+# the public GeoBuildBench runner's (its src/agent/react_agent.py asks temperature=0,
+# max_tokens=10000).
+GEOSEE_MAX_TOKENS = SamplingConfig.model_fields["max_tokens"].default
+PUBLIC_MAX_TOKENS = 10000
+
 
 class GeoBuildSettings(BaseModel):
     """Everything a GeoBuild run is asked for, except the model and the results root."""
@@ -59,7 +65,11 @@ class GeoBuildSettings(BaseModel):
             feedback=args.feedback,
             attach_image=not args.no_image,
             max_rounds=args.max_rounds,
-            sampling=SamplingConfig.from_args(args),
+            sampling=SamplingConfig(
+                temperature=args.temperature,
+                max_tokens=args.max_tokens or protocol_max_tokens(args.protocol),
+                seed=args.sampling_seed,
+            ),
             pool_size=args.pool_size,
             batch_size=args.batch_size,
             executors=args.executors,
@@ -77,6 +87,11 @@ class GeoBuildSettings(BaseModel):
     def engine_options(self) -> EngineOptions:
         """The engine stage's options."""
         return EngineOptions(pool_size=self.pool_size, batch_size=self.batch_size)
+
+
+def protocol_max_tokens(protocol: str) -> int:
+    """The reply budget of a protocol when --max-tokens is not given."""
+    return PUBLIC_MAX_TOKENS if protocol == "public" else GEOSEE_MAX_TOKENS
 
 
 def default(name: str) -> Any:

@@ -5,9 +5,11 @@ The public script reads an earlier run's per-problem outcome (its run_info.json)
 N problems, 70% from those the run solved and 30% from those it failed, with Python's
 `random` seeded by the seed: `random.sample` of the solved, then of the failed, then one
 shuffle. When a side has too few problems, the other side makes up the difference. Here the
-earlier run is a `geobuild` results folder; a problem counts as solved when one of its rows
-passed by the public script's own rule (the program ran, and object and condition scores
-are both >= 0.9), or by ours (rows written before the verdict held the public rule).
+earlier run is a `geobuild` results folder; a problem counts as solved under the rule that
+run stopped on (its protocol, summarize.run_protocol), as its reported success counts it: a
+public-protocol run's problem when one of its rows passed the public script's own rule (the
+program ran, and object and condition scores are both >= 0.9), our loop's when one passed
+ours (every object present, every condition holding).
 """
 
 from __future__ import annotations
@@ -43,7 +45,10 @@ def prior_folder(path: str) -> Path:
 
 def prior_outcomes(path: str) -> dict[str, bool]:
     """Problem id -> solved, from an earlier run's rows (see the module docstring)."""
+    from pipelines.geobuild.summarize import run_protocol
+
     folder = prior_folder(path)
+    public = run_protocol(folder) == "public"
     files = sorted(folder.glob("round=*/part-*.parquet"))
     if not files:
         raise UsageError(f"--stratify-from {path}: no result rows under {folder}")
@@ -55,9 +60,10 @@ def prior_outcomes(path: str) -> dict[str, bool]:
         raise UsageError(f"--stratify-from {path}: unreadable rows ({err})") from err
     solved: dict[str, bool] = {}
     for row in rows.iter_rows(named=True):
-        passed = bool(row["success"]) or (
-            row["error_category"] is None and _public_pass(row["verdict"])
-        )
+        if public:
+            passed = row["error_category"] is None and _public_pass(row["verdict"])
+        else:
+            passed = bool(row["success"])
         solved[row["problem_id"]] = solved.get(row["problem_id"], False) or passed
     return solved
 

@@ -6,7 +6,15 @@ unsolved. Each rate is given twice over: by our verdict (`success`: every object
 every condition holding) and by the public benchmark's (`success_public`: both scores at
 least 0.9), and over two denominators: every attempted problem (`all`) and the problems
 whose data is clean (`clean data`: the problem's `data_errors` empty; the public benchmark
-leaves problems it finds broken out of its success rate). Error categories, missing objects
+leaves problems it finds broken out of its success rate).
+
+A rate is reported only under the stopping rule that produced it. Our loop (`--protocol
+geosee`) stops a problem when our rule passes, the public agent (`--protocol public`) when
+the public rule does: a problem our loop stopped at round 2 might have passed the public
+rule at round 4, so a run's success by the other rule is biased and is left null (shown
+empty), unless the run allowed one round (nothing was stopped early: the solver's upper
+bound). Every per-model table carries the run's `protocol` (its settings.json; geosee when
+it does not say). Error categories, missing objects
 and failed conditions are those of each problem's final round. Partial score = 0.3 x object
 score + 0.7 x condition score. The self-correction tables follow each problem round by
 round: success by round, first-round failures fixed later, and the kind of each round's
@@ -31,6 +39,7 @@ from pipelines.geobuild.rows import RESULT_SCHEMA
 from pipelines.terminal_output import add_table_arguments, chosen_tables, percent
 from pipelines.terminal_output import print_tables as print_output
 from store.errors import UsageError
+from store.settings import read_settings
 from store.shards import read_shards
 from store.storage import Location, children
 
@@ -56,6 +65,18 @@ _OPTIONAL = [
 # The outcome kind of a round that ran without error but was not solved (transitions).
 FAILED_VALIDATION = "failed_validation"
 SUCCESS = "success"
+PROTOCOL = "protocol"
+# The rates of our rule and of the public one: each is left null in a run that stopped on
+# the other rule (reported_rules).
+OURS = (
+    "solved", "success_rate_all", "success_rate_clean", "solved_by_round",
+    "success_rate_by_round", "first_round_failures", "fixed_later", "fixed_rate",
+)  # fmt: skip
+PUBLIC = (
+    "solved_public", "public_success_rate_all", "public_success_rate_clean",
+    "solved_public_by_round", "public_success_rate_by_round", "first_round_public_failures",
+    "fixed_later_public", "public_fixed_rate",
+)  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -121,6 +142,34 @@ class Rows:
     rounds: pl.DataFrame
 
 
+def run_protocol(model_root: Location) -> str:
+    """The protocol a model folder's runs used: its settings.json says `public`; geosee when
+    it says nothing (our loop records no protocol, pipelines.geobuild.loop.FIXED_SETTINGS)."""
+    stored = read_settings(model_root)
+    return str((stored or {}).get(PROTOCOL) or "geosee")
+
+
+def reported_rules(table: pl.DataFrame) -> pl.DataFrame:
+    """`table` (with `protocol` and `max_rounds` columns) with the rates of the rule its run
+    did not stop on set to null; both kept for a run of one round."""
+    one_round = pl.col("max_rounds") <= 1
+    ours = (pl.col(PROTOCOL) == "geosee") | one_round
+    public = (pl.col(PROTOCOL) == "public") | one_round
+    return table.with_columns(
+        *[pl.when(ours).then(pl.col(c)).alias(c) for c in OURS if c in table.columns],
+        *[pl.when(public).then(pl.col(c)).alias(c) for c in PUBLIC if c in table.columns],
+    )
+
+
+def _with_protocol(table: pl.DataFrame, outcomes: pl.DataFrame) -> pl.DataFrame:
+    """A per-model `table` with each model's protocol beside the model, and only the rates
+    of the rule its run stopped on (reported_rules)."""
+    runs = outcomes.group_by("model").agg(pl.col(PROTOCOL).first(), pl.col("max_rounds").max())
+    joined = reported_rules(table.join(runs, on="model", how="left"))
+    rest = [c for c in table.columns if c != "model"]
+    return joined.select("model", PROTOCOL, *rest)
+
+
 def _normalised(rows: pl.DataFrame) -> pl.DataFrame:
     """Round rows typed, with success_public, error_category_public and data_broken filled
     in for shards written before those columns existed."""
@@ -151,7 +200,9 @@ def read_rows(results: Location, model: str | None = None) -> Rows:
     outcome_frames, round_frames = [], []
     for root in _model_dirs(results, model):
         problems, recorded_rounds = _attempted(root)
-        problems = problems.with_columns(model_dir=pl.lit(root.name))
+        problems = problems.with_columns(
+            model_dir=pl.lit(root.name), protocol=pl.lit(run_protocol(root))
+        )
         read = read_shards(root, _COLUMNS, optional=_OPTIONAL, schema=RESULT_SCHEMA)
         empty = {c: pl.String for c in [*_COLUMNS, *_OPTIONAL]}
         rows = _normalised(read if read is not None else pl.DataFrame(schema=empty))
@@ -224,7 +275,13 @@ def problem_outcomes(results: Location, model: str | None = None) -> pl.DataFram
 
 def _rates(outcomes: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     clean = ~pl.col("data_broken")
-    return (
+    # Rounds to success by the rule the run stopped on.
+    solved_at = (
+        pl.when(pl.col(PROTOCOL) == "public")
+        .then(pl.col("solved_public_at"))
+        .otherwise(pl.col("solved_at"))
+    )
+    table = (
         outcomes.group_by(by)
         .agg(
             pl.len().alias("problems"),
@@ -235,11 +292,12 @@ def _rates(outcomes: pl.DataFrame, by: list[str]) -> pl.DataFrame:
             pl.col("success").filter(clean).mean().alias("success_rate_clean"),
             pl.col("success_public").mean().alias("public_success_rate_all"),
             pl.col("success_public").filter(clean).mean().alias("public_success_rate_clean"),
-            pl.col("solved_at").mean().alias("mean_rounds_to_success"),
+            solved_at.mean().alias("mean_rounds_to_success"),
             pl.col("partial_score").mean().alias("mean_partial_score"),
         )
         .sort(by)
     )
+    return _with_protocol(table, outcomes)
 
 
 def _final_failures(outcomes: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -287,10 +345,11 @@ def success_by_round(outcomes: pl.DataFrame) -> pl.DataFrame:
         "solved_public_by_round": pl.Int64,
     }
     table = pl.DataFrame(frames, schema=schema)
-    return table.with_columns(
+    rates = table.with_columns(
         success_rate_by_round=pl.col("solved_by_round") / pl.col("problems"),
         public_success_rate_by_round=pl.col("solved_public_by_round") / pl.col("problems"),
     ).sort("model", "round")
+    return _with_protocol(rates, outcomes)
 
 
 def feedback_fixes(outcomes: pl.DataFrame, rounds: pl.DataFrame) -> pl.DataFrame:
@@ -301,7 +360,7 @@ def feedback_fixes(outcomes: pl.DataFrame, rounds: pl.DataFrame) -> pl.DataFrame
     )
     joined = outcomes.join(first, on=["model", "problem_id"], how="inner")
     failed, failed_public = ~pl.col("first_success"), ~pl.col("first_public")
-    return (
+    fixes = (
         joined.group_by("model")
         .agg(
             failed.sum().alias("first_round_failures"),
@@ -315,6 +374,7 @@ def feedback_fixes(outcomes: pl.DataFrame, rounds: pl.DataFrame) -> pl.DataFrame
         )
         .sort("model")
     )
+    return _with_protocol(fixes, outcomes)
 
 
 def outcome_kind() -> pl.Expr:
@@ -347,7 +407,7 @@ def summary_tables(results: Location, model: str | None = None) -> dict[str, pl.
     outcomes = rows.outcomes
     missing, failed = _final_failures(outcomes)
     errors = (
-        outcomes.group_by("model", "error_category", "error_category_public")
+        outcomes.group_by("model", PROTOCOL, "error_category", "error_category_public")
         .len("count")
         .sort("model", "count", "error_category", descending=[False, True, False])
     )
@@ -370,8 +430,9 @@ def summary_tables(results: Location, model: str | None = None) -> dict[str, pl.
 # HEADLINE is what is printed without --all or --tables.
 TITLES = {
     "overall": "success % by our rule and by the public one (both scores >= 0.9), over every "
-    "attempted problem (all) and over those with clean data; mean rounds to success, mean "
-    "partial score (0.3 objects + 0.7 conditions, 0..1)",
+    "attempted problem (all) and over those with clean data, each only for runs that stopped "
+    "on that rule (protocol geosee: ours; public: the public one; both for one-round runs); "
+    "mean rounds to success, mean partial score (0.3 objects + 0.7 conditions, 0..1)",
     "by_category": "per problem category",
     "by_difficulty": "per difficulty",
     "error_categories": "final-round error categories (ours and the public benchmark's kind), "

@@ -1,24 +1,29 @@
 """Human evaluation (paper Appendix C): pages for annotators, and their answers as a model.
 
-`human-export --items ITEMS --out DIR` writes the dotted-setup items, shuffled with
-`--order-seed` (U-task pairs are stored yes-then-no, so item order would give answers away),
-as static HTML pages of 10 (pipelines/noregeo/human_pages.py): DIR/index.html links
-DIR/page-NNN.html, each item with its figure embedded, its question and an answer field; a
-"Download CSV" button writes the annotator's answers as the CSV human-import reads.
-`--control-share` mixes control items into every page, `--training-page` adds a page with
-the answers shown, `--page-time-limit` locks a page's fields when its time is up
-(pipelines/noregeo/human_quality.py). DIR/annotations-template.csv lists the page items
+`human-export --items ITEMS --out DIR` writes every dotted-setup item of ITEMS (the models'
+items, none set aside), shuffled with `--order-seed` (U-task pairs are stored yes-then-no,
+so item order would give answers away), as static HTML pages of 10
+(pipelines/noregeo/human_pages.py): DIR/index.html links DIR/page-NNN.html, each item with
+its figure embedded, its question and an answer field; a "Download CSV" button writes the
+annotator's answers as the CSV human-import reads. By default as the paper ran it
+(pipelines/noregeo/human_quality.py): a training page with the answers shown, an
+examination page, control items on every page (`--control-share`), 10 minutes per page
+(`--page-time-limit`) and 3 annotators per item (`--overlap`, recorded for the import). The
+training, examination and control items come from their own pool: items the same
+generators draw with `--control-seed` (the item table's seed + 1 unless given), stratified
+by task, never among the scored items. DIR/annotations-template.csv lists the page items
 for annotating without a browser. The answers and the item roles go only to the key file,
 outside DIR (`--key`, default DIR.key.json beside DIR), so DIR can be handed out whole.
 
 `human-import --annotations FILE... --items ITEMS --out RESULTS [--key KEY]` reads rows
 (item_id, annotator, answer as typed) from every file, normalises every answer to the JSON
-answer format, measures each annotator on the control items the key names and excludes
-those below `--min-control-accuracy`, takes the majority vote per item over the others (a
-tie goes to the smallest normalised answer text, and is printed and recorded), scores the
-vote with the models' rules (pipelines.noregeo.scoring) and stores it as the model `human`
-in RESULTS/noregeo/model=human/setup=dotted/part-annotations.parquet. Control and training
-items are not part of the human result.
+answer format, excludes annotators who failed the examination (said so) or fall below
+`--min-control-accuracy` on the controls, aggregates each scored item's votes over the
+others (pipelines/noregeo/human_votes.py: numeric answers within +-0.5 agree; a tie is
+reported and drawn, seeded), scores the vote with the models' rules
+(pipelines.noregeo.scoring) and stores it as the model `human` in
+RESULTS/noregeo/model=human/setup=dotted/part-annotations.parquet. Training, examination and
+control items are not part of the human result.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import hashlib
 import io
 import json
 import re
-from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -37,22 +42,35 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from geometry.answers import read_number
+from geometry.answers import parse_answer, read_number
 from geometry.prompts import format_instruction
 from pipelines.cli_args import read_json_object, read_utf8
-from pipelines.noregeo.generate import SHARD_GLOB
-from pipelines.noregeo.human_pages import TRAINING_PAGE, page_name, render_index, render_page
+from pipelines.noregeo.generate import SHARD_GLOB, read_manifest
+from pipelines.noregeo.human_pages import (
+    QUALIFICATION_PAGE,
+    TRAINING_PAGE,
+    page_name,
+    render_index,
+    render_page,
+)
 from pipelines.noregeo.human_quality import (
     DEFAULT_MIN_CONTROL_ACCURACY,
-    EXAM,
+    DEFAULT_OVERLAP,
+    DEFAULT_PAGE_TIME_LIMIT,
+    DEFAULT_QUALIFICATION_PASS,
+    QUALIFICATION,
     ROLES,
+    SCORED,
     TRAINING,
     Annotator,
     Answer,
     check_annotators,
+    controls_per_page,
     overlap_counts,
     plan_pages,
+    pool_needed,
 )
+from pipelines.noregeo.human_votes import TIE_RULE, aggregate
 from pipelines.noregeo.results import RESULT_SCHEMA
 from pipelines.noregeo.scoring import score_row
 from store.atomic import write_bytes_atomic, write_parquet_atomic
@@ -62,10 +80,13 @@ from store.storage import Location
 
 HUMAN = "human"
 SETUP = "dotted"
-KEY_FORMAT = 2  # the key holds {"items": {id: {task, role, answer}}, "pages": ...}
+# The key holds {"items": {id: {task, role, answer[, answer_type, options]}}, "pages": ...};
+# format 3: the scored role is `scored` (format 2 called it `exam`), pool items carry their
+# answer type and options (they are not in --items).
+KEY_FORMAT = 3
+OLD_SCORED = "exam"
 COLUMNS = ("item_id", "annotator", "answer")
 SHARD_NAME = "part-annotations.parquet"  # one fixed name: a new import replaces the old
-TIE_RULE = "majority vote; a tie goes to the smallest normalised answer text"
 HUMAN_FORMATS = {
     "choice": "one of the options",
     "number": "a number, e.g. 12.5",
@@ -111,27 +132,79 @@ def answer_for_people(answer: str, answer_type: str) -> str:
     return str(value["answer"])
 
 
+def control_pool(
+    items: Path, scored: list[dict[str, Any]], needed: int, seed: int | None
+) -> tuple[dict[str, dict[str, Any]], int]:
+    """Dotted items drawn for training, examination and controls: the item table's
+    generators, options and image size with another seed (`seed`, else the table's + 1),
+    ceil(needed / tasks) per task (stratified), numbered after the task's scored items
+    (ids like theirs: nothing on a page tells a control from a scored item); an item whose
+    figure a scored item shows too (the same geometry: the dotted question names no
+    coordinates) is left out. Returns (rows by id, the seed used)."""
+    import functools
+
+    from geometry.items import build_items
+    from geometry.render import render_png
+    from geometry.tasks.options import GeneratorOptions
+
+    manifest = read_manifest(items)
+    table_seed = int(manifest.get("seed", 0))
+    seed = table_seed + 1 if seed is None else seed
+    if seed == table_seed:
+        raise UsageError(
+            f"--control-seed {seed} is the item table's seed: the controls would be the "
+            "scored items; give another"
+        )
+    options = GeneratorOptions(**manifest.get("options", {}))
+    render = functools.partial(render_png, grid_step=options.grid_step)
+    tasks = sorted({r["task"] for r in scored})
+    per_task = -(-needed // len(tasks)) + 1  # one spare per task for a repeated question
+    asked = {(r["task"], r["geometry"]) for r in scored}
+    pool: dict[str, dict[str, Any]] = {}
+    for task in tasks:
+        drawn = build_items(
+            task, per_task, seed, ["dotted"], int(manifest.get("image_size", 448)), render,
+            options,
+        )  # fmt: skip
+        fresh = [i.to_row() for i in drawn if (i.task, i.geometry) not in asked]
+        first = 1 + max(int(r["item_id"].rsplit("-", 1)[1]) for r in scored if r["task"] == task)
+        for k, row in enumerate(fresh[: per_task - 1]):
+            item_id = f"{task}-{first + k:04d}"
+            pool[item_id] = row | {"item_id": item_id}
+    return pool, seed
+
+
 def export_pages(
     items: Path,
     out: Path,
     key: Path | None = None,
     seed: int = 0,
     control_share: float = 0.0,
-    training_page: bool = False,
-    page_time_limit: int | None = None,
+    training_page: bool = True,
+    page_time_limit: int | None = DEFAULT_PAGE_TIME_LIMIT,
+    qualification_page: bool = True,
+    qualification_pass: float = DEFAULT_QUALIFICATION_PASS,
+    overlap: int = DEFAULT_OVERLAP,
+    control_seed: int | None = None,
 ) -> int:
     """Writes the HTML pages and template to `out` and the answers and item roles to
-    `key`; the number of exam pages. The key must lie outside `out`: the pages folder is
-    what annotators get."""
+    `key`; the number of pages of scored items. The key must lie outside `out`: the pages
+    folder is what annotators get."""
     key = key if key is not None else default_key(out)
     if key.resolve().is_relative_to(out.resolve()):
         raise UsageError(f"--key {key} is inside --out {out}; the answers must not ship with it")
     if key.exists():
         raise UsageError(f"--key {key} exists; give another --key or remove it")
-    by_id = {r["item_id"]: r for r in dotted_items(items)}
+    scored = dotted_items(items)
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out} is not empty; give a new directory")
-    plan = plan_pages(list(by_id), seed, control_share, training_page)
+    per_page = controls_per_page(control_share)
+    needed = pool_needed(len(scored), per_page, training_page, qualification_page)
+    pool, control_seed = control_pool(items, scored, needed, control_seed) if needed else ({}, None)
+    by_id = {r["item_id"]: r for r in scored} | pool
+    tasks = {i: r["task"] for i, r in pool.items()}
+    plan = plan_pages([r["item_id"] for r in scored], tasks, seed, control_share,
+                      training_page, qualification_page)  # fmt: skip
     header = ",".join(COLUMNS)
 
     def shown(ids: list[str], with_answers: bool = False) -> list[dict[str, Any]]:
@@ -148,23 +221,41 @@ def export_pages(
     if plan.training:
         text = render_page(0, len(pages), shown(plan.training, True), header, HUMAN_FORMATS)
         write_bytes_atomic(out / TRAINING_PAGE, text.encode("utf-8"))
-    index = render_index(pages, header, bool(plan.training), page_time_limit)
+    if plan.qualification:
+        text = render_page(
+            -1, len(pages), shown(plan.qualification), header, HUMAN_FORMATS, page_time_limit,
+            pass_mark=qualification_pass,
+        )  # fmt: skip
+        write_bytes_atomic(out / QUALIFICATION_PAGE, text.encode("utf-8"))
+    index = render_index(
+        pages, header, bool(plan.training), page_time_limit, bool(plan.qualification), overlap
+    )
     write_bytes_atomic(out / "index.html", index.encode("utf-8"))
-    once = dict.fromkeys(i for ids in pages for i in ids)  # a control may show on two pages
+    once = dict.fromkeys(i for ids in [plan.qualification, *pages] for i in ids)
     template = "".join(f"{i},,\n" for i in once)
     write_bytes_atomic(out / "annotations-template.csv", (header + "\n" + template).encode())
+
+    def entry(item_id: str) -> dict[str, Any]:
+        row = by_id[item_id]
+        base = {"task": row["task"], "role": plan.roles[item_id]}
+        base["answer"] = json.loads(row["answer"])
+        if item_id in pool:  # not in --items: the import scores it from here
+            base |= {"answer_type": row["answer_type"], "options": list(row["options"] or [])}
+        return base
+
     record = {
         "format": KEY_FORMAT,
         "order_seed": seed,
+        "control_seed": control_seed,
         "control_share": control_share,
         "controls_per_page": plan.controls_per_page,
         "page_time_limit": page_time_limit,
+        "qualification_pass": qualification_pass if plan.qualification else None,
+        "overlap": overlap,
         "training": plan.training,
+        "qualification": plan.qualification,
         "pages": pages,
-        "items": {
-            i: {"task": r["task"], "role": plan.roles[i], "answer": json.loads(r["answer"])}
-            for i, r in sorted(by_id.items())
-        },
+        "items": {i: entry(i) for i in sorted(plan.roles)},
     }
     write_bytes_atomic(key, _json(record))
     return len(pages)
@@ -222,21 +313,19 @@ def normalise(text: str, answer_type: str, options: list[str]) -> str | None:
     return f'{{"x": {_plain(values[0])}, "y": {_plain(values[1])}}}'
 
 
-@dataclass(frozen=True)
-class Vote:
-    """The aggregated answer of one item: the winning text and how it won."""
+def agreement(item: dict[str, Any]) -> Callable[[str, str], bool]:
+    """Whether two votes on `item` agree: the first is right when the second is the answer
+    (the models' rule: +-0.5 for numbers and points); unreadable votes only when equal."""
+    answer_type, options = item["answer_type"], list(item["options"] or [])
 
-    text: str  # normalised JSON, or the typed text when no annotator's answer could be read
-    votes: dict[str, int]
-    tie: bool
+    def agree(vote: str, answer: str) -> bool:
+        if vote == answer:
+            return True
+        if not parse_answer(answer, answer_type, options).valid:
+            return False
+        return bool(score_row(vote, answer, answer_type, options)["correct"])
 
-
-def majority(answers: list[str]) -> Vote:
-    """Most frequent answer; among equally frequent ones, the smallest text."""
-    counts = Counter(answers)
-    top = max(counts.values())
-    leaders = sorted(a for a, n in counts.items() if n == top)
-    return Vote(leaders[0], dict(sorted(counts.items())), len(leaders) > 1)
+    return agree
 
 
 def read_annotations(path: Path) -> list[dict[str, str]]:
@@ -258,18 +347,48 @@ def read_annotations(path: Path) -> list[dict[str, str]]:
     return rows
 
 
-def read_key(key: Path) -> dict[str, str]:
-    """Item id -> role (exam, control, training) from an export's key file."""
+@dataclass(frozen=True)
+class Key:
+    """What human-import reads of an export's key: each item's role, the pool items (not in
+    --items) as item rows, the examination's pass mark and the overlap asked for."""
+
+    roles: dict[str, str]
+    pool: dict[str, dict[str, Any]]
+    pass_mark: float
+    overlap: int | None
+
+
+def read_key(key: Path) -> Key:
+    """An export's key file (format 2's `exam` role read as `scored`)."""
     data = read_json_object(key, "--key", ("items",))
     entries = data["items"]
     if not isinstance(entries, dict) or not all(
-        isinstance(v, dict) and v.get("role") in ROLES for v in entries.values()
+        isinstance(v, dict) and v.get("role") in (*ROLES, OLD_SCORED) for v in entries.values()
     ):
         raise UsageError(
             f"--key {key} is not a human-export key: its items need a role "
             f"({', '.join(ROLES)}); export again"
         )
-    return {str(i): v["role"] for i, v in entries.items()}
+    roles = {str(i): SCORED if v["role"] == OLD_SCORED else v["role"] for i, v in entries.items()}
+    pool = {
+        str(i): {
+            "item_id": str(i),
+            "task": v.get("task"),
+            "answer": json.dumps(v["answer"]),
+            "answer_type": v["answer_type"],
+            "options": v.get("options") or [],
+        }
+        for i, v in entries.items()
+        if "answer_type" in v and "answer" in v
+    }
+    pass_mark = data.get("qualification_pass")
+    overlap = data.get("overlap")
+    return Key(
+        roles,
+        pool,
+        float(pass_mark) if isinstance(pass_mark, int | float) else DEFAULT_QUALIFICATION_PASS,
+        overlap if isinstance(overlap, int) else None,
+    )
 
 
 def read_answers(
@@ -316,7 +435,10 @@ class ImportSummary:
     ties: list[str]
     annotators: dict[str, Annotator]
     kept: set[str]
-    overlap: dict[str, int]  # exam item -> votes counted
+    failed_exam: set[str]
+    pass_mark: float | None  # None: the export had no examination
+    overlap: dict[str, int]  # scored item -> votes counted
+    overlap_asked: int | None
     training_answers: int
 
 
@@ -326,12 +448,16 @@ def import_annotations(
     out: Path,
     key: Path | None = None,
     min_control_accuracy: float = DEFAULT_MIN_CONTROL_ACCURACY,
+    min_qualification_accuracy: float | None = None,
 ) -> ImportSummary:
-    """Checks the annotators on the key's control items, votes, scores and writes the
-    human results of the exam items (every item without a key)."""
-    roles = read_key(key) if key is not None else {}
+    """Checks the annotators on the key's examination and control items, votes, scores
+    and writes the human results of the scored items (every item without a key).
+    `min_qualification_accuracy`: the examination's pass mark, else the key's."""
+    read = read_key(key) if key is not None else Key({}, {}, DEFAULT_QUALIFICATION_PASS, None)
+    roles = read.roles
+    pass_mark = read.pass_mark if min_qualification_accuracy is None else min_qualification_accuracy
     files = [(path, read_annotations(path)) for path in annotations]
-    by_id = {r["item_id"]: r for r in dotted_items(items)}
+    by_id = {r["item_id"]: r for r in dotted_items(items)} | read.pool
     strangers = sorted(roles.keys() - by_id.keys())
     if strangers:
         raise UsageError(
@@ -345,17 +471,20 @@ def import_annotations(
         options = list(item["options"] or [])
         return bool(score_row(answer.text, item["answer"], item["answer_type"], options)["correct"])
 
-    people, kept = check_annotators(answers, roles, is_right, min_control_accuracy)
+    verdicts = check_annotators(answers, roles, is_right, min_control_accuracy, pass_mark)
+    people, kept = verdicts.people, verdicts.kept
     training = sum(roles.get(a.item_id) == TRAINING for a in answers)
     votes: dict[str, list[str]] = {}
     for a in answers:
-        if a.annotator in kept and roles.get(a.item_id, EXAM) == EXAM:
+        if a.annotator in kept and roles.get(a.item_id, SCORED) == SCORED:
             votes.setdefault(a.item_id, []).append(a.text)
     if not votes:
         raise UsageError(
-            f"no exam answers left to vote: {len(people) - len(kept)} of {len(people)} "
-            f"annotator(s) below --min-control-accuracy {min_control_accuracy:g} "
-            "(or without control answers), and control and training items are not voted"
+            f"no scored answers left to vote: {len(people) - len(kept)} of {len(people)} "
+            f"annotator(s) excluded ({len(verdicts.failed_exam)} failed the examination, "
+            f"pass mark {pass_mark:g}; the others below --min-control-accuracy "
+            f"{min_control_accuracy:g} or without control answers), and training, "
+            "examination and control items are not voted"
         )
     digest = hashlib.sha256()
     for path in annotations:
@@ -363,13 +492,15 @@ def import_annotations(
     revision = digest.hexdigest()[:16]
     results, ties = [], []
     for item_id in sorted(votes):
-        item, vote = by_id[item_id], majority(votes[item_id])
+        item = by_id[item_id]
+        vote = aggregate(votes[item_id], agreement(item), item_id)
         if vote.tie:
             ties.append(item_id)
         record = {
             "annotators": len(votes[item_id]),
             "votes": vote.votes,
             "tie": vote.tie,
+            "leaders": vote.leaders,
             "rule": TIE_RULE,
         }
         request = {"item_id": item_id, "setup": SETUP, "model": HUMAN, "rev": revision}
@@ -400,11 +531,16 @@ def import_annotations(
             "items": str(items.resolve()),
             "rule": TIE_RULE,
             "min_control_accuracy": min_control_accuracy,
+            "qualification_pass": pass_mark if QUALIFICATION in roles.values() else None,
+            "overlap_asked": read.overlap,
             "annotators": {
                 name: {
                     "answers": p.answers,
                     "controls": p.controls,
                     "controls_right": p.controls_right,
+                    "examined": p.examined,
+                    "examined_right": p.examined_right,
+                    "failed_exam": name in verdicts.failed_exam,
                     "kept": name in kept,
                 }
                 for name, p in sorted(people.items())
@@ -416,4 +552,7 @@ def import_annotations(
             "ties": ties,
         },
     )
-    return ImportSummary(shard, ties, people, kept, overlap, training)
+    exam_mark = pass_mark if QUALIFICATION in roles.values() else None
+    return ImportSummary(
+        shard, ties, people, kept, verdicts.failed_exam, exam_mark, overlap, read.overlap, training
+    )

@@ -14,7 +14,8 @@ A page may carry a time limit (`data-time-limit` seconds on its <body>): the scr
 down from the page's first opening (kept in localStorage, so a reload does not restart the
 clock) and locks the fields when the time is up; what was answered can still be
 downloaded. The training page (`training.html`) shows each item's answer under it, behind
-a click.
+a click; the examination page (`qualification.html`) says its pass mark: an annotator's other
+pages count only if they pass it.
 """
 
 from __future__ import annotations
@@ -116,10 +117,14 @@ def _e(text: object) -> str:
 
 
 TRAINING_PAGE = "training.html"
+QUALIFICATION_PAGE = "qualification.html"
 
 
 def page_name(number: int) -> str:
-    """The file name of page `number` (1-based; 0 is the training page)."""
+    """The file name of page `number` (1-based; 0 is the training page, -1 the
+    examination page)."""
+    if number == -1:
+        return QUALIFICATION_PAGE
     return TRAINING_PAGE if number == 0 else f"page-{number:03d}.html"
 
 
@@ -135,7 +140,7 @@ def _document(title: str, body: str, time_limit: int | None = None) -> str:
 
 def _page_file(number: int) -> str:
     """A page's name in its CSV file name and its saved answers' keys."""
-    return f"annotations-page-{number:03d}"
+    return "annotations-qualification" if number == -1 else f"annotations-page-{number:03d}"
 
 
 def _minutes(seconds: int) -> str:
@@ -170,10 +175,12 @@ def render_page(
     header: str,
     hints: dict[str, str],
     time_limit: int | None = None,
+    pass_mark: float | None = None,
 ) -> str:
-    """One page (number 0: the training page): each item's figure, question and answer
-    field, and the CSV download. `items` carry item_id, question, answer_type, options and
-    image (PNG bytes), and on the training page shown_answer."""
+    """One page (number 0: the training page, -1: the examination page, whose `pass_mark`
+    it states): each item's figure, question and answer field, and the CSV download.
+    `items` carry item_id, question, answer_type, options and image (PNG bytes), and on the
+    training page shown_answer."""
     sections = []
     for item in items:
         image = base64.b64encode(item["image"]).decode("ascii")
@@ -193,10 +200,15 @@ def render_page(
     nav = ['<a href="index.html">all pages</a>']
     if number > 1:
         nav.append(f'<a href="{page_name(number - 1)}">previous</a>')
-    if number < total:
+    if 0 <= number < total:
         nav.append(f'<a href="{page_name(number + 1)}">next</a>')
     if number == 0:
         title = "Training page (not scored): answer, then compare with the answer shown"
+    elif number == -1:
+        title = (
+            f"Examination: your other pages count only if you answer at least "
+            f"{pass_mark or 0:.0%} of these right"
+        )
     else:
         title = f"Page {number} of {total}"
     limit = (
@@ -219,9 +231,12 @@ def render_index(
     header: str,
     training: bool = False,
     time_limit: int | None = None,
+    qualification: bool = False,
+    overlap: int | None = None,
 ) -> str:
-    """The index: the training page when there is one, a link per page (with its item
-    count) and the all-pages download."""
+    """The index: the training and examination pages when there are, a link per page
+    (with its item count), how many annotators each page is for, and the all-pages
+    download."""
     links = "\n".join(
         f'<li><a href="{page_name(n)}">Page {n}</a> <small>({len(ids)} items)</small></li>'
         for n, ids in enumerate(pages, start=1)
@@ -232,7 +247,14 @@ def render_index(
         if training
         else ""
     )
+    if qualification:
+        first += (
+            f'<p>Then take the <a href="{QUALIFICATION_PAGE}">examination</a>: your other '
+            "pages count only if you pass it.</p>\n"
+        )
     limit = f"<p>Each page has a time limit of {_minutes(time_limit)}.</p>\n" if time_limit else ""
+    if overlap:
+        limit += f"<p>Each page is to be answered by {overlap} different annotators.</p>\n"
     every = [f"{_page_file(n)}:{i}" for n, ids in enumerate(pages, start=1) for i in ids]
     body = (
         "<h1>Human evaluation</h1>\n"

@@ -1,18 +1,21 @@
-"""Quality control of the human evaluation, as in the paper's protocol (Toloka: training,
-control tasks, a time limit per page, several annotators per item).
+"""Quality control of the human evaluation, as the paper ran it on Toloka (Appendix C):
+training, an examination, control tasks, 10 items and 10 minutes per page, several
+annotators per item.
 
-Export: the dotted items are shuffled and split into roles. With `--training-page`, the
-first PAGE_SIZE items form a training page whose answers are shown (they are never scored).
-With `--control-share S`, round(S x PAGE_SIZE) slots of every page (at least 1 when S > 0)
-hold control items: a reserved pool, about S of the remaining items, cycled through the
-pages and placed at random positions, so a control looks like any other item. Their
-answers are known, as every item's is; they measure each annotator and are never scored as
-the human result (an annotator filtered on the items that are then scored would bias the
-score). The roles and the page plan go to the key file, outside the pages.
+Export: the scored items are the models' items: every dotted item of `--items`, shuffled,
+none set aside. Training, examination and control items come from their own pool, drawn
+with another seed by the same generators and stratified by task (pipelines/noregeo/human.py
+builds it): a training page of PAGE_SIZE items whose answers are shown, an examination page
+of PAGE_SIZE items an annotator must pass before their pages count, and control items,
+round(S x PAGE_SIZE) slots of every page (at least 1 when S > 0), cycled through the pool in
+task order and placed at random positions, so a control looks like any other item. None of
+them is ever scored as the human result. The roles and the page plan go to the key file,
+outside the pages.
 
-Import: each annotator's control accuracy is the share of the control items they answered
-that are right by the models' scoring rules; annotators below the threshold, or with no
-control answer when the export had controls, are excluded before the vote.
+Import: an annotator whose examination accuracy is below the pass mark (or who took no
+examination when the export had one) is excluded, and so is one whose control accuracy is
+below its threshold (or who answered no control when the export had controls); the vote is
+over the others.
 """
 
 from __future__ import annotations
@@ -26,14 +29,20 @@ from dataclasses import dataclass
 from store.errors import UsageError
 
 PAGE_SIZE = 10
-EXAM, CONTROL, TRAINING = "exam", "control", "training"
-ROLES = (EXAM, CONTROL, TRAINING)
+# Roles of the items in the key. Scored items were called "exam" in keys of format 2; the
+# examination page is `qualification` (human.read_key reads the old name).
+SCORED, CONTROL, TRAINING, QUALIFICATION = "scored", "control", "training", "qualification"
+ROLES = (SCORED, CONTROL, TRAINING, QUALIFICATION)
 DEFAULT_MIN_CONTROL_ACCURACY = 0.8
+# The examination's pass mark: the paper does not state Toloka's; 0.7 of its 10 items.
+DEFAULT_QUALIFICATION_PASS = 0.7
+DEFAULT_PAGE_TIME_LIMIT = 600  # seconds: the paper's 10 minutes per page
+DEFAULT_OVERLAP = 3  # annotators per item: the paper's main text (its appendix says 10)
 
 
 def controls_per_page(share: float) -> int:
     """Control slots per page of PAGE_SIZE: round(share x PAGE_SIZE), at least 1 for any
-    share above 0 and at most PAGE_SIZE - 1 (a page keeps one exam item).
+    share above 0 and at most PAGE_SIZE - 1 (a page keeps one scored item).
 
     >>> [controls_per_page(s) for s in (0.0, 0.01, 0.2, 0.25, 0.99)]
     [0, 1, 2, 2, 9]
@@ -43,74 +52,98 @@ def controls_per_page(share: float) -> int:
     return min(max(round(share * PAGE_SIZE), 1), PAGE_SIZE - 1)
 
 
-def _control_slots(items: int, pool: int, per_page: int) -> int:
-    """Control slots on the pages when `pool` of `items` are controls."""
-    return math.ceil((items - pool) / (PAGE_SIZE - per_page)) * per_page
+def pool_needed(scored: int, per_page: int, training: bool, qualification: bool) -> int:
+    """Pool items an export needs: one per control slot of its pages (no control is shown
+    twice), plus a page each for training and the examination."""
+    pages = math.ceil(scored / (PAGE_SIZE - per_page))
+    return pages * per_page + PAGE_SIZE * (int(training) + int(qualification))
 
 
-def _pool_size(items: int, per_page: int) -> int:
-    """How many of `items` to reserve as controls: about per_page / PAGE_SIZE of them, and
-    no more than the pages have slots for (every control shows). Where a size fills the
-    slots exactly, the nearest such one, so no annotator sees a control twice."""
-    if not per_page or items <= per_page:
-        return per_page
-    target = max(per_page, round(items * per_page / PAGE_SIZE))
-    fits = [p for p in range(per_page, items) if p <= _control_slots(items, p, per_page)]
-    exact = [p for p in fits if p == _control_slots(items, p, per_page)]
-    return min(exact or fits, key=lambda p: (abs(p - target), p))
+def stratified(pool: Mapping[str, str], rng: random.Random) -> list[str]:
+    """The pool's ids (id -> task) in task order, round after round: each task's items
+    shuffled, then one of every task per round, so any stretch of the list spreads over
+    the tasks."""
+    by_task: dict[str, list[str]] = {}
+    for item_id, task in sorted(pool.items()):
+        by_task.setdefault(task, []).append(item_id)
+    for ids in by_task.values():
+        rng.shuffle(ids)
+    rounds = max((len(ids) for ids in by_task.values()), default=0)
+    return [ids[k] for k in range(rounds) for _, ids in sorted(by_task.items()) if k < len(ids)]
 
 
 @dataclass(frozen=True)
 class PagePlan:
-    """Which item goes where: the training page (maybe empty), the exam pages with their
-    controls mixed in, and each item's role."""
+    """Which item goes where: the training and examination pages (maybe empty), the pages
+    of scored items with their controls mixed in, and each item's role."""
 
     training: list[str]
+    qualification: list[str]
     pages: list[list[str]]
     roles: dict[str, str]
     controls_per_page: int
 
 
-def plan_pages(ids: list[str], seed: int, control_share: float, training: bool) -> PagePlan:
-    """Shuffle `ids` with `seed` and lay them out (module docstring); a UsageError when
-    the items are too few for the training page and controls asked for."""
-    order = sorted(ids)
+def plan_pages(
+    scored: list[str],
+    pool: Mapping[str, str],
+    seed: int,
+    control_share: float,
+    training: bool,
+    qualification: bool,
+) -> PagePlan:
+    """Shuffle the `scored` ids with `seed` and lay them out with items of the control
+    `pool` (id -> task; module docstring); a UsageError when the pool is too small."""
+    order = sorted(scored)
     rng = random.Random(seed)
     rng.shuffle(order)
-    trained = order[:PAGE_SIZE] if training else []
-    rest = order[len(trained) :]
     per_page = controls_per_page(control_share)
-    slots = PAGE_SIZE - per_page
-    pool_size = _pool_size(len(rest), per_page)
-    if len(rest) <= pool_size:
+    needed = pool_needed(len(order), per_page, training, qualification)
+    if len(pool) < needed or set(pool) & set(order):
         raise UsageError(
-            f"--control-share {control_share:g} needs more than {pool_size + len(trained)} "
-            f"dotted items (--items holds {len(ids)}); lower it or generate more items"
+            f"the control pool holds {len(pool)} item(s) apart from the scored ones; the "
+            f"pages need {needed}"
         )
-    pool, exam = rest[:pool_size], rest[pool_size:]
+    drawn = stratified(pool, rng)
+    trained = drawn[:PAGE_SIZE] if training else []
+    examined = drawn[len(trained) : len(trained) + PAGE_SIZE] if qualification else []
+    controls = drawn[len(trained) + len(examined) : needed]
+    slots = PAGE_SIZE - per_page
     pages = []
-    for number, start in enumerate(range(0, len(exam), slots)):
-        page = exam[start : start + slots]
-        page += [pool[(number * per_page + k) % pool_size] for k in range(per_page)]
+    for number, start in enumerate(range(0, len(order), slots)):
+        page = order[start : start + slots]
+        page += [controls[(number * per_page + k) % len(controls)] for k in range(per_page)]
         rng.shuffle(page)
         pages.append(page)
-    roles = {i: TRAINING for i in trained} | {i: CONTROL for i in pool} | {i: EXAM for i in exam}
-    return PagePlan(trained, pages, roles, per_page)
+    roles = (
+        {i: TRAINING for i in trained}
+        | {i: QUALIFICATION for i in examined}
+        | {i: CONTROL for i in controls}
+        | {i: SCORED for i in order}
+    )
+    return PagePlan(trained, examined, pages, roles, per_page)
 
 
 @dataclass
 class Annotator:
-    """One annotator's answers and control record."""
+    """One annotator's answers, examination and control record."""
 
     name: str
     answers: int = 0
     controls: int = 0
     controls_right: int = 0
+    examined: int = 0
+    examined_right: int = 0
 
     @property
     def control_accuracy(self) -> float | None:
         """Share of their control answers that are right; None without any."""
         return self.controls_right / self.controls if self.controls else None
+
+    @property
+    def qualification_accuracy(self) -> float | None:
+        """Share of their examination answers that are right; None without any."""
+        return self.examined_right / self.examined if self.examined else None
 
 
 @dataclass(frozen=True)
@@ -123,30 +156,54 @@ class Answer:
     source: str
 
 
+@dataclass(frozen=True)
+class Verdicts:
+    """Who is kept for the vote, and who failed the examination (excluded, and said so)."""
+
+    people: dict[str, Annotator]
+    kept: set[str]
+    failed_exam: set[str]
+
+
 def check_annotators(
     answers: Iterable[Answer],
     roles: Mapping[str, str],
     is_right: Callable[[Answer], bool],
     min_accuracy: float,
-) -> tuple[dict[str, Annotator], set[str]]:
-    """Every annotator's record and the names kept: control accuracy >= `min_accuracy`;
-    with controls in `roles`, an annotator who answered none is not kept (nothing vouches
-    for them); without controls, everyone is."""
+    pass_mark: float = DEFAULT_QUALIFICATION_PASS,
+) -> Verdicts:
+    """Every annotator's record and the names kept: the examination passed (accuracy >=
+    `pass_mark`) where `roles` hold one, and control accuracy >= `min_accuracy` where they
+    hold controls; an annotator with no answer to either is not kept (nothing vouches for
+    them). Without examination and controls, everyone is kept."""
     people: dict[str, Annotator] = {}
     for answer in answers:
         person = people.setdefault(answer.annotator, Annotator(answer.annotator))
         person.answers += 1
-        if roles.get(answer.item_id) == CONTROL:
+        role = roles.get(answer.item_id)
+        if role == CONTROL:
             person.controls += 1
             person.controls_right += is_right(answer)
-    if CONTROL not in roles.values():
-        return people, set(people)
-    kept = {
-        name
-        for name, person in people.items()
-        if person.control_accuracy is not None and person.control_accuracy >= min_accuracy
-    }
-    return people, kept
+        elif role == QUALIFICATION:
+            person.examined += 1
+            person.examined_right += is_right(answer)
+    present = set(roles.values())
+    failed = set()
+    if QUALIFICATION in present:
+        failed = {
+            name
+            for name, p in people.items()
+            if p.qualification_accuracy is None or p.qualification_accuracy < pass_mark
+        }
+    kept = set(people) - failed
+    if CONTROL in present:
+        kept = {
+            name
+            for name in kept
+            if people[name].control_accuracy is not None
+            and people[name].control_accuracy >= min_accuracy  # type: ignore[operator]
+        }
+    return Verdicts(people, kept, failed)
 
 
 def overlap_counts(per_item: Mapping[str, int]) -> dict[int, int]:

@@ -1,8 +1,9 @@
 """`results.json` beside a model's NoReGeo shards: the aggregates and where they came from.
 
 Laid out after lm-eval's results file: `results` keyed by `<task>/<setup>`, `overall` keyed
-by setup, each with n, accuracy %, its 95% bootstrap interval, invalid-output % and
-engine-error % (summarize's numbers: engine errors are left out of accuracy and invalid %);
+by setup, each with n, accuracy % over every item (unanswered rows wrong, the paper's), its
+95% bootstrap interval, accuracy % over the answered rows, the unanswered rows,
+invalid-output % and engine-error % (summarize's numbers: invalid % is of the answered rows);
 `config` (model, sampling, tasks, setups, limit) and `provenance` (the item table's seed,
 counts and content hash; git commit, package versions; the run record it was written
 after). `evaluate` rewrites it at the end of every run, over all the rows the folder holds.
@@ -35,7 +36,8 @@ CONFIG_FIELDS = ("model", "sampling", "tasks", "setups", "limit")
 # The aggregate columns of summarize.accuracy_table and their results.json names; shares
 # become percentages.
 METRICS = {
-    "accuracy": "accuracy_pct",
+    "accuracy": "accuracy_pct",  # over every item, unanswered rows wrong (the paper's)
+    "answered_accuracy": "answered_accuracy_pct",
     "ci_low": "ci95_low_pct",
     "ci_high": "ci95_high_pct",
     "invalid_rate": "invalid_pct",
@@ -80,7 +82,7 @@ def results_document(
 
 
 def _metrics(row: dict[str, Any], expected: int | None) -> dict[str, Any]:
-    metrics: dict[str, Any] = {"n": int(row["n"])}
+    metrics: dict[str, Any] = {"n": int(row["n"]), "unanswered": int(row["unanswered"])}
     if expected is not None:
         metrics["expected"] = expected
         metrics["missing"] = max(expected - int(row["n"]), 0)

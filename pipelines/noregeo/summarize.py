@@ -4,15 +4,15 @@ Accuracy per task, category, setup and model with 95% bootstrap intervals; inval
 rate; MSE on numeric tasks (valid answers only); U-task pair consistency (both items of a
 pair right).
 
-Engine errors are not answers: rows with an `engine_error` (the request failed, the model
-said nothing) are left out of accuracy, intervals, invalid rate, MSE and pair consistency,
-and counted in an `engine_error_rate` column of their own, so a flaky API lowers neither
-accuracy nor validity, and shows instead as errors.
-
-A reasoning model's rows that ran out of budget (`out_of_budget`: the thinking budget or
-max_tokens ran out before the model's own answer; `pipelines.engines.reasoning`) are left out
-the same way and counted in an `out of budget` column, which tables get when their rows come
-from a reasoning model.
+Accuracy is the paper's: over every item. The paper awards no credit to an answer that
+does not conform, so a row whose request failed (`engine_error`), a reasoning model's row
+that ran out of budget (`out_of_budget`: the thinking budget or max_tokens ran out before the
+model's own answer; `pipelines.engines.reasoning`) and an invalid answer all count as wrong,
+in the accuracy and its bootstrap interval. Beside it: `answered_accuracy`, over the answered
+rows only (neither an engine error nor out of budget), and `unanswered`, the count of rows
+it leaves out. Invalid rate, MSE and pair consistency are over the answered rows;
+`engine_error_rate` is over every row, and an `out of budget` count is added to the tables
+whose rows come from a reasoning model.
 """
 
 from __future__ import annotations
@@ -114,9 +114,20 @@ def _with_errors(df: pl.DataFrame) -> pl.DataFrame:
     return df
 
 
+def _correct_or_wrong() -> pl.Expr:
+    """`correct` of an answered row, False of an unanswered one."""
+    return pl.when(_scored()).then(pl.col("correct").fill_null(False)).otherwise(False)
+
+
 def _scored() -> pl.Expr:
     """Rows that count towards accuracy: answered, and not out of budget."""
     return ~_failed() & ~_over_budget()
+
+
+def every_item(df: pl.DataFrame) -> pl.DataFrame:
+    """All rows, those without an answer (an engine error, out of budget) scored wrong: the
+    frame whose mean `correct` is the paper's accuracy."""
+    return _with_errors(df).with_columns(_correct_or_wrong().alias("correct"))
 
 
 def answered(df: pl.DataFrame) -> pl.DataFrame:
@@ -128,12 +139,14 @@ def answered(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Per group: `n` rows in all, their `engine_error_rate`, and over the answered rows
-    only: accuracy, 95% CI, invalid rate and MSE (numeric tasks, valid answers).
+    """Per group: `n` rows in all, `unanswered` of them (an engine error or out of budget),
+    `accuracy` over every row with its 95% CI (unanswered rows wrong: the paper's), the
+    `engine_error_rate`, and over the answered rows only: `answered_accuracy`, invalid rate
+    and MSE (numeric tasks, valid answers).
 
-    A group whose rows all failed has accuracy, invalid rate and MSE null. Rows of a
-    reasoning model that ran out of budget are counted in `out_of_budget` and left out of
-    the rest as failed rows are."""
+    A group whose rows all failed has accuracy 0 and answered accuracy, invalid rate and MSE
+    null. Rows of a reasoning model that ran out of budget are also counted in
+    `out_of_budget`."""
     reasoned = _reasoned(df)
     df = _with_errors(df)
     if "request_key" in df.columns:
@@ -144,15 +157,17 @@ def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     groups = df.group_by(by, maintain_order=True)
     table = groups.agg(
         pl.len().alias("n"),
+        (~ok).sum().cast(pl.Int64).alias("unanswered"),
         _over_budget().sum().cast(pl.Int64).alias(OUT_OF_BUDGET),
-        pl.col("correct").filter(ok).mean().alias("accuracy"),
+        _correct_or_wrong().mean().alias("accuracy"),
+        pl.col("correct").filter(ok).mean().alias("answered_accuracy"),
         (~pl.col("valid")).filter(ok).mean().alias("invalid_rate"),
         _failed().mean().alias("engine_error_rate"),
         pl.col("sq_error")
         .filter(ok & pl.col("valid") & pl.col("sq_error").is_not_null())
         .mean()
         .alias("mse"),
-        pl.col("correct").filter(ok).alias("_correct"),
+        _correct_or_wrong().alias("_correct"),
     )
     cis = [bootstrap_ci(np.array(c, dtype=bool)) for c in table["_correct"].to_list()]
     if not reasoned:
@@ -169,13 +184,13 @@ def accuracy_table(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
 def accuracy_by_task_setup(df: pl.DataFrame) -> pl.DataFrame:
     """Per model and task (rows: models sorted, tasks in the benchmark's order), one
-    accuracy % column per setup (text, dotted, full), over the answered rows: a cell whose
-    rows all failed is null, not 0. One column per setup, not per model x setup, keeps the
+    accuracy % column per setup (text, dotted, full), over every row (unanswered rows
+    wrong: the paper's accuracy). One column per setup, not per model x setup, keeps the
     table narrow however many models there are."""
     cells = (
         _with_errors(df)
         .group_by(["model", "task", "setup"])
-        .agg(pl.col("correct").filter(_scored()).mean().alias("accuracy"))
+        .agg(_correct_or_wrong().mean().alias("accuracy"))
     )
     cells = percent(cells, {"accuracy": "accuracy"})
     setups = ranked(cells.select("setup").unique(), {"setup": SETUPS})["setup"].to_list()
@@ -257,6 +272,7 @@ def _with_missing(table: pl.DataFrame, missing: pl.DataFrame | None, by: list[st
 # Share columns of the raw tables and the names they are shown under, as percentages.
 PERCENT_COLUMNS = {
     "accuracy": "accuracy %",
+    "answered_accuracy": "answered-only accuracy %",
     "ci_low": "ci95 low %",
     "ci_high": "ci95 high %",
     "invalid_rate": "invalid %",
@@ -267,8 +283,9 @@ PERCENT_COLUMNS = {
 # HEADLINE is what `summarize` prints without --all or --tables.
 TITLES = {
     "accuracy_by_task": "accuracy % per model and task (rows) and setup (columns)",
-    "overall": "per model x setup: accuracy % with 95% bootstrap interval, invalid-output % "
-    "and engine-error %",
+    "overall": "per model x setup: accuracy % over every item (unanswered rows wrong, the "
+    "paper's) with 95% bootstrap interval, accuracy % over the answered rows, unanswered "
+    "rows, invalid-output % and engine-error %",
     "by_category": "per model x category x setup",
     "by_task": "per model x task x setup",
     "mse": "mean squared error on numeric tasks (valid answers only)",
@@ -283,11 +300,13 @@ COLUMN_ORDER = (
     "setup",
     "n",
     "missing",
+    "unanswered",
     "out_of_budget",
     "pairs",
     "accuracy %",
     "ci95 low %",
     "ci95 high %",
+    "answered-only accuracy %",
     "invalid %",
     "engine error %",
     "pair consistency %",

@@ -111,8 +111,13 @@ def geobuild_section(
         "by the public benchmark's (object and condition scores both at least 0.9; an "
         "execution error fails both), each over every attempted problem (all) and over the "
         "problems whose data is clean (the loader found no data error; the public benchmark "
-        "also leaves problems it finds broken out of its denominator). Mean rounds to "
-        "success and mean partial score (0.3 objects + 0.7 conditions, in %). Error "
+        "also leaves problems it finds broken out of its denominator). Each rule's success "
+        "comes only from runs that stopped on it: column protocol says which (geosee: our "
+        "loop, which stops a problem on our rule; public: GeoBuildBench's agent, which stops "
+        "on the public rule), and the other rule's cells of that run are empty (a problem "
+        "stopped early might have passed the other rule later); a run of one round reports "
+        "both. Mean rounds to success (by the run's rule) and mean partial score (0.3 "
+        "objects + 0.7 conditions, in %). Error "
         "categories, missing objects and failed conditions are those of each problem's final "
         "round; the breakdowns are folded.",
     )
@@ -207,8 +212,15 @@ def self_correction_sentence(tables: GeoBuildTables) -> str:
     rounds = int(by_round["round"].max() or 1)  # type: ignore[arg-type]
     fixes = tables["feedback_fixes"]
     failures = ", ".join(
-        f"{r['model']}: {r['first_round_failures']} round-1 failures "
-        f"({r['first_round_public_failures']} by the public rule)"
+        f"{r['model']} (protocol {r['protocol']}): "
+        + " and ".join(
+            f"{r[column]} round-1 failures{by}"
+            for column, by in (
+                ("first_round_failures", " by our rule"),
+                ("first_round_public_failures", " by the public rule"),
+            )
+            if r[column] is not None
+        )
         for r in fixes.iter_rows(named=True)
     )
     if rounds < 2:
@@ -221,16 +233,22 @@ def self_correction_sentence(tables: GeoBuildTables) -> str:
 
 
 def geobuild_lines(tables: GeoBuildTables | str, audit: pl.DataFrame | None) -> list[str]:
-    """The key results' GeoBuild sentences: each model's success (both rules) and the one
-    solver upper bound (the loop's solver row, else the audit's)."""
+    """The key results' GeoBuild sentences: each model's success by the rule(s) its run
+    reports, with its protocol, and the one solver upper bound (the loop's solver row, else
+    the audit's)."""
     lines = []
     if not isinstance(tables, str) and not tables["overall"].is_empty():
         for row in tables["overall"].iter_rows(named=True):
             what = "the solver's upper bound" if row["model"] == SOLVER else row["model"]
+            rates = [
+                f"{_pct(row[f'{prefix}success % (all)'])} by {rule} rule "
+                f"({_pct(row[f'{prefix}success % (clean data)'])} of those with clean data)"
+                for prefix, rule in (("", "our"), ("public ", "the public"))
+                if row[f"{prefix}success % (all)"] is not None
+            ]
             lines.append(
-                f"GeoBuild, {what}: {row['success % (all)']:.1f}% of {row['problems']} "
-                f"problems by our rule ({row['success % (clean data)']:.1f}% of those with "
-                f"clean data), {row['public success % (all)']:.1f}% by the public rule."
+                f"GeoBuild, {what} (protocol {row['protocol']}), {row['problems']} problems: "
+                f"{', '.join(rates)}."
             )
     if audit is not None and not solver_in_loop(tables):
         bound = audit_upper_bound(audit)
@@ -242,6 +260,10 @@ def geobuild_lines(tables: GeoBuildTables | str, audit: pl.DataFrame | None) -> 
                 "by the public rule."
             )
     return lines
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
 
 
 def solver_in_loop(tables: GeoBuildTables | str) -> bool:
@@ -258,10 +280,13 @@ def success_by_round_figure(by_round: pl.DataFrame, path: Path) -> Path:
         part = by_round.filter(pl.col("model") == model).sort("round")
         colour = palette(k % 10)
         rounds = part["round"].to_list()
-        ax.plot(rounds, part["success % by round (all)"].to_list(), marker="o", color=colour,
-                label=model)  # fmt: skip
-        ax.plot(rounds, part["public success % by round (all)"].to_list(), linestyle="--",
-                marker="x", color=colour, label=f"{model} (public rule)")  # fmt: skip
+        ours, public = part["success % by round (all)"], part["public success % by round (all)"]
+        # A rule the run did not stop on has no numbers (summarize.reported_rules): no line.
+        if ours.null_count() < part.height:
+            ax.plot(rounds, ours.to_list(), marker="o", color=colour, label=model)
+        if public.null_count() < part.height:
+            ax.plot(rounds, public.to_list(), linestyle="--", marker="x", color=colour,
+                    label=f"{model} (public rule)")  # fmt: skip
     last = int(by_round["round"].max() or 1)  # type: ignore[arg-type]
     ax.set_xticks(range(1, last + 1))
     ax.set_xlabel("round")

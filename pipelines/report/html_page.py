@@ -33,6 +33,8 @@ FOLD_ROWS = 12
 HEADINGS = {
     "n": "items",
     "accuracy": "accuracy (%)",
+    "answered_only_accuracy": "accuracy over answered items (%)",
+    "unanswered": "unanswered items",
     "ci_low": "95% interval, low",
     "ci_high": "95% interval, high",
     "invalid_rate": "invalid outputs (%)",
@@ -183,7 +185,7 @@ def write_table(out: Path, table: Table) -> None:
 
 
 def _mark(table: Table, row: int, column: str) -> str:
-    """` best` / ` second` for a marked cell (a CSS class), else nothing."""
+    """` best`, ` second`, ` best overall` for a marked cell (CSS classes), else nothing."""
     mark = table.marks.get((row, column))
     return f" {mark}" if mark else ""
 
@@ -274,6 +276,7 @@ table{border-collapse:collapse;font-size:.8em;margin:.3em 0 .8em}
 th,td{border:1px solid #ccc;padding:.15em .45em}th{background:#f3f3f3;position:sticky;top:0}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.best{font-weight:700}td.second{text-decoration:underline}
+td.overall{outline:2px solid #444;outline-offset:-3px}
 tr.ref td,td.ref,th.ref{font-style:italic;color:#666;background:#f7f7f2}
 tr.ref:first-of-type td,tr:not(.ref)+tr.ref td{border-top:2px solid #999}
 figure{margin:.6em 0 1.2em;overflow-x:auto}

@@ -8,7 +8,7 @@ import polars as pl
 
 from geometry.item import SETUPS
 from pipelines.engines.model_config import BASELINES
-from pipelines.noregeo.summarize import answered
+from pipelines.noregeo.summarize import every_item
 from pipelines.report import tables as rt
 from pipelines.report.html_page import Section
 from pipelines.report.html_page import table_blocks as _tables
@@ -61,10 +61,10 @@ def banner(tags: dict[str, str]) -> str:
 
 def key_table(df: pl.DataFrame) -> pl.DataFrame:
     """One row per model in model_order (real weights first, tagged rows last): weights,
-    engine, accuracy (%) over the answered items per setup (README order), and the items
-    each setup answered."""
+    engine, accuracy (%) over every item per setup (README order; unanswered items wrong,
+    the paper's), and the items each setup has."""
     order = rt.model_order(df)
-    scored = answered(df)
+    scored = every_item(df)
     cells = scored.group_by("model", "setup").agg((pl.col("correct").mean() * 100).round(1))
     wide = cells.pivot(on="setup", index="model", values="correct")
     setups = [s for s in SETUPS if s in wide.columns]
@@ -136,7 +136,8 @@ def run_summary(df: pl.DataFrame) -> str:
     return (
         f"NoReGeo: {df['task'].n_unique()} tasks in {len(setups)} setup"
         f"{'s' if len(setups) != 1 else ''} ({', '.join(setups)}), up to {items} items per "
-        f"task and setup; answered by {', '.join(who)}. Accuracy is over the answered items."
+        f"task and setup; answered by {', '.join(who)}. Accuracy is over every item, as the "
+        "paper scores: an item with no answer (an engine error, out of budget) counts as wrong."
     )
 
 

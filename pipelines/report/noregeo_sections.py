@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.noregeo.summarize import answered, missing_rows
+from pipelines.noregeo.summarize import every_item, missing_rows
 from pipelines.report import provenance as prov
 from pipelines.report import tables as rt
 from pipelines.report.figures import gap_distribution, panel_heatmap
@@ -67,10 +67,11 @@ def missing_section(results: Location, df: pl.DataFrame) -> list[Section]:
 
 
 def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
-    """Every NoReGeo section, in the order of the paper. Accuracy counts the answered rows
-    (engine errors have a table of their own, as in `summarize`)."""
+    """Every NoReGeo section, in the order of the paper. Accuracy is the paper's, over every
+    item: a row with no answer (an engine error, out of budget) counts as wrong; the overall
+    table shows the answered-only accuracy and the unanswered rows beside it."""
     refs = rt.reference_models(df)
-    scored = answered(df)
+    scored = every_item(df)
     human = " The row human is the majority vote of annotators (human-import)."
     human = human if rt.HUMAN in df["model"].unique().to_list() else ""
     baselines = (
@@ -83,8 +84,11 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
     )
     overview = Section(
         "NoReGeo: overall accuracy per model and setup",
-        "Accuracy (%) over the answered items with its 95% bootstrap interval; invalid-output "
-        "rate (%) of the answered items; engine-error rate (%) of all items." + human + baselines,
+        "Accuracy (%) over every item, as the paper scores (an engine error, a reply out of "
+        "budget and an invalid answer all count as wrong), with its 95% bootstrap interval; "
+        "beside it the accuracy (%) over the answered items only and the count of unanswered "
+        "items; invalid-output rate (%) of the answered items; engine-error rate (%) of all "
+        "items." + human + baselines,
         _tables(
             "overall",
             "Accuracy per model and setup, with intervals and error rates",
@@ -97,17 +101,21 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
     table2_section = Section(
         "Accuracy per category, setup and model (the paper's Table 2)",
         "Columns are kind-category (C: classification, N: numeric, U: unstable; the category "
-        "code is the middle of the task ID). Cells: accuracy (%) over the group's items. "
-        "Bold: the best model of the setup in that column, underlined: the second best (ties "
-        "share a mark; only models under test compete: not human, no tagged row)."
-        + human
-        + baselines,
+        "code is the middle of the task ID). Cells: accuracy (%) over the group's items, "
+        "every item counted (unanswered ones wrong). N-SCP holds triangle_type (N-SCP-TTT), "
+        "a three-way choice (acute, right, obtuse: a third right by chance) that the paper "
+        "files as numeric; N-SCP w/o TTT is the column without it. Bold: the best model of "
+        "the setup in that column, underlined: the second best, framed: the best across all "
+        "setups (the paper underlines it; ties share a mark; only models under test "
+        "compete: not human, no tagged row)." + human + baselines,
         _tables(
             "table2",
             "Accuracy per category (%), the paper's Table 2",
             table2,
             folded=False,
-            marks=rt.table2_marks(table2, refs),
+            marks=rt.merged_marks(
+                rt.table2_marks(table2, refs), rt.table2_best_overall(table2, refs)
+            ),
         ),
     )
     return [

@@ -111,13 +111,32 @@ def table2_cells(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# triangle_type (N-SCP-TTT) is a three-way choice (acute / right / obtuse: a third right by
+# chance) that the paper files under the numeric N-SCP column; Table 2 shows N-SCP with it,
+# as the paper, and beside it this column without it.
+TRIANGLE_TYPE = "N-SCP-TTT"
+NSCP_WITHOUT_TTT = "N-SCP w/o TTT"
+
+
 def table2(df: pl.DataFrame) -> pl.DataFrame:
-    """Paper Table 2: rows (setup, model), columns kind-category (`C-ACM` ... `U-SYM`)."""
+    """Paper Table 2: rows (setup, model), columns kind-category (`C-ACM` ... `U-SYM`), and
+    N-SCP without triangle_type beside N-SCP (TRIANGLE_TYPE)."""
     cells = table2_cells(df).with_columns(pl.col("accuracy").round(1))
+    without = with_codes(df.filter(pl.col("task") != TRIANGLE_TYPE)).filter(
+        pl.col("group") == "N-SCP"
+    )
+    if not without.is_empty() and TRIANGLE_TYPE in set(df["task"].to_list()):
+        extra = without.group_by("setup", "model").agg(
+            (pl.col("correct").mean() * 100).round(1).alias("accuracy"),
+            group=pl.lit(NSCP_WITHOUT_TTT),
+        )
+        cells = pl.concat([cells, extra.select(cells.columns)])
     wide = cells.pivot(on="group", index=["setup", "model"], values="accuracy")
     rank = {s: i for i, s in enumerate(SETUPS)}
     models = model_order(df)
-    groups = _group_order(cells["group"].unique().to_list())
+    groups = _group_order([g for g in cells["group"].unique().to_list() if g != NSCP_WITHOUT_TTT])
+    if NSCP_WITHOUT_TTT in wide.columns:
+        groups.insert(groups.index("N-SCP") + 1, NSCP_WITHOUT_TTT)
     return (
         wide.select("setup", "model", *[g for g in groups if g in wide.columns])
         .with_columns(
@@ -148,6 +167,29 @@ def table2_marks(table: pl.DataFrame, references: list[str]) -> dict[tuple[int, 
                 elif len(values) > 1 and r[column] == values[1]:
                     marks[(i, column)] = "second"
     return marks
+
+
+def table2_best_overall(table: pl.DataFrame, references: list[str]) -> dict[tuple[int, str], str]:
+    """The best cell of each Table 2 column across all setups (the paper underlines it):
+    {(row, column): "overall"}; the same competitors and ties as table2_marks."""
+    marks: dict[tuple[int, str], str] = {}
+    outside = {HUMAN, *references}
+    rows = [(i, r) for i, r in enumerate(table.iter_rows(named=True)) if r["model"] not in outside]
+    for column in table.columns[2:]:
+        values = [r[column] for _, r in rows if r[column] is not None]
+        for i, r in rows:
+            if values and r[column] == max(values):
+                marks[(i, column)] = "overall"
+    return marks
+
+
+def merged_marks(*marks: dict[tuple[int, str], str]) -> dict[tuple[int, str], str]:
+    """Several mark maps as one: a cell's marks joined by spaces (its CSS classes)."""
+    merged: dict[tuple[int, str], str] = {}
+    for mapping in marks:
+        for cell, mark in mapping.items():
+            merged[cell] = f"{merged[cell]} {mark}" if cell in merged else mark
+    return merged
 
 
 def category_names(df: pl.DataFrame) -> dict[str, str]:
@@ -423,10 +465,11 @@ def pair_table(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def intervals(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Accuracy (%) over the answered rows with its 95% bootstrap interval, the invalid-output
-    rate (%) of the answered rows and the engine-error rate (%) of all rows; models in
-    model_order (baselines last), then the other keys. Where reasoning models' rows are in
-    `df`, the rows out of budget (left out of accuracy) are counted in a column of their own."""
+    """Accuracy (%) over every row (unanswered rows wrong: the paper's) with its 95% bootstrap
+    interval, beside it the accuracy (%) over the answered rows and the unanswered rows, the
+    invalid-output rate (%) of the answered rows and the engine-error rate (%) of all rows;
+    models in model_order (baselines last), then the other keys. Where reasoning models'
+    rows are in `df`, the rows out of budget are counted in a column of their own."""
     rank = {m: i for i, m in enumerate(model_order(df))}
     setups = {s: i for i, s in enumerate(SETUPS)}
     # Setups in the README's order (text, dotted, full), not alphabetically.
@@ -442,10 +485,12 @@ def intervals(df: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     return table.select(
         *by,
         "n",
+        "unanswered",
         *[c for c in (OUT_OF_BUDGET,) if c in table.columns],
         _percent(pl.col("accuracy")).alias("accuracy"),
         _percent(pl.col("ci_low")).alias("ci_low"),
         _percent(pl.col("ci_high")).alias("ci_high"),
+        _percent(pl.col("answered_accuracy")).alias("answered_only_accuracy"),
         _percent(pl.col("invalid_rate")).alias("invalid_rate"),
         _percent(pl.col("engine_error_rate")).alias("engine_error_rate"),
     )

@@ -107,7 +107,9 @@ human-export-control-share-1.5       --control-share    human-export --items {di
 human-export-control-share-1         --control-share    human-export --items {dir} --out {out} --control-share 1
 human-export-control-share--0.1      --control-share    human-export --items {dir} --out {out} --control-share -0.1
 human-export-control-share-nan       --control-share    human-export --items {dir} --out {out} --control-share nan
-human-export-page-time-limit-0       --page-time-limit  human-export --items {dir} --out {out} --page-time-limit 0
+human-export-page-time-limit--1      --page-time-limit  human-export --items {dir} --out {out} --page-time-limit -1
+human-export-qualification-pass-2    --qualification-pass human-export --items {dir} --out {out} --qualification-pass 2
+human-import-qualification-accuracy  --min-qualification-accuracy human-import --annotations {file} --items {dir} --out {out} --min-qualification-accuracy 1.5
 human-export-page-time-limit-text    --page-time-limit  human-export --items {dir} --out {out} --page-time-limit 10m
 human-import-min-control-accuracy-2  --min-control-accuracy human-import --annotations {file} --items {dir} --out {out} --min-control-accuracy 2
 human-import-key-malformed           --key              human-import --annotations {file} --items {dir} --out {out} --key {badjson}

@@ -269,6 +269,31 @@ def test_vllm_reasoning_model_thinks_before_its_grammar(
     assert "chat_template_kwargs" not in plain.chat_template_stage
 
 
+@pytest.mark.parametrize("name", ["qwen3-4b", "qwen3-8b"])
+def test_paper_qwen3_answers_one_shot_with_its_grammar_from_the_first_token(
+    hub: list[Any], tiny_llm_dir: Path, name: str
+) -> None:
+    """The paper's protocol: thinking off by Qwen3's template switch, no reasoning parser (so
+    the grammar is not deferred past a reasoning block), no thinking budget on the request."""
+    from pipelines.engines.model_config import load_config
+    from pipelines.engines.requests import SamplingConfig, sampling_params
+
+    cfg = load_config(REPO / "configs" / "models" / f"{name}.yaml")
+    config = vllm_processor_config(cfg, EngineOptions(), has_images=False)
+    assert config.engine_kwargs["structured_outputs_config"] == {"backend": "xgrammar"}
+    assert "reasoning_config" not in config.engine_kwargs
+    assert config.chat_template_stage["chat_template_kwargs"] == {"enable_thinking": False}
+    asked = SamplingConfig(max_tokens=48).for_model(cfg)
+    params = sampling_params(asked, "choice", ["yes", "no"])
+    assert "thinking_token_budget" not in params and params["temperature"] == 0.0
+    assert "yes" in params["structured_outputs"]["grammar"]
+    processor = build_vllm_processor(
+        cfg.model_copy(update={"repo": str(tiny_llm_dir)}), EngineOptions()
+    )
+    data = processor.preprocess({"sampling_params": params, "messages": []})["__data"]
+    assert data["sampling_params"]["max_tokens"] == 48  # the answer alone, no budget added
+
+
 def test_vllm_reasoning_is_cut_off_before_scoring() -> None:
     cut = vllm_postprocess("</think>")
     row = {"generated_text": '<think>a </think> b</think>\n{"answer": "yes"}'}

@@ -190,6 +190,81 @@ def test_a_geosee_run_in_a_public_folder_is_refused(
     assert _rows(out).equals(rows)
 
 
+def _files(out: Path) -> dict[str, bytes]:
+    return {str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()}
+
+
+@needs_data
+def test_a_public_run_resumed_with_other_max_tokens_is_refused_writing_nothing(
+    public_run: tuple[Path, pl.DataFrame],
+    checkout: Path,
+    script: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out, _rows_before = public_run
+    before = _files(out)
+    extra = ["--ids", "367,370,380", "--protocol", "public", "--public-repo", str(checkout)]
+    capsys.readouterr()
+    assert _run(out, script, *extra, "--max-tokens", "4096") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "max_tokens" in err and "10000" in err, err
+    assert _files(out) == before
+
+
+@needs_data
+def test_a_public_runs_reported_success_stops_on_the_public_verdict(
+    public_run: tuple[Path, pl.DataFrame],
+) -> None:
+    """The run stopped each problem on the public verdict: its public success is reported
+    (367 of 367, 370, 380), with its protocol; our rule's, which it never stopped on, not."""
+    from pipelines.geobuild.summarize import summary_tables
+
+    out, rows = public_run
+    (overall,) = summary_tables(out)["overall"].iter_rows(named=True)
+    assert overall["protocol"] == "public"
+    passed = {r["problem_id"] for r in rows.iter_rows(named=True) if r["success_public"]}
+    assert overall["solved_public"] == len(passed) == 1
+    assert overall["public_success_rate_all"] == pytest.approx(1 / 3)
+    assert overall["solved"] is None and overall["success_rate_all"] is None
+    # Its sampling is the public runner's: temperature 0, 10000 reply tokens.
+    settings = json.loads(next(out.glob("geobuild/model=*/settings.json")).read_text())
+    assert settings["sampling"]["temperature"] == 0.0
+    assert settings["sampling"]["max_tokens"] == 10000
+
+
+@pytest.mark.parametrize("protocol", ["geosee", "public"])
+def test_the_stratified_samples_solved_follows_the_prior_runs_rule(
+    tmp_path: Path, protocol: str
+) -> None:
+    """p1 passes the public rule only, p2 both: a problem is solved as the prior run's
+    reported success counts it (its protocol's rule)."""
+    from pipelines.geobuild.stratified import prior_outcomes
+    from store.settings import write_settings
+
+    folder = tmp_path / "geobuild" / "model=m"
+    (folder / "round=1").mkdir(parents=True)
+    if protocol == "public":
+        write_settings(folder, {"protocol": "public"})
+    public = json.dumps({"success_public": True})
+    pl.DataFrame(
+        {
+            "problem_id": ["p1", "p2", "p3"],
+            "success": [False, True, False],
+            "error_category": [None, None, "syntax"],
+            "verdict": [public, public, None],
+        }
+    ).write_parquet(folder / "round=1" / "part-0.parquet")
+    solved = {pid for pid, ok in prior_outcomes(str(tmp_path)).items() if ok}
+    assert solved == ({"p1", "p2"} if protocol == "public" else {"p2"})
+
+
+def test_geobuild_temperature_help_is_geobuilds_own(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _main(["geobuild", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "public GeoBuildBench runner uses 0" in text and "0 and 0.6" not in text
+
+
 @needs_data
 def test_vision_off_sends_no_figure_and_says_so(
     ray_local, checkout: Path, script: Path, tmp_path: Path
@@ -270,3 +345,30 @@ def test_stratified_sample_draws_on_an_earlier_runs_outcomes(
         picked = [p.id for p in stratified_problems(problems, str(out), 2, seed)]
         # int(2 x 0.7) = 1 solved, the rest failed; only the earlier run's problems.
         assert len(picked) == 2 and "367" in picked and set(picked) <= {"367", "370", "380"}
+
+
+def test_restore_reply_keeps_a_blocks_all_null_column_typed(ray_local) -> None:
+    """A block whose every program ran has an all-null error_category; mapped through numpy
+    it came back as floats, and the round writer's batch of two blocks could not merge it
+    with the other block's strings (the solver engine under --protocol public crashed)."""
+    import pyarrow as pa
+
+    from pipelines.geobuild.react_protocol import FINAL_DSL_COLUMN, REPLY_COLUMN, restore_reply
+
+    def block(category: str | None) -> pa.Table:
+        return pa.table(
+            {
+                "problem_id": ["p"],
+                "error_category": pa.array([category], pa.string() if category else pa.null()),
+                "generated_text": ["program"],
+                REPLY_COLUMN: ["the reply"],
+                FINAL_DSL_COLUMN: [None],
+            }
+        )
+
+    ds = ray_local.data.from_arrow([block(None), block("syntax")])
+    ds = ds.map_batches(restore_reply, batch_format="pyarrow")
+    rows = ds.map_batches(lambda b: b, batch_size=64, batch_format="pyarrow").take_all()
+    assert sorted(str(r["error_category"]) for r in rows) == ["None", "syntax"]
+    assert {r["generated_text"] for r in rows} == {"the reply"}
+    assert not {REPLY_COLUMN, FINAL_DSL_COLUMN} & set(rows[0])

@@ -1,5 +1,6 @@
 """geobuild-summarize's two verdicts, two denominators and self-correction tables, each
-recomputed here in plain Python from the same hand-built rows."""
+recomputed here in plain Python from the same hand-built rows; each verdict reported only
+for runs that stopped on it (the run's protocol)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pipelines.geobuild.results_json import write_results_json
 from pipelines.geobuild.rows import ADDED_LATER, RoundWriter, read_round
 from pipelines.geobuild.summarize import FAILED_VALIDATION, SUCCESS, summary_tables
 from store.records import write_run_record
+from store.settings import write_settings
 
 BROKEN = "angle_value: reflex 200° read as 160°"
 
@@ -64,10 +66,15 @@ ROWS_B = [
 MODELS = {"a": (ROWS_A, ["p1", "p2", "p3", "p4"], 3), "b": (ROWS_B, ["q1", "q2", "q3", "q4"], 2)}
 
 
-def write_results(tmp_path: Path) -> Path:
-    """MODELS' rows and run records under `tmp_path`/geobuild; returns `tmp_path`."""
+def write_results(tmp_path: Path, protocols: dict[str, str] | None = None) -> Path:
+    """MODELS' rows and run records under `tmp_path`/geobuild, each model's run of the
+    protocol `protocols` names (geosee: none recorded, as our loop writes it); returns
+    `tmp_path`."""
     for model, (rows, ids, rounds) in MODELS.items():
         root = tmp_path / "geobuild" / f"model={model}"
+        protocol = (protocols or {}).get(model, "geosee")
+        if protocol != "geosee":
+            write_settings(root, {"protocol": protocol})
         problems = [{"id": i, "category": "c", "difficulty": 1} for i in ids]
         write_run_record(
             root, {"benchmark": "geobuild", "problems": problems, "max_rounds": rounds}
@@ -87,6 +94,17 @@ def write_results(tmp_path: Path) -> Path:
 @pytest.fixture
 def results(tmp_path: Path) -> Path:
     return write_results(tmp_path)
+
+
+PROTOCOLS = ("geosee", "public")
+# The columns of each rule in the overall table and the _expected key of each.
+RULE_COLUMNS = {
+    "geosee": {"success_rate_all": "success_all", "success_rate_clean": "success_clean"},
+    "public": {
+        "public_success_rate_all": "public_all",
+        "public_success_rate_clean": "public_clean",
+    },
+}
 
 
 def _expected(model: str) -> dict[str, Any]:
@@ -140,38 +158,85 @@ def _expected(model: str) -> dict[str, Any]:
     }
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("model", list(MODELS))
-def test_both_verdicts_over_both_denominators(results: Path, model: str) -> None:
+def test_each_verdict_over_both_denominators_only_from_runs_that_stop_on_it(
+    tmp_path: Path, model: str, protocol: str
+) -> None:
+    results = write_results(tmp_path, {m: protocol for m in MODELS})
     want = _expected(model)
     overall = summary_tables(results)["overall"].filter(model=model).row(0, named=True)
+    assert overall["protocol"] == protocol
     assert overall["problems"] == len(MODELS[model][1])
     assert overall["broken_data"] == want["broken"]
-    assert overall["success_rate_all"] == pytest.approx(want["success_all"])
-    assert overall["success_rate_clean"] == pytest.approx(want["success_clean"])
-    assert overall["public_success_rate_all"] == pytest.approx(want["public_all"])
-    assert overall["public_success_rate_clean"] == pytest.approx(want["public_clean"])
+    for column, key in RULE_COLUMNS[protocol].items():
+        assert overall[column] == pytest.approx(want[key]), column
+    other = next(p for p in PROTOCOLS if p != protocol)
+    for column in RULE_COLUMNS[other]:  # the other rule's stop would bias it: not reported
+        assert overall[column] is None, column
 
 
-def test_the_denominators_and_verdicts_differ_where_the_rows_say_so(results: Path) -> None:
-    overall = {r["model"]: r for r in summary_tables(results)["overall"].iter_rows(named=True)}
-    # a: p3 passes the public rule only; an error blocks p4's passing scores.
-    assert overall["a"]["solved"] == 2 and overall["a"]["solved_public"] == 3
-    # b: q1 (solved) and q3 are broken: clean data leaves q2 and q4, neither solved.
-    assert overall["b"]["success_rate_all"] == pytest.approx(1 / 4)
-    assert overall["b"]["success_rate_clean"] == 0.0
-
-
-@pytest.mark.parametrize("model", list(MODELS))
-def test_success_by_round_and_fixes(results: Path, model: str) -> None:
-    want = _expected(model)
+def test_a_public_runs_reported_success_stops_on_the_public_verdict(tmp_path: Path) -> None:
+    """Model a's rows read as a public-protocol run: each problem's success and its round to
+    success are the first public pass (p3 passes the public rule only, at round 3), and our
+    rule's numbers, which that run never stopped on, are left out."""
+    results = write_results(tmp_path, {"a": "public"})
     tables = summary_tables(results)
+    overall = {r["model"]: r for r in tables["overall"].iter_rows(named=True)}
+    public, geosee = overall["a"], overall["b"]
+    first_public = {"p1": 3, "p2": 1, "p3": 3}  # p4 never passes; recomputed from ROWS_A
+    assert (public["protocol"], public["solved_public"], public["solved"]) == ("public", 3, None)
+    assert public["mean_rounds_to_success"] == pytest.approx(sum(first_public.values()) / 3)
+    assert (geosee["protocol"], geosee["solved"], geosee["solved_public"]) == ("geosee", 1, None)
+    by_round = tables["success_by_round"].filter(model="a")
+    assert by_round["solved_by_round"].null_count() == by_round.height
+    assert by_round["solved_public_by_round"].to_list() == [1, 1, 3]
+
+
+def test_a_one_round_run_reports_both_rules(tmp_path: Path) -> None:
+    """Nothing was stopped early in a run of one round (the solver's upper bound)."""
+    results = tmp_path
+    root = results / "geobuild" / "model=s"
+    write_run_record(root, {"benchmark": "geobuild", "problems": [{"id": "p3"}], "max_rounds": 1})
+    row = {**_row("p3", 1, None, 1.0, 0.95), "request_key": "k"}
+    batch = {c: np.array([row[c]], dtype=object) for c in row}
+    batch["sampling_params"] = np.array([{}], dtype=object)
+    RoundWriter(str(root / "round=1"), {"model": "s"})(batch)
+    overall = summary_tables(results)["overall"].row(0, named=True)
+    assert (overall["solved"], overall["solved_public"]) == (0, 1)
+
+
+def test_the_denominators_and_verdicts_differ_where_the_rows_say_so(tmp_path: Path) -> None:
+    def overall(protocol: str) -> dict[str, dict]:
+        results = write_results(tmp_path / protocol, {m: protocol for m in MODELS})
+        return {r["model"]: r for r in summary_tables(results)["overall"].iter_rows(named=True)}
+
+    # a: p3 passes the public rule only; an error blocks p4's passing scores.
+    assert overall("geosee")["a"]["solved"] == 2 and overall("public")["a"]["solved_public"] == 3
+    # b: q1 (solved) and q3 are broken: clean data leaves q2 and q4, neither solved.
+    b = overall("geosee")["b"]
+    assert b["success_rate_all"] == pytest.approx(1 / 4)
+    assert b["success_rate_clean"] == 0.0
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("model", list(MODELS))
+def test_success_by_round_and_fixes(tmp_path: Path, model: str, protocol: str) -> None:
+    want = _expected(model)
+    tables = summary_tables(write_results(tmp_path, {m: protocol for m in MODELS}))
     by_round = tables["success_by_round"].filter(model=model)
-    got = list(by_round.select("round", "solved_by_round", "solved_public_by_round").iter_rows())
-    assert got == want["by_round"]
+    column, index = (
+        ("solved_by_round", 1) if protocol == "geosee" else ("solved_public_by_round", 2)
+    )
+    got = list(by_round.select("round", column).iter_rows())
+    assert got == [(r[0], r[index]) for r in want["by_round"]]
     fixes = tables["feedback_fixes"].filter(model=model).row(0, named=True)
-    assert (fixes["first_round_failures"], fixes["fixed_later"]) == want["fixed"]
+    ours = (fixes["first_round_failures"], fixes["fixed_later"])
     public = (fixes["first_round_public_failures"], fixes["fixed_later_public"])
-    assert public == want["fixed_public"]
+    if protocol == "geosee":
+        assert ours == want["fixed"] and public == (None, None)
+    else:
+        assert public == want["fixed_public"] and ours == (None, None)
 
 
 def test_a_round_three_fix_shows_in_round_three_only(results: Path) -> None:
@@ -196,17 +261,25 @@ def test_error_table_shows_our_category_and_the_public_kind(results: Path) -> No
     assert pairs["none"] == "none"
 
 
-def test_results_json_holds_both_rates_and_self_correction(results: Path) -> None:
+def test_results_json_holds_the_runs_rates_and_self_correction(tmp_path: Path) -> None:
     want = _expected("a")
+    results = write_results(tmp_path)
     document = json.loads(write_results_json(results, "a").read_text())
     overall = document["results"]["overall"]
-    assert overall["public_success_pct_all"] == pytest.approx(100 * want["public_all"], abs=1e-3)
+    assert document["config"]["protocol"] == overall["protocol"] == "geosee"
+    assert overall["public_success_pct_all"] is None  # our loop stops on our rule
     assert overall["success_pct_clean"] == pytest.approx(100 * want["success_clean"], abs=1e-3)
+    public_doc = json.loads(
+        write_results_json(write_results(tmp_path / "p", {"a": "public"}), "a").read_text()
+    )
+    public = public_doc["results"]["overall"]
+    assert public["protocol"] == "public" and public["success_pct_all"] is None
+    assert public["public_success_pct_all"] == pytest.approx(100 * want["public_all"], abs=1e-3)
     self_correction = document["results"]["self_correction"]
     rounds = [
         (r["round"], r["solved"], r["solved_public"]) for r in self_correction["success_by_round"]
     ]
-    assert rounds == want["by_round"]
+    assert rounds == [(k, ours, None) for k, ours, _ in want["by_round"]]
     fixes = self_correction["feedback_fixes"]
     assert (fixes["first_round_failures"], fixes["fixed_later"]) == want["fixed"]
     moves = {(t["from"], t["to"]): t["count"] for t in self_correction["transitions"]}

@@ -1,13 +1,16 @@
-"""human-export pages (controls on every page, a training page, a time limit) and
-human-import majority votes over the annotators who pass the controls, scored by
-geometry.answers' rules."""
+"""human-export pages as the paper ran its evaluation (every dotted item scored; training,
+examination and control items from their own pool; a time limit) and human-import votes
+over the annotators who pass the examination and the controls, numeric answers within
++-0.5 agreeing, scored by geometry.answers' rules."""
 
 from __future__ import annotations
 
 import base64
 import csv
+import hashlib
 import json
 import os
+import random
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -26,11 +29,12 @@ from pipelines.noregeo.human import (
     question_text,
     read_annotations,
 )
-from pipelines.noregeo.human_pages import TRAINING_PAGE
+from pipelines.noregeo.human_pages import QUALIFICATION_PAGE, TRAINING_PAGE
 from pipelines.noregeo.human_quality import (
     CONTROL,
-    EXAM,
     PAGE_SIZE,
+    QUALIFICATION,
+    SCORED,
     TRAINING,
     controls_per_page,
     plan_pages,
@@ -136,10 +140,26 @@ def _key(exported: Path) -> dict:
     return json.loads(default_key(exported).read_text(encoding="utf-8"))
 
 
+def _truths(small_items: Path, exported: Path) -> dict[str, dict]:
+    """Every item an annotator may see, as rows with answer (JSON text) and options: the
+    scored ones from --items, the pool's from the key."""
+    rows = {r["item_id"]: r for r in dotted_items(small_items)}
+    for item_id, entry in _key(exported)["items"].items():
+        if item_id not in rows:
+            rows[item_id] = entry | {"item_id": item_id, "answer": json.dumps(entry["answer"])}
+    return rows
+
+
 def test_export_pages_mix_controls_into_every_page(small_items: Path, exported: Path) -> None:
     dotted = {r["item_id"]: r for r in dotted_items(small_items)}
     key = _key(exported)
     roles = {i: k["role"] for i, k in key["items"].items()}
+    # The scored items are exactly the models' items; every other role is from the pool,
+    # drawn apart (other ids, other questions).
+    assert {i for i, r in roles.items() if r == SCORED} == set(dotted)
+    pool = {i: k for i, k in key["items"].items() if roles[i] != SCORED}
+    assert pool and not set(pool) & set(dotted)
+    assert all(i.startswith(k["task"] + "-") and "answer_type" in k for i, k in pool.items())
     pages = sorted(exported.glob("page-*.html"))
     parsed = [_parse(p) for p in pages]
     assert [[e["id"] for e in p.items] for p in parsed] == key["pages"]
@@ -151,18 +171,28 @@ def test_export_pages_mix_controls_into_every_page(small_items: Path, exported: 
         controls = [e["id"] for e in page.items if roles[e["id"]] == CONTROL]
         assert len(controls) == len(set(controls)) == per_page
     shown = [e["id"] for p in parsed for e in p.items]
-    exam = sorted(i for i, r in roles.items() if r == EXAM)
-    assert sorted(i for i in shown if roles[i] == EXAM) == exam  # each exam item once
+    exam = sorted(i for i, r in roles.items() if r == SCORED)
+    assert sorted(i for i in shown if roles[i] == SCORED) == exam  # each exam item once
     pool = sorted(i for i, r in roles.items() if r == CONTROL)
-    # 490 items after training: 98 controls fill the 49 pages' 98 slots, each shown once.
-    assert sorted(i for i in shown if roles[i] == CONTROL) == pool and len(pool) == 98
+    # 500 scored items: 63 pages of 8, their 126 control slots filled once each.
+    assert sorted(i for i in shown if roles[i] == CONTROL) == pool and len(pool) == 126
+    # Stratified by task: the controls spread over the 25 tasks, 5 or 6 each.
+    per_task = {key["items"][i]["task"] for i in pool}
+    counts = [sum(key["items"][i]["task"] == task for i in pool) for task in per_task]
+    assert len(per_task) == 25 and max(counts) - min(counts) <= 1
     template = (exported / "annotations-template.csv").read_text().splitlines()[1:]
-    assert sorted(line.split(",")[0] for line in template) == sorted(set(shown))
+    asked = set(shown) | set(key["qualification"])
+    assert sorted(line.split(",")[0] for line in template) == sorted(asked)
     training = _parse(exported / TRAINING_PAGE)
     assert [e["id"] for e in training.items] == key["training"]
     assert len(key["training"]) == PAGE_SIZE and not set(key["training"]) & set(shown)
-    assert set(roles) == set(dotted)  # every dotted item has one role
-    for entry in [e for p in parsed for e in p.items]:
+    exam = _parse(exported / QUALIFICATION_PAGE)
+    assert [e["id"] for e in exam.items] == key["qualification"]
+    assert {roles[i] for i in key["qualification"]} == {QUALIFICATION}
+    assert not set(key["qualification"]) & (set(shown) | set(key["training"]))
+    assert len({key["items"][i]["task"] for i in key["qualification"]}) == PAGE_SIZE
+    assert key["qualification_pass"] == 0.7 and key["overlap"] == 3
+    for entry in [e for p in parsed for e in p.items if e["id"] in dotted]:
         row = dotted[entry["id"]]
         assert entry["src"] == "data:image/png;base64," + base64.b64encode(row["image"]).decode()
         assert entry["question"] == question_text(row)
@@ -173,10 +203,10 @@ def test_export_pages_mix_controls_into_every_page(small_items: Path, exported: 
         else:
             assert entry["field"] == ("input", row["item_id"])
     # Shuffled: U-task pairs (yes then no) must not sit next to each other in item order.
-    assert [i for i in shown if roles[i] == EXAM] != exam
+    assert [i for i in shown if roles[i] == SCORED] != exam
     index = _parse(exported / "index.html")
     links = [link for link in index.links if link.endswith(".html") and link != "index.html"]
-    assert links == [TRAINING_PAGE] + [p.name for p in pages]
+    assert links == [TRAINING_PAGE, QUALIFICATION_PAGE] + [p.name for p in pages]
     for page in parsed:  # the button writes the header human-import reads
         assert page.button["data-header"] == ",".join(COLUMNS)
         assert "http" not in page.script and "src=" not in page.script  # no network assets
@@ -189,7 +219,7 @@ def test_export_pages_mix_controls_into_every_page(small_items: Path, exported: 
 def test_the_key_is_outside_the_pages_and_only_training_answers_are_shown(
     small_items: Path, exported: Path
 ) -> None:
-    dotted = {r["item_id"]: r for r in dotted_items(small_items)}
+    dotted = _truths(small_items, exported)
     key = _key(exported)
     assert {i: k["answer"] for i, k in key["items"].items()} == {
         i: json.loads(r["answer"]) for i, r in dotted.items()
@@ -215,44 +245,55 @@ def test_the_key_is_outside_the_pages_and_only_training_answers_are_shown(
         assert f"<summary>Show the answer</summary><p>{shown}</p>" in page
 
 
+def _pool(n: int, tasks: int = 5) -> dict[str, str]:
+    return {f"control-{k:04d}": f"T{k % tasks}" for k in range(n)}
+
+
 @pytest.mark.parametrize("share", [0.0, 0.05, 0.2, 0.5, 0.9])
 @pytest.mark.parametrize("training", [False, True])
-def test_page_plan_roles_and_control_slots(share: float, training: bool) -> None:
+@pytest.mark.parametrize("qualification", [False, True])
+def test_page_plan_roles_and_control_slots(share: float, training: bool, qualification: bool):
     ids = [f"T-{i:04d}" for i in range(95)]
-    plan = plan_pages(ids, 3, share, training)
+    pool = _pool(2000)
+    plan = plan_pages(ids, pool, 3, share, training, qualification)
     per_page = controls_per_page(share)
-    assert sorted(plan.roles) == ids
+    assert sorted(i for i, r in plan.roles.items() if r == SCORED) == ids  # none set aside
     assert all(plan.roles[i] == TRAINING for i in plan.training)
+    assert all(plan.roles[i] == QUALIFICATION for i in plan.qualification)
     assert len(plan.training) == (PAGE_SIZE if training else 0)
-    exam = [i for p in plan.pages for i in p if plan.roles[i] == EXAM]
-    assert sorted(exam) == sorted(i for i, r in plan.roles.items() if r == EXAM)
+    assert len(plan.qualification) == (PAGE_SIZE if qualification else 0)
+    scored = [i for p in plan.pages for i in p if plan.roles[i] == SCORED]
+    assert sorted(scored) == ids  # each once
     for page in plan.pages:
         controls = [i for i in page if plan.roles[i] == CONTROL]
         assert len(controls) == len(set(controls)) == per_page
+        assert set(controls) <= set(pool)
         assert len(page) <= PAGE_SIZE and len(page) > per_page
-        assert TRAINING not in {plan.roles[i] for i in page}
-    pool = [i for i, r in plan.roles.items() if r == CONTROL]
-    # The pool is about `share` of the items left after training, and every control shows.
-    assert {i for p in plan.pages for i in p if plan.roles[i] == CONTROL} == set(pool)
-    assert abs(len(pool) - len(ids[len(plan.training) :]) * per_page / PAGE_SIZE) <= per_page
-    shown = [i for p in plan.pages for i in p if plan.roles[i] == CONTROL]
-    if len(shown) == len(pool):  # the counts allow it: no control is shown twice
-        assert sorted(shown) == sorted(pool)
-    assert plan_pages(ids, 3, share, training) == plan  # the seed decides
+        assert {plan.roles[i] for i in page} <= {SCORED, CONTROL}
+    controls = [i for p in plan.pages for i in p if plan.roles[i] == CONTROL]
+    assert len(controls) == len(set(controls))  # no control shown twice
+    tasks = [pool[i] for i in controls]
+    if controls:  # stratified: the tasks take turns
+        counts = [tasks.count(t) for t in set(tasks)]
+        assert max(counts) - min(counts) <= 1
+    assert plan_pages(ids, pool, 3, share, training, qualification) == plan  # the seed decides
 
 
-def test_page_plan_refuses_controls_that_leave_no_exam_item() -> None:
+def test_page_plan_refuses_a_pool_too_small_or_holding_scored_items() -> None:
     from store.errors import UsageError
 
-    with pytest.raises(UsageError, match="--control-share 0.9 needs more than"):
-        plan_pages([f"T-{i}" for i in range(9)], 0, 0.9, False)
+    ids = [f"T-{i}" for i in range(9)]
+    with pytest.raises(UsageError, match="the pages need 101"):
+        plan_pages(ids, _pool(28), 0, 0.9, True, True)
+    with pytest.raises(UsageError, match="apart from the scored ones"):
+        plan_pages(ids, {"T-1": "T"} | _pool(40), 0, 0.2, True, True)
 
 
 def _answers_csv(pages: Path, dotted: dict[str, dict], path: Path) -> Path:
     """The CSV a page's download makes when each field holds the true answer, typed as an
-    annotator would (a point as "x, y": a comma inside a field)."""
+    annotator would (a point as "x, y": a comma inside a field), the examination's too."""
     rows = []
-    for page in sorted(pages.glob("page-*.html")):
+    for page in [pages / QUALIFICATION_PAGE, *sorted(pages.glob("page-*.html"))]:
         for entry in _parse(page).items:
             truth = json.loads(dotted[entry["id"]]["answer"])
             typed = f"{truth['x']}, {truth['y']}" if "x" in truth else str(truth["answer"])
@@ -263,17 +304,17 @@ def _answers_csv(pages: Path, dotted: dict[str, dict], path: Path) -> Path:
 def test_a_filled_page_imports_as_all_correct(
     small_items: Path, exported: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    dotted = {r["item_id"]: r for r in dotted_items(small_items)}
+    dotted = _truths(small_items, exported)
     annotations = _answers_csv(exported, dotted, tmp_path / "ann.csv")
     out = tmp_path / "results"
     key = default_key(exported)
     assert _import(annotations, small_items, out, "--key", str(key)) == 0
     df = load_results(out, model="human")
     roles = {i: k["role"] for i, k in _key(exported)["items"].items()}
-    assert sorted(df["item_id"]) == sorted(i for i, r in roles.items() if r == EXAM)
+    assert sorted(df["item_id"]) == sorted(i for i, r in roles.items() if r == SCORED)
     assert df["correct"].all()
     printed = capsys.readouterr().out
-    assert "ann\t" in printed and "\t1.00\tkept" in printed
+    assert "ann\t" in printed and "\t1.00\tkept\t10/10" in printed
 
 
 def _answer(row: dict, right: bool) -> str:
@@ -290,22 +331,28 @@ def _answer(row: dict, right: bool) -> str:
 def test_import_keeps_careful_annotators_excludes_careless_ones_and_reports_ties(
     small_items: Path, exported: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Hand-built annotations on the exported pages, in two files: `careful` gets every
+    """Hand-built annotations on the exported pages, in two files: each passes the
+    examination but `unqualified` (7 of 10 is the pass mark: 6 of 10); `careful` gets every
     control right, `borderline` exactly 4 of 5 (the 0.8 default, kept), `careless` 3 of 5
-    and `silent` answers no control (both excluded). On the exam items `careless` and
-    `silent` answer wrong where `careful` is right, and `borderline` disagrees with
-    `careful` on one item: a tie among the kept votes."""
-    dotted = {r["item_id"]: r for r in dotted_items(small_items)}
+    and `silent` answers no control (both excluded). On the scored items `careless`,
+    `silent` and `unqualified` answer wrong where `careful` is right, and `borderline`
+    disagrees with `careful` on one item: a tie among the kept votes."""
+    dotted = _truths(small_items, exported)
     key = _key(exported)
     roles = {i: k["role"] for i, k in key["items"].items()}
     controls = [i for page in key["pages"] for i in page if roles[i] == CONTROL][:5]
-    exam = [i for i in key["pages"][0] if roles[i] == EXAM][:4]
+    exam = [i for i in key["pages"][0] if roles[i] == SCORED][:4]
     rows = []
-    for who, right in (("careful", 5), ("borderline", 4), ("careless", 3)):
+    for who, passed in (("careful", 10), ("borderline", 7), ("careless", 10), ("silent", 10),
+                        ("unqualified", 6)):  # fmt: skip
+        rows += [(i, who, _answer(dotted[i], n < passed))
+                 for n, i in enumerate(key["qualification"])]  # fmt: skip
+    for who, right in (("careful", 5), ("borderline", 4), ("careless", 3), ("unqualified", 5)):
         rows += [(i, who, _answer(dotted[i], n < right)) for n, i in enumerate(controls)]
     rows += [(i, "careful", _answer(dotted[i], True)) for i in exam]
     rows += [(i, "careless", _answer(dotted[i], False)) for i in exam]
     rows += [(i, "silent", _answer(dotted[i], False)) for i in exam]
+    rows += [(i, "unqualified", _answer(dotted[i], False)) for i in exam]
     rows += [(key["training"][0], "careful", _answer(dotted[key["training"][0]], True))]
     tied = exam[0]
     second = [(tied, "borderline", _answer(dotted[tied], False))]
@@ -315,10 +362,16 @@ def test_import_keeps_careful_annotators_excludes_careless_ones_and_reports_ties
     assert _import([first, other], small_items, out, "--key", str(default_key(exported))) == 0
     printed = capsys.readouterr().out
     table = {line.split("\t")[0]: line.split("\t") for line in printed.splitlines()}
-    assert table["careful"][2:] == ["5", "5", "1.00", "kept"]
-    assert table["borderline"][2:] == ["5", "4", "0.80", "kept"]
-    assert table["careless"][2:] == ["5", "3", "0.60", "excluded"]
-    assert table["silent"][2:] == ["0", "0", "n/a", "excluded"]
+    assert table["careful"][2:] == ["5", "5", "1.00", "kept", "10/10"]
+    assert table["borderline"][2:] == ["5", "4", "0.80", "kept", "7/10"]
+    assert table["careless"][2:] == ["5", "3", "0.60", "excluded", "10/10"]
+    assert table["silent"][2:] == ["0", "0", "n/a", "excluded", "10/10"]
+    assert table["unqualified"][2:] == ["5", "5", "1.00", "excluded", "6/10"]
+    said = [line for line in printed.splitlines() if "failed the examination" in line]
+    assert said == [
+        "annotator unqualified failed the examination (6 of 10 right, pass mark 0.7): "
+        "excluded from the vote"
+    ]
     assert "1 tie(s), " in printed and tied in printed.split("tie(s)")[1]
     assert "overlap (votes per item): 3 item(s) with 1, 1 item(s) with 2" in printed
     assert "1 answer(s) to training items ignored" in printed
@@ -333,6 +386,7 @@ def test_import_keeps_careful_annotators_excludes_careless_ones_and_reports_ties
     runs = list((out / "noregeo" / "model=human" / "runs").glob("*.json"))
     run = json.loads(runs[0].read_text())
     assert run["annotators"]["careless"]["kept"] is False and run["min_control_accuracy"] == 0.8
+    assert run["annotators"]["unqualified"]["failed_exam"] is True
     assert run["overlap"] == {"1": 3, "2": 1}
     # A stricter threshold drops `borderline` too, and with it the tie.
     strict = tmp_path / "strict"
@@ -393,7 +447,7 @@ def test_the_download_button_writes_a_csv_human_import_reads(
     script.write_text(page.script, encoding="utf-8")
     driver = tmp_path / "dom.js"
     driver.write_text(NODE_DOM, encoding="utf-8")
-    dotted = {r["item_id"]: r for r in dotted_items(small_items)}
+    dotted = _truths(small_items, exported)
     typed = {}
     for entry in page.items:  # a comma, a quote and an empty field: CSV quoting matters
         truth = json.loads(dotted[entry["id"]]["answer"])
@@ -544,7 +598,7 @@ def test_import_majority_vote_tie_and_scoring(
         (point["item_id"], "a1", f"({x}, {y})"),
         (point["item_id"], "a2", f"{x},{y}"),
         (point["item_id"], "a3", f"{x + 5}, {y}"),
-        # 2 annotators disagree: a tie, broken by the smallest normalised text.
+        # 2 annotators disagree: a tie, reported and drawn (seeded by the item id).
         (choice["item_id"], "a1", right),
         (choice["item_id"], "a2", wrong),
         # 1 annotator, off by 0.4: right under the +-0.5 rule.
@@ -558,9 +612,12 @@ def test_import_majority_vote_tie_and_scoring(
     assert df.height == 3 and set(df["setup"]) == {"dotted"} and set(df["model"]) == {"human"}
     got = {r["item_id"]: r for r in df.iter_rows(named=True)}
 
-    tie_winner = min(json.dumps({"answer": a}) for a in (right, wrong))
+    tied = sorted(json.dumps({"answer": a}) for a in (right, wrong))
+    seed = hashlib.sha256(choice["item_id"].encode()).hexdigest()
+    tie_winner = random.Random(seed).choice(tied)
     assert got[choice["item_id"]]["generated_text"] == tie_winner
-    assert json.loads(got[choice["item_id"]]["sampling_params"])["tie"] is True
+    record = json.loads(got[choice["item_id"]]["sampling_params"])
+    assert record["tie"] is True and record["leaders"] == tied
     point_record = json.loads(got[point["item_id"]]["sampling_params"])
     assert sorted(point_record["votes"].values()) == [1, 2] and point_record["tie"] is False
     assert point_record["annotators"] == 3
@@ -584,7 +641,7 @@ def test_import_majority_vote_tie_and_scoring(
         ("no-annotator", "has no annotator"),
         ("key-of-another-item-table", "belongs to another item table"),
         ("key-without-roles", "not a human-export key"),
-        ("everyone-excluded", "no exam answers left to vote"),
+        ("everyone-excluded", "no scored answers left to vote"),
     ],
 )
 def test_bad_annotations_exit_2_and_write_nothing(
@@ -637,3 +694,39 @@ def test_typed_huge_numbers_import_as_invalid_votes(small_items: Path, tmp_path:
     assert df.height == 2
     assert df["valid"].to_list() == [False, False] and not df["correct"].any()
     assert df["sq_error"].null_count() == 2
+
+
+def test_numeric_votes_within_half_agree_and_a_real_tie_is_reported(
+    small_items: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three annotators type 10, 10.4 and 15 for a number: 10 and 10.4 agree under the
+    +-0.5 rule (by exact text they would be a three-way tie), and the vote is their median;
+    the same for a point per coordinate. Two who answer 3 apart are a tie, reported."""
+    items = _items_by_type(small_items)
+    number, point = items["number"], items["point"]
+    others = [r for r in dotted_items(small_items) if r["answer_type"] == "number"]
+    tied = next(r for r in others if r["item_id"] != number["item_id"])
+    rows = [
+        (number["item_id"], "a1", "10"),
+        (number["item_id"], "a2", "10.4"),
+        (number["item_id"], "a3", "15"),
+        (point["item_id"], "a1", "(1, 2)"),
+        (point["item_id"], "a2", "(1.5, 2.5)"),
+        (point["item_id"], "a3", "(1.2, 9)"),
+        (tied["item_id"], "a1", "4"),
+        (tied["item_id"], "a2", "7"),
+    ]
+    out = tmp_path / "results"
+    assert _import(_write_csv(tmp_path / "ann.csv", rows), small_items, out) == 0
+    printed = capsys.readouterr().out
+    got = {r["item_id"]: r for r in load_results(out, model="human").iter_rows(named=True)}
+    numeric = json.loads(got[number["item_id"]]["sampling_params"])
+    assert numeric["tie"] is False and json.loads(got[number["item_id"]]["generated_text"]) == {
+        "answer": 10.2
+    }
+    # (1, 2) and (1.5, 2.5) agree; (1.2, 9) agrees with neither: the median of the two.
+    assert json.loads(got[point["item_id"]]["generated_text"]) == {"x": 1.25, "y": 2.25}
+    assert json.loads(got[point["item_id"]]["sampling_params"])["tie"] is False
+    record = json.loads(got[tied["item_id"]]["sampling_params"])
+    assert record["tie"] is True and sorted(record["leaders"]) == ['{"answer": 4}', '{"answer": 7}']
+    assert "1 tie(s), " in printed and tied["item_id"] in printed.split("tie(s)")[1]

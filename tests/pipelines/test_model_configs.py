@@ -122,13 +122,58 @@ def test_resolve_model_finds_local_entries_by_name() -> None:
 
 
 def test_reasoning_models_think_before_the_grammar(configs) -> None:
-    thinkers = [c for c in configs if c.name.startswith(("qwen3-", "deepseek-r1-"))]
-    assert len(thinkers) == 6
+    thinkers = [c for c in configs if c.reasoning_parser]
+    assert {c.name for c in thinkers} == {
+        "qwen3-4b-thinking",
+        "qwen3-8b-thinking",
+        "qwen3-14b",
+        "qwen3-32b",
+        "deepseek-r1-distill-qwen-7b",
+        "deepseek-r1-distill-qwen-32b",
+    }
     for c in thinkers:
         assert c.reasoning_parser in REASONING_PARSERS and c.thinking_max_tokens > 0, c.name
         # The reasoning, the answer budget and a prompt fit the context.
         assert c.thinking_max_tokens + 2048 < c.max_model_len, c.name
+        assert not c.paper, c.name
     assert all(c.enable_thinking for c in thinkers if c.name.startswith("qwen3-"))
+
+
+def test_paper_models_answer_one_shot_and_their_thinking_setups_stay_apart(configs) -> None:
+    """The paper's protocol: no chain of thought, the grammar from the first token."""
+    by_name = {c.name: c for c in configs}
+    for c in configs:
+        if c.paper:
+            assert not c.reasoning_parser and not c.thinking_max_tokens, c.name
+            assert c.enable_thinking is not True and c.sampling is None, c.name
+            assert c.expected_output_tokens == 16, c.name
+    for name in ("qwen3-4b", "qwen3-8b"):
+        paper, thinking = by_name[name], by_name[f"{name}-thinking"]
+        assert paper.paper and paper.enable_thinking is False  # Qwen3's template switch
+        assert not thinking.paper and thinking.thinks and thinking.repo == paper.repo
+
+
+def test_a_thinking_config_marked_paper_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "thinker.yaml"
+    path.write_text(
+        (CONFIGS / "qwen3-8b-thinking.yaml").read_text().replace("paper: false", "paper: true")
+    )
+    items = tmp_path / "items"
+    items.mkdir()
+    (items / MANIFEST).write_text('{"tasks": ["C-BCT-CT"], "setups": ["text"]}')
+    (items / "part-C-BCT-CT.parquet").write_bytes(b"")  # never read: the config fails first
+    out = tmp_path / "results"
+    args = ["evaluate", "--items", str(items), "--engine", "vllm", "--model", str(path)]
+    assert main([*args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "paper" in err and "-thinking" in err, err
+    assert not out.exists()
+    for switch in ("enable_thinking: true\n", "reasoning_parser: qwen3\nthinking_max_tokens: 9\n"):
+        path.write_text(f"name: thinker\nrepo: r\npaper: true\n{switch}")
+        with pytest.raises(ModelConfigError, match="paper"):
+            load_config(path)
 
 
 def test_blocked_models_say_why(configs) -> None:

@@ -83,7 +83,7 @@ def test_models_without_their_own_sampling_keep_their_request_keys() -> None:
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("qwen3-8b", {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0}),
+        ("qwen3-8b-thinking", {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0}),
         ("deepseek-r1-distill-qwen-7b", {"temperature": 0.6, "top_p": 0.95}),
     ],
 )
@@ -124,8 +124,13 @@ def test_a_config_sampling_field_is_checked(tmp_path: pytest.TempPathFactory) ->
 def test_the_sweep_estimate_counts_each_configs_expected_output() -> None:
     chars = {"text": 400.0}
     plain = load_config(CONFIG_DIR / "qwen2.5-7b-instruct.yaml")
-    thinker = load_config(CONFIG_DIR / "qwen3-8b.yaml")
-    for cfg, output in ((plain, OUTPUT_TOKENS_PER_ROW), (thinker, 4096 + 16)):
+    thinker = load_config(CONFIG_DIR / "qwen3-8b-thinking.yaml")
+    paper = load_config(CONFIG_DIR / "qwen3-8b.yaml")  # one-shot: the answer alone
+    for cfg, output in (
+        (plain, OUTPUT_TOKENS_PER_ROW),
+        (thinker, 4096 + 16),
+        (paper, OUTPUT_TOKENS_PER_ROW),
+    ):
         est = estimate(Job(cfg=cfg, setups=["text"], rows={"text": 100}), chars)
         assert est.tokens == 100 * (400 / CHARS_PER_TOKEN + output), cfg.name
 
@@ -151,18 +156,21 @@ def _rows(flags: list[bool | None], correct: list[bool]) -> pl.DataFrame:
     )
 
 
-def test_rows_out_of_budget_are_counted_apart_not_scored_wrong() -> None:
-    # 2 rows out of budget (scored wrong if they counted), 3 answered: 2 of them right.
-    df = _rows([True, True, False, False, False], [False, False, True, True, False])
+def test_rows_out_of_budget_are_counted_apart_and_scored_wrong() -> None:
+    # 2 rows out of budget, 3 answered: 2 of them right. The paper gives no credit without a
+    # conforming answer: accuracy 2 of 5; over the answered rows 2 of 3, shown beside it.
+    df = _rows([True, True, False, False, False], [False, True, True, True, False])
     table = accuracy_table(df, ["model", "setup"])
-    assert table["out_of_budget"].to_list() == [2]
+    assert table["out_of_budget"].to_list() == [2] and table["unanswered"].to_list() == [2]
     assert table["n"].to_list() == [5]
-    assert table["accuracy"].to_list() == [pytest.approx(2 / 3)]
+    assert table["accuracy"].to_list() == [pytest.approx(2 / 5)]
+    assert table["answered_accuracy"].to_list() == [pytest.approx(2 / 3)]
     overall = summary_tables(df)["overall"]
     assert overall["out_of_budget"].to_list() == [2]
-    assert overall["accuracy %"].to_list() == [pytest.approx(66.7)]
+    assert overall["accuracy %"].to_list() == [pytest.approx(40.0)]
+    assert overall["answered-only accuracy %"].to_list() == [pytest.approx(66.7)]
     by_task = summary_tables(df)["accuracy_by_task"]
-    assert by_task["text %"].to_list() == [pytest.approx(66.7)]
+    assert by_task["text %"].to_list() == [pytest.approx(40.0)]
 
 
 def test_tables_of_models_that_do_not_reason_have_no_budget_column() -> None:

@@ -32,23 +32,29 @@ def _tables(section) -> dict[str, pl.DataFrame]:
     return {b.name: b.frame for b in section.blocks if isinstance(b, Table)}
 
 
-def test_geobuild_section_shows_both_rates_and_self_correction(tmp_path: Path) -> None:
-    results = write_results(tmp_path / "results")
+def test_geobuild_section_shows_each_runs_rate_and_self_correction(tmp_path: Path) -> None:
+    """a ran the public protocol, b ours: each row's success is by the rule its run stopped
+    on, with the protocol beside it, and the public-success column holds a's alone."""
+    results = write_results(tmp_path / "results", {"a": "public"})
     out = tmp_path / "report"
     (out / "figures").mkdir(parents=True)
     section = geobuild_section(results, out)
     tables = _tables(section)
     overall = {r["model"]: r for r in tables["geobuild_overall"].iter_rows(named=True)}
-    for model, row in overall.items():
-        want = _expected(model)
-        assert row["success % (all)"] == pytest.approx(round(100 * want["success_all"], 1))
-        assert row["public success % (clean data)"] == pytest.approx(
-            round(100 * want["public_clean"], 1)
-        )
+    a, b = overall["a"], overall["b"]
+    assert (a["protocol"], b["protocol"]) == ("public", "geosee")
+    assert a["public success % (clean data)"] == pytest.approx(
+        round(100 * _expected("a")["public_clean"], 1)
+    )
+    assert b["success % (all)"] == pytest.approx(round(100 * _expected("b")["success_all"], 1))
+    assert a["success % (all)"] is None and b["public success % (clean data)"] is None
     by_round = tables["geobuild_success_by_round"].filter(model="a")
     assert [r[2] for r in _expected("a")["by_round"]] == by_round[
         "solved_public_by_round"
     ].to_list()
+    lines = geobuild_lines(geobuild_tables(results), None)
+    assert any("a (protocol public)" in line and "by the public rule" in line for line in lines)
+    assert not any("a (protocol public)" in line and "by our rule" in line for line in lines)
     assert {"geobuild_feedback_fixes", "geobuild_error_transitions"} <= set(tables)
     (figure,) = [b for b in section.blocks if isinstance(b, Figure)]
     with Image.open(out / figure.path) as image:
@@ -154,10 +160,12 @@ def test_one_solver_upper_bound_the_loops(tmp_path: Path, monkeypatch: pytest.Mo
     assert loop["success % (all)"] == pytest.approx(round(100 / 3, 1))
     bound = audit_upper_bound(frame).row(0, named=True)
     assert bound["success % (all)"] == loop["success % (all)"]  # not 2 of 3
-    assert bound["public success % (all)"] == loop["public success % (all)"]
+    # Two rounds of our loop stop on our rule: the public rule's figure is not reported.
+    assert loop["protocol"] == "geosee" and loop["public success % (all)"] is None
     assert "audit_upper_bound" not in _tables(audit_section(frame, "", solver_ran=True))
     lines = geobuild_lines(tables, frame)
-    assert len(lines) == 1 and "the solver's upper bound: 33.3% of 3 problems" in lines[0]
+    assert len(lines) == 1 and "the solver's upper bound (protocol geosee)" in lines[0]
+    assert "3 problems: 33.3% by our rule" in lines[0]
     # Without the loop's run, the audit's figure is the one shown.
     (line,) = geobuild_lines("no GeoBuild results", frame)
     assert "upper bound (audit): 33.3% of 3 problems" in line

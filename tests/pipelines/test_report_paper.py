@@ -272,6 +272,40 @@ def test_table2_marks_best_and_second_per_setup_among_models_only() -> None:
     assert not any(mark in rows[i] for mark in ("best", "second") for i in (3, 4))
 
 
+def test_table2_marks_the_best_across_all_setups_framed() -> None:
+    """The paper underlines the overall best of each column across the setups."""
+    table = pl.DataFrame(
+        {
+            "setup": ["text", "text", "text", "dotted", "dotted"],
+            "model": ["a", "b", "oracle", "a", "b"],
+            "C-ACM": [50.0, 70.0, 100.0, 70.0, 20.0],
+            "N-BCT": [30.0, 20.0, 100.0, 5.0, 45.0],
+        }
+    )
+    overall = rt.table2_best_overall(table, ["oracle"])
+    assert overall == {(1, "C-ACM"): "overall", (3, "C-ACM"): "overall", (4, "N-BCT"): "overall"}
+    marks = rt.merged_marks(rt.table2_marks(table, ["oracle"]), overall)
+    assert marks[(4, "N-BCT")] == "best overall" and marks[(0, "N-BCT")] == "best"
+    html = page("t", "s", [PageSection("x", "y", table_blocks("t2", "T2", table, marks=marks))])
+    rows = html.split("<tbody>")[1].split("</tr>")
+    assert 'class="num best overall"' in rows[4] and "overall" not in rows[0]
+
+
+def test_table2_shows_nscp_with_and_without_triangle_type() -> None:
+    """N-SCP holds triangle_type, a three-way choice the paper files as numeric: a column
+    beside it leaves it out, recomputed here from the rows."""
+    rows = []
+    for task, right in (("N-SCP-ICCT", [True, False]), ("N-SCP-TTT", [True, True, True, False])):
+        rows += [{"task": task, "setup": "text", "model": "m", "correct": c} for c in right]
+    rows += [{"task": "C-BCT-CT", "setup": "text", "model": "m", "correct": False}]
+    table = rt.table2(pl.DataFrame(rows)).row(0, named=True)
+    assert table["N-SCP"] == pytest.approx(round(100 * 4 / 6, 1))
+    assert table["N-SCP w/o TTT"] == 50.0
+    assert list(rt.table2(pl.DataFrame(rows)).columns) == [
+        "setup", "model", "C-BCT", "N-SCP", "N-SCP w/o TTT"
+    ]  # fmt: skip
+
+
 def test_table_without_marks_renders_as_before() -> None:
     frame = pl.DataFrame({"model": ["a"], "x": [1.0]})
     html = page("t", "s", [PageSection("x", "y", [Table("n", "T", frame)])])

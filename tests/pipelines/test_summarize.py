@@ -91,15 +91,15 @@ def test_summary_tables_cover_the_issue_list() -> None:
     assert {"overall", "by_category", "by_task", "mse", "pair_consistency"} <= set(tables)
 
 
-def test_engine_errors_leave_the_denominator_and_get_their_own_rate() -> None:
+def test_an_engine_error_counts_as_wrong_in_the_reported_accuracy() -> None:
     answered = _frame().with_columns(pl.lit(None, pl.String).alias("engine_error"))
-    # Two failed requests on the numeric task, stored as engines store them: no answer,
-    # not valid, not correct. Counted as wrong they would pull accuracy from 1/4 to 1/6.
+    # Two failed requests on the numeric task, stored as a broken engine might: no answer,
+    # `correct` null. The paper gives no credit without a conforming answer: they are wrong.
     failed = pl.DataFrame(
         [
             {
                 **answered.row(6, named=True),
-                "correct": False,
+                "correct": None,
                 "valid": False,
                 "sq_error": None,
                 "engine_error": "transient: HTTP 503 after 6 attempts: busy",
@@ -110,20 +110,34 @@ def test_engine_errors_leave_the_denominator_and_get_their_own_rate() -> None:
     df = pl.concat([answered, failed])
     table = accuracy_table(df, ["task"]).sort("task")
     numeric = table.filter(pl.col("task") == "N-ECL-SLT")
-    assert numeric["n"][0] == 6
+    # Recomputed here from the rows: 1 right of the 4 answered, of the 6 items in all.
+    rows = df.filter(pl.col("task") == "N-ECL-SLT")
+    right = int(rows["correct"].fill_null(False).sum())
+    assert (right, rows.height) == (1, 6)
+    assert numeric["n"][0] == 6 and numeric["unanswered"][0] == 2
+    assert numeric["accuracy"][0] == pytest.approx(right / rows.height)
+    assert numeric["answered_accuracy"][0] == pytest.approx(1 / 4)
+    low, high = numeric["ci_low"][0], numeric["ci_high"][0]
+    assert (low, high) == bootstrap_ci(np.array([True] + [False] * 5))
     assert numeric["engine_error_rate"][0] == pytest.approx(2 / 6)
-    assert numeric["accuracy"][0] == pytest.approx(1 / 4)
     assert numeric["invalid_rate"][0] == pytest.approx(1 / 4)  # invalid is not error
     assert numeric["mse"][0] == pytest.approx((0 + 1 + 9) / 3)
     assert table.filter(pl.col("task") == "U-PAP-PT")["engine_error_rate"][0] == 0.0
     wide = accuracy_by_task_setup(df)
-    assert wide.filter(pl.col("task") == "N-ECL-SLT")["text %"][0] == pytest.approx(25.0)
+    assert wide.filter(pl.col("task") == "N-ECL-SLT")["text %"][0] == pytest.approx(
+        100 / 6, abs=0.05
+    )
+    overall = summary_tables(df)["overall"]
+    assert overall["accuracy %"][0] == pytest.approx(100 * 4 / 12, abs=0.05)  # 3 + 1 of 12
+    assert overall["answered-only accuracy %"][0] == pytest.approx(100 * 4 / 10, abs=0.05)
+    assert overall["unanswered"][0] == 2
 
 
-def test_a_group_whose_requests_all_failed_has_no_accuracy() -> None:
+def test_a_group_whose_requests_all_failed_has_no_answered_accuracy() -> None:
     row = {**_frame().row(0, named=True), "correct": False, "valid": False}
     df = pl.DataFrame([{**row, "engine_error": "final: HTTP 400 after 1 attempt: bad"}])
     table = accuracy_table(df, ["task"])
-    assert table["engine_error_rate"][0] == 1.0
-    assert table["accuracy"][0] is None and table["invalid_rate"][0] is None
+    assert table["engine_error_rate"][0] == 1.0 and table["unanswered"][0] == 1
+    assert table["accuracy"][0] == 0.0  # over every item: the failed one is wrong
+    assert table["answered_accuracy"][0] is None and table["invalid_rate"][0] is None
     assert pair_consistency(df).is_empty()

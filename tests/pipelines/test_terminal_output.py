@@ -66,6 +66,12 @@ def _expected_percent(rows: pl.DataFrame, column: str) -> float:
     return round(100 * answered[column].mean(), 1)
 
 
+def _every_item_percent(rows: pl.DataFrame) -> float:
+    """Percent of every row that is right, an engine error counted wrong (the paper's)."""
+    right = rows.filter(pl.col("engine_error").is_null())["correct"].sum()
+    return round(100 * right / rows.height, 1)
+
+
 def _summarize(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     assert cli.main(["summarize", *argv]) == 0
     return capsys.readouterr().out
@@ -103,7 +109,10 @@ def test_json_holds_percentages_recomputed_from_the_rows_in_a_stable_order(
     for row in overall:
         cell = rows.filter((pl.col("model") == row["model"]) & (pl.col("setup") == row["setup"]))
         assert row["n"] == cell.height
-        assert row["accuracy %"] == pytest.approx(_expected_percent(cell, "correct"))
+        assert row["accuracy %"] == pytest.approx(_every_item_percent(cell))
+        answered = _expected_percent(cell, "correct")
+        assert row["answered-only accuracy %"] == pytest.approx(answered)
+        assert row["unanswered"] == cell["engine_error"].is_not_null().sum()
         invalid = cell.with_columns(invalid=~pl.col("valid"))
         assert row["invalid %"] == pytest.approx(_expected_percent(invalid, "invalid"))
         errors = cell["engine_error"].is_not_null().mean()
@@ -117,7 +126,7 @@ def test_json_holds_percentages_recomputed_from_the_rows_in_a_stable_order(
         same = (pl.col("model") == row["model"]) & (pl.col("task") == row["task"])
         for setup in SETUPS:
             cell = rows.filter(same & (pl.col("setup") == setup))
-            assert row[f"{setup} %"] == pytest.approx(_expected_percent(cell, "correct"))
+            assert row[f"{setup} %"] == pytest.approx(_every_item_percent(cell))
     by_task = [(r["model"], r["task"], r["setup"]) for r in tables["by_task"]]
     assert by_task == [(m, t, s) for m in sorted(MODELS) for t in all_tasks() for s in SETUPS]
 

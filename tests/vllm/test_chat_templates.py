@@ -119,6 +119,8 @@ CONFIG_FAMILY = {
     "qwen2.5-math-7b-instruct": "qwen2.5-math",
     "qwen3-4b": "qwen3",
     "qwen3-8b": "qwen3",
+    "qwen3-4b-thinking": "qwen3",
+    "qwen3-8b-thinking": "qwen3",
     "qwen3-14b": "qwen3",
     "qwen3-32b": "qwen3",
     "llama-3.1-8b-instruct": "llama-3.1",
@@ -422,6 +424,21 @@ def test_template_renders_the_request(
         if family.image_token:
             images = 1 if item.image is not None else 0
             assert prompt.count(family.image_token) == images, f"image placeholders: {where}"
+
+
+@pytest.mark.parametrize("name", ["qwen3-4b", "qwen3-8b"])
+def test_paper_qwen3_prompt_closes_its_think_block_so_the_grammar_starts_the_reply(
+    name: str, items: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The paper's one-shot protocol (issue 37): the real Qwen3 template with the stage's
+    `enable_thinking: false` ends the generation prompt in an empty think block, so the
+    first generated token is the grammar's; the thinking setup's prompt opens no such block."""
+    family = FAMILIES["qwen3"]
+    for config, closed in ((name, True), (f"{name}-thinking", False)):
+        cfg = CONFIGS[config]
+        settings = stage_settings(cfg, monkeypatch)
+        prompt = render(template_of(family), request(cfg, items["text"]), settings.template_kwargs)
+        assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n") == closed, prompt
 
 
 @pytest.mark.parametrize("name", [n for n in RENDERED if CONFIGS[n].modality == "image-text"])
