@@ -150,13 +150,14 @@ def test_a_two_model_sweep(cluster: RayCluster, s3: S3Server, tmp_path: Path) ->
     """The oracle and tiny-llm (hf engine, built by the sweep on the head: its folder is
     mirrored and the worker's actor fetches and checks it)."""
     log = tmp_path / "walk.log"
-    models = ("oracle", "tiny-llm")
+    models = {"oracle": 3, "tiny-llm": 1}  # their setups
     sweep = _geosee(cluster, "sweep", "--only", ",".join(models), "--out", s3.uri("walk/sweep"),
                     "--tasks", TASKS, "--per-task", str(PER_TASK), "--max-tokens", "24",
                     "--benchmarks", "noregeo", log=log)  # fmt: skip
     text = log.read_text()
     assert sweep.returncode == 0, text[-4000:]
     root = location(s3.uri("walk/sweep"))
-    for name in models:
+    for name, setups in models.items():
         rows = raw_keys(model_dir(root, "noregeo", name))
-        assert len(rows) == 2 * PER_TASK and len(set(rows)) == len(rows), (name, text[-3000:])
+        assert len(rows) == 2 * PER_TASK * setups and len(set(rows)) == len(rows), name
+    assert (root / MIRRORS / "local").is_dir()  # tiny-llm's folder, copied for the worker
