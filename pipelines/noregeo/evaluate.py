@@ -38,6 +38,7 @@ from pipelines.engines.model_config import (
     resolve_model,
 )
 from pipelines.engines.preflight import PreflightError, check_model
+from pipelines.engines.prompt_canary import CanaryError
 from pipelines.engines.requests import (
     ITEM_COLUMNS_NEEDED,
     SamplingConfig,
@@ -282,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
     on_interrupt(saved_rows(model_dir(args.out, BENCHMARK, cfg.name)))
     try:
         written = evaluate(files, cfg, run_settings, args.out, context=context)
-    except (NoGPUError, MissingKeyError) as err:
+    except (NoGPUError, MissingKeyError, CanaryError) as err:
         raise UsageError(str(err)) from err
     from pipelines.noregeo.results_json import write_results_json
     from pipelines.noregeo.summarize import HEADLINE, load_results, summary_tables
@@ -367,6 +368,8 @@ def evaluate(
         from pipelines.engines.ray_session import ensure_ray
 
         ensure_ray()
+        if cfg.engine == "vllm":  # before the engine's GPUs are asked for, and any row
+            record["prompt_canary"] = _prompt_canary(files, cfg, run)
         writer = ShardWriter(
             str(root.resolve()), cfg.name, cfg.revision, cfg.engine, token=lock.token
         )
@@ -384,6 +387,34 @@ def evaluate(
             shown.update(rows)
         shown.close()
         return written
+
+
+def _prompt_canary(
+    files: Sequence[Location], cfg: ModelConfig, run: EvaluateSettings
+) -> dict[str, Any]:
+    """The prompt canary (pipelines.engines.prompt_canary) on the run's own requests: per
+    setup, the first row of each task file until CANARY_ROWS, so the rows ask different
+    tasks (answer formats). CanaryError, one line, when the rendered prompt fails a check."""
+    from pipelines.engines.prompt_canary import CANARY_ROWS, check_model_prompts
+
+    rows: list[dict[str, Any]] = []
+    wanted = dict.fromkeys(run.setups, CANARY_ROWS)
+    for path in files:
+        if not any(wanted.values()):
+            break
+        if path.stem.removeprefix("part-") not in run.tasks:
+            continue
+        table = _in_run(
+            read_table(path, ["task", *ITEM_COLUMNS_NEEDED]), run.tasks, run.setups, run.limit
+        )
+        for setup, left in wanted.items():
+            first = table.filter(pc.equal(table["setup"], setup)).slice(0, 1 if left else 0)
+            requests = add_requests(
+                first, cfg.repo, cfg.revision, run.sampling, text_only=cfg.modality == "text"
+            )
+            rows += requests.to_pylist()
+            wanted[setup] = left - requests.num_rows
+    return check_model_prompts(cfg, run.engine_options, rows)
 
 
 def _anything_pending(
