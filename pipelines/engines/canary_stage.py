@@ -22,21 +22,30 @@ from pipelines.engines.prompt_canary import EXPECT, RESULT, Expected
 class CanaryUDF(StatefulStageUDF):
     """Ray stage UDF: decodes each row's `tokenized_prompt` with the tokenize stage's own
     tokenizer (loaded by Ray's TokenizeUDF from that stage's constructor arguments) and,
-    for an image-text model, names vLLM's placeholder of each of its images (the model
-    class found from the prepare-multimodal stage's own vLLM ModelConfig)."""
+    for an image-text model, names the placeholder each of its images needs in the prompt.
+
+    The placeholder rule is vLLM's (`get_placeholder_str` of the model class, found from
+    the prepare-multimodal stage's own vLLM ModelConfig): what its chat parser inserts and
+    its multimodal processor expands. Where vLLM names none (Pixtral, Mistral-Small-3.1,
+    Molmo: their processors find or insert the image tokens themselves), the HF processor's
+    `image_token` as the chat-template stage loads it (`[IMG]` for the Mistral family);
+    None where neither names one (the check is then recorded as not made)."""
 
     def __init__(
         self,
         data_column: str,
         expected_input_keys: list[str],
         tokenize_kwargs: dict[str, Any],
+        chat_template_kwargs: dict[str, Any],
         multimodal_kwargs: dict[str, Any] | None,
     ) -> None:
         from ray.llm._internal.batch.stages.tokenize_stage import TokenizeUDF
 
         super().__init__(data_column, expected_input_keys)
         self.tokenizer = TokenizeUDF(data_column, [], **tokenize_kwargs).tokenizer
+        self.chat_template_kwargs = chat_template_kwargs
         self.model_cls: Any = None
+        self.image_token: str | None = None  # the HF processor's, loaded when vLLM has none
         if multimodal_kwargs is not None:
             from ray.llm._internal.batch.stages.prepare_multimodal_stage import (
                 PrepareMultimodalUDF,
@@ -45,13 +54,23 @@ class CanaryUDF(StatefulStageUDF):
 
             stage = PrepareMultimodalUDF(data_column, [], **multimodal_kwargs)
             self.model_cls = get_model_cls(stage.model_config)
+            if self.model_cls.get_placeholder_str("image", 1) is None:
+                self.image_token = self._processor_image_token(data_column)
+
+    def _processor_image_token(self, data_column: str) -> str | None:
+        from ray.llm._internal.batch.stages.chat_template_stage import ChatTemplateUDF
+
+        processor = ChatTemplateUDF(data_column, [], **self.chat_template_kwargs).processor
+        token = getattr(processor, "image_token", None)
+        return token if isinstance(token, str) and token else None
 
     def placeholders(self, images: int) -> list[str | None] | None:
-        """vLLM's placeholder string of images 1..max(images, 1); None: a text model."""
+        """The placeholder string of images 1..max(images, 1); None: a text model."""
         if self.model_cls is None:
             return None
         count = max(images, 1)
-        return [self.model_cls.get_placeholder_str("image", i) for i in range(1, count + 1)]
+        named = [self.model_cls.get_placeholder_str("image", i) for i in range(1, count + 1)]
+        return [self.image_token if p is None else p for p in named]
 
     # Ray declares `udf` as a plain coroutine; its own stages override it with async
     # generators, as here.
@@ -94,6 +113,7 @@ def render(processor: Any, rows: list[dict[str, Any]]) -> list[tuple[Expected, d
     import ray
     from ray.llm._internal.batch.processor.base import Processor
     from ray.llm._internal.batch.stages import (
+        ChatTemplateStage,
         PrepareMultimodalStage,
         TokenizeStage,
         vLLMEngineStage,
@@ -102,10 +122,12 @@ def render(processor: Any, rows: list[dict[str, Any]]) -> list[tuple[Expected, d
     stages = list(processor.stages.values())
     before = stages[: next(i for i, s in enumerate(stages) if isinstance(s, vLLMEngineStage))]
     tokenize = next(s for s in before if isinstance(s, TokenizeStage))
+    chat = next(s for s in before if isinstance(s, ChatTemplateStage))
     multimodal = next((s for s in before if isinstance(s, PrepareMultimodalStage)), None)
     check = CanaryStage(
         fn_constructor_kwargs={
             "tokenize_kwargs": dict(tokenize.fn_constructor_kwargs),
+            "chat_template_kwargs": dict(chat.fn_constructor_kwargs),
             "multimodal_kwargs": dict(multimodal.fn_constructor_kwargs) if multimodal else None,
         },
         map_batches_kwargs=dict(tokenize.map_batches_kwargs),

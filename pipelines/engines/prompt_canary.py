@@ -139,8 +139,9 @@ def failed_check(
 ) -> tuple[str, str] | None:
     """The first check (name, why) the decoded prompt fails, None when it passes.
 
-    `placeholders`: vLLM's image placeholder string for image 1..max(images, 1) of the row,
-    or None for a text-only model (whose rows hold no image)."""
+    `placeholders`: the placeholder string of image 1..max(images, 1) of the row by the
+    model's rule (canary_stage.CanaryUDF; an entry None where no rule is known), or None
+    for a text-only model (whose rows hold no image)."""
     flat = _squeezed(decoded)
     rest = flat
     for text in (*expect.system, *expect.question):
@@ -165,21 +166,19 @@ def failed_check(
 def _placeholder_check(
     flat: str, images: int, placeholders: Sequence[str | None]
 ) -> tuple[str, str] | None:
-    """One vLLM placeholder per image (each image's own string where vLLM numbers them),
-    none in a text row."""
-    if not placeholders or placeholders[0] is None:
-        return "image_placeholders", "vLLM names no image placeholder for this model"
+    """One placeholder per image (each image's own string where vLLM numbers them), none in
+    a text row. A None placeholder: no rule known for the model, nothing to hold it to."""
     wanted: dict[str, int] = {}
     for string in placeholders[:images] if images else placeholders[:1]:
         if string is None:
-            return "image_placeholders", "vLLM names no placeholder for one of the images"
+            return None
         key = _squeezed(string)
         wanted[key] = wanted.get(key, 0) + (1 if images else 0)
     for string, want in wanted.items():
         got = flat.count(string)
         if got != want:
             return "image_placeholders", (
-                f"{got} x {string!r} for {images} image(s); vLLM's rule for this model wants {want}"
+                f"{got} x {string!r} for {images} image(s); the model's rule wants {want}"
             )
     return None
 
@@ -191,10 +190,11 @@ def _short(text: str, limit: int) -> str:
 def failure_line(
     cfg: ModelConfig, check: str, why: str, expect: Expected | None, decoded: str
 ) -> str:
-    """The one line a failed canary stops its model with."""
-    where = f", setup {expect.setup}, request {expect.request}" if expect is not None else ""
+    """The one line a failed canary stops its model with: the check and the model first
+    (the sweep's status keeps a failure's first 200 characters), then why and where."""
+    where = f"setup {expect.setup}, request {expect.request}, " if expect is not None else ""
     line = (
-        f"prompt canary failed for model {cfg.name} (repo {cfg.repo}){where}: check {check}: {why}"
+        f"prompt canary: check {check} failed for model {cfg.name}: {why} ({where}repo {cfg.repo})"
     )
     if decoded:
         line += f"; decoded prompt begins {_short(decoded, SNIPPET)!r}"
@@ -217,12 +217,21 @@ def run_canary(processor: Any, cfg: ModelConfig, rows: Iterable[dict[str, Any]])
     order = [Expected.from_json(r[EXPECT]) for r in picked]
     results.sort(key=lambda pair: order.index(pair[0]))
     prompts: dict[str, str] = {}
+    unchecked = []
     for expect, result in results:
+        if expect.images and None in (result["placeholders"] or [None]):
+            unchecked = ["image_placeholders"]  # no rule known: recorded, not guessed
         failed = failed_check(result["decoded"], expect, result["placeholders"])
         if failed is not None:
             raise CanaryError(failure_line(cfg, *failed, expect, result["decoded"]))
         prompts.setdefault(expect.setup, result["decoded"])
-    return {"checked_rows": len(results), "checks": list(CHECKS), "prompts": prompts}
+    checks = [c for c in CHECKS if c not in unchecked]
+    return {
+        "checked_rows": len(results),
+        "checks": checks,
+        "unchecked": unchecked,
+        "prompts": prompts,
+    }
 
 
 def check_model_prompts(

@@ -68,7 +68,7 @@ def test_image_placeholders_follow_vllms_rule() -> None:
     assert failed_check(with_one, IMAGE, [QWEN]) is None
     assert failed_check(GOOD, IMAGE, [QWEN]) == (
         "image_placeholders",
-        f"0 x {QWEN!r} for 1 image(s); vLLM's rule for this model wants 1",
+        f"0 x {QWEN!r} for 1 image(s); the model's rule wants 1",
     )
     twice = GOOD.replace(QUESTION, QWEN + QWEN + QUESTION)
     assert failed_check(twice, IMAGE, [QWEN])[0] == "image_placeholders"  # type: ignore[index]
@@ -82,7 +82,8 @@ def test_image_placeholders_follow_vllms_rule() -> None:
     both = GOOD.replace(QUESTION, "<|image_1|><|image_2|>" + QUESTION)
     assert failed_check(both, two, numbered) is None
     assert failed_check(both.replace("<|image_2|>", "<|image_1|>"), two, numbered) is not None
-    assert failed_check(with_one, IMAGE, [None])[0] == "image_placeholders"  # type: ignore[index]
+    # No rule known (neither vLLM nor the processor names a placeholder): not guessed.
+    assert failed_check(GOOD, IMAGE, [None]) is None
 
 
 def test_expectations_come_from_the_rows_own_messages() -> None:
@@ -120,8 +121,8 @@ def test_canary_rows_are_the_first_few_of_each_setup() -> None:
 def test_a_failure_is_one_line_naming_the_check_and_the_config() -> None:
     line = failure_line(CFG, "no_repr", "a repr", TEXT, "<|begin|>\n" * 100)
     assert "\n" not in line and len(line) < 400
-    assert "model tiny-broken (repo /models/tiny)" in line and "check no_repr" in line
-    assert "setup text, request item-0" in line
+    assert line.startswith("prompt canary: check no_repr failed for model tiny-broken: a repr")
+    assert "(setup text, request item-0, repo /models/tiny)" in line
 
 
 def test_run_canary_stops_at_the_first_failing_row(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,7 +149,10 @@ def test_run_canary_stops_at_the_first_failing_row(monkeypatch: pytest.MonkeyPat
     record = run_canary(None, CFG, rows)
     assert record["prompts"] == {"text": GOOD} and record["checked_rows"] == 2
     monkeypatch.setattr(canary_stage, "render", rendered([GOOD, GOOD.replace(SYSTEM, "")]))
-    with pytest.raises(CanaryError, match="request i1: check system_prompt"):
+    with pytest.raises(
+        CanaryError,
+        match=r"check system_prompt failed for model tiny-broken: .* \(setup text, request i1,",
+    ):
         run_canary(None, CFG, rows)
 
     def fails(processor: Any, picked: list[dict[str, Any]]) -> list[Any]:
@@ -157,8 +161,29 @@ def test_run_canary_stops_at_the_first_failing_row(monkeypatch: pytest.MonkeyPat
         )
 
     monkeypatch.setattr(canary_stage, "render", fails)
-    with pytest.raises(CanaryError, match="check renders: .*System role not supported$"):
+    with pytest.raises(
+        CanaryError,
+        match=r"check renders failed for model tiny-broken: .*not supported \(repo /models/tiny\)$",
+    ):
         run_canary(None, CFG, rows)
+
+
+def test_an_image_model_without_a_placeholder_rule_is_recorded_unchecked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pipelines.engines import canary_stage
+
+    png = b"\x89PNG fake"
+    rows = [{"item_id": "i0", "setup": "full", "messages": build_messages(SYSTEM, QUESTION, png)}]
+
+    def render(processor: Any, picked: list[dict[str, Any]]) -> list[Any]:
+        exp = Expected.from_json(picked[0]["geosee_canary_expect"])
+        return [(exp, {"decoded": GOOD, "placeholders": [None]})]
+
+    monkeypatch.setattr(canary_stage, "render", render)
+    record = run_canary(None, CFG, rows)
+    assert record["unchecked"] == ["image_placeholders"]
+    assert "image_placeholders" not in record["checks"] and "question" in record["checks"]
 
 
 def test_the_report_shows_each_models_newest_canary_prompt() -> None:
@@ -220,7 +245,9 @@ def test_the_tiny_lm_passes_through_its_processors_own_stages(
     assert record["prompts"] == {"text": GOOD}
     # A list of parts, where the template wants a string: Ray hands it over as an array.
     parts = [r | {"messages": build_messages(SYSTEM, QUESTION, None, False)} for r in rows]
-    with pytest.raises(CanaryError, match="check no_repr: the prompt holds '<ndarray'"):
+    with pytest.raises(
+        CanaryError, match="check no_repr failed for model tiny: the prompt holds '<ndarray'"
+    ):
         check_model_prompts(cfg, EngineOptions(), parts)
 
 
@@ -238,6 +265,6 @@ def test_evaluate_stops_a_broken_template_before_its_engine(
     args = ["evaluate", "--items", str(small_items), "--engine", "vllm", "--model", str(broken)]
     assert main([*args, "--tasks", "C-BCT-CT,N-BCT-MT", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "check system_prompt" in err[0], err
-    assert f"prompt canary failed for model {broken.name}" in err[0]
+    assert len(err) == 1, err
+    assert f"prompt canary: check system_prompt failed for model {broken.name}: " in err[0]
     assert list(out.rglob("*.parquet")) == [] and list(out.rglob("settings.json")) == []
