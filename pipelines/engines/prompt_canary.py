@@ -145,7 +145,8 @@ def failed_check(
     flat = _squeezed(decoded)
     rest = flat
     for text in (*expect.system, *expect.question):
-        rest = rest.replace(_squeezed(text), " ")
+        if _squeezed(text):  # an empty text would split every character apart
+            rest = rest.replace(_squeezed(text), " ")
     marker = next((m for m in REPR_MARKERS if m in rest), None)
     if marker is not None:
         return "no_repr", (
@@ -167,12 +168,13 @@ def _placeholder_check(
     flat: str, images: int, placeholders: Sequence[str | None]
 ) -> tuple[str, str] | None:
     """One placeholder per image (each image's own string where vLLM numbers them), none in
-    a text row. A None placeholder: no rule known for the model, nothing to hold it to."""
+    a text row. A None (or empty) placeholder: no rule known for the model, nothing to hold
+    it to."""
     wanted: dict[str, int] = {}
     for string in placeholders[:images] if images else placeholders[:1]:
-        if string is None:
+        key = _squeezed(string or "")
+        if not key:
             return None
-        key = _squeezed(string)
         wanted[key] = wanted.get(key, 0) + (1 if images else 0)
     for string, want in wanted.items():
         got = flat.count(string)
@@ -219,7 +221,7 @@ def run_canary(processor: Any, cfg: ModelConfig, rows: Iterable[dict[str, Any]])
     prompts: dict[str, str] = {}
     unchecked = []
     for expect, result in results:
-        if expect.images and None in (result["placeholders"] or [None]):
+        if expect.images and not all(result["placeholders"] or [None]):
             unchecked = ["image_placeholders"]  # no rule known: recorded, not guessed
         failed = failed_check(result["decoded"], expect, result["placeholders"])
         if failed is not None:
