@@ -264,7 +264,33 @@ def test_evaluate_stops_a_broken_template_before_its_engine(
     out = tmp_path / "out"
     args = ["evaluate", "--items", str(small_items), "--engine", "vllm", "--model", str(broken)]
     assert main([*args, "--tasks", "C-BCT-CT,N-BCT-MT", "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    # Ray's own log lines may come first (its model downloader's "No cloud storage mirror").
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(err) == 1, err
     assert f"prompt canary: check system_prompt failed for model {broken.name}: " in err[0]
     assert list(out.rglob("*.parquet")) == [] and list(out.rglob("settings.json")) == []
+
+
+def test_geobuild_stops_a_broken_template_before_its_engine(
+    ray_local: Any,
+    tiny_llm_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GeoBuild's first round through the canary: the same one line, exit 2, nothing written
+    (no settings, no run record, no round)."""
+    import pipelines.cli
+    from tests.conftest import SHARED
+
+    monkeypatch.setitem(pipelines.cli.COMMANDS, "geobuild", ("pipelines.geobuild.loop", "loop"))
+    broken = _with_template(tiny_llm_dir, NO_SYSTEM_TEMPLATE, tmp_path)
+    out = tmp_path / "out"
+    args = ["geobuild", "--dataset", str(SHARED / "geobuildbench"), "--engine", "vllm"]
+    args += ["--model", str(broken), "--first", "1", "--max-rounds", "1", "--out", str(out)]
+    assert main(args) == 2
+    # Ray's own log lines may come first (its model downloader's "No cloud storage mirror").
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(err) == 1, err
+    assert f"prompt canary: check system_prompt failed for model {broken.name}: " in err[0]
+    assert [p for p in out.rglob("*") if p.is_file() and p.suffix != ".lock"] == []
