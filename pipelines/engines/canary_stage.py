@@ -74,7 +74,7 @@ class CanaryUDF(StatefulStageUDF):
 
     # Ray declares `udf` as a plain coroutine; its own stages override it with async
     # generators, as here.
-    async def udf(  # type: ignore[override]
+    async def udf(  # type: ignore[override,misc]
         self, batch: list[dict[str, Any]]
     ) -> AsyncIterator[dict[str, Any]]:
         """One RESULT cell per row: its decoded prompt and its images' placeholders."""
