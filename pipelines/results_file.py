@@ -18,7 +18,10 @@ from store.storage import Location, children
 
 RESULTS_JSON = "results.json"
 # Run-record fields copied into results.json's `provenance`.
-PROVENANCE_FIELDS = ("git_commit", "packages", "python", "platform", "started_utc", "argv")
+# `prompt_canary`: the vllm engine's decoded prompt per setup (pipelines.engines.prompt_canary).
+PROVENANCE_FIELDS = (
+    "git_commit", "packages", "python", "platform", "started_utc", "argv", "prompt_canary",
+)  # fmt: skip
 
 
 def latest_run_record(root: Location, benchmark: str) -> tuple[str | None, dict[str, Any]]:

@@ -34,6 +34,7 @@ from pipelines.cli_args import (
 )
 from pipelines.engines.model_config import ModelConfig, add_model_arguments
 from pipelines.engines.node_sources import check_shared_results, node_sources
+from pipelines.engines.prompt_canary import CanaryError, check_model_prompts
 from pipelines.engines.requests import add_sampling_arguments
 from pipelines.engines.stages import LIGHT_CPUS, NoGPUError, check_gpus
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
@@ -197,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {args.out} is a file; give a directory")
     try:
         Loop(settings, engine, args.out).run(chosen)
-    except NoGPUError as err:
+    except (NoGPUError, CanaryError) as err:
         raise UsageError(str(err)) from err
     from pipelines.geobuild.summarize import print_tables, summary_tables
 
@@ -278,17 +279,22 @@ class Loop:
         check_settings(self.root, self.settings(), self.checked_settings())
         by_id = {p.id: p for p in problems}
         pending = self.pending_round(by_id)
+        canary = None
         if pending is not None:
             ensure_ray()
             check_shared_results(self.out, "geobuild")
-            if self.cfg.engine == "vllm":
-                check_gpus(self.cfg)
             if self.cfg.engine in ("vllm", "hf"):  # several nodes: the files they load
                 sources = node_sources(self.cfg, self.out, "geobuild")
                 if sources is not None:
                     self.opts = dataclasses.replace(self.opts, sources=sources)
+            if self.cfg.engine == "vllm":
+                # The first round's requests through the processor (its sources the run's),
+                # before the GPUs.
+                requests = self.requests(pending, by_id)
+                canary = check_model_prompts(self.cfg, self.opts, requests)
+                check_gpus(self.cfg)
             write_settings(self.root, self.settings())
-        self._record(problems)
+        self._record(problems, canary)
         if pending is None:
             # A finished run started again: no Ray (15-30 s of start-up) for nothing.
             print(f"nothing to do: {len(problems)} problem(s) already in {self.root}")
@@ -311,7 +317,9 @@ class Loop:
                 return round_number
         return None
 
-    def _record(self, problems: list[Problem]) -> None:
+    def _record(self, problems: list[Problem], canary: dict[str, Any] | None = None) -> None:
+        """The run record; `canary`: the vllm prompt canary's record (prompt_canary)."""
+        canary_field = {} if canary is None else {"prompt_canary": canary}
         write_run_record(
             self.root,
             {
@@ -326,6 +334,7 @@ class Loop:
                     for p in problems
                 ],
                 "argv": sys.argv,
+                **canary_field,
             },
         )
 

@@ -40,6 +40,7 @@ from pipelines.engines.model_config import (
 )
 from pipelines.engines.placement_groups import removed_when_done
 from pipelines.engines.preflight import PreflightError, check_model
+from pipelines.engines.prompt_canary import CanaryError
 from pipelines.engines.requests import (
     ITEM_COLUMNS_NEEDED,
     SamplingConfig,
@@ -284,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
     on_interrupt(saved_rows(model_dir(args.out, BENCHMARK, cfg.name)))
     try:
         written = evaluate(files, cfg, run_settings, args.out, context=context)
-    except (NoGPUError, MissingKeyError) as err:
+    except (NoGPUError, MissingKeyError, CanaryError) as err:
         raise UsageError(str(err)) from err
     from pipelines.noregeo.results_json import write_results_json
     from pipelines.noregeo.summarize import HEADLINE, load_results, summary_tables
@@ -370,6 +371,8 @@ def evaluate(
 
         ensure_ray()
         run = _with_node_sources(cfg, run, out)
+        if cfg.engine == "vllm":  # before the engine's GPUs are asked for, and any row
+            record["prompt_canary"] = _prompt_canary(files, cfg, run)
         writer = ShardWriter(
             str(root.resolve()), cfg.name, cfg.revision, cfg.engine, token=lock.token
         )
@@ -404,6 +407,34 @@ def _with_node_sources(cfg: ModelConfig, run: EvaluateSettings, out: Location) -
         return run
     opts = dataclasses.replace(run.engine_options, sources=sources)
     return run.model_copy(update={"engine_options": opts})
+
+
+def _prompt_canary(
+    files: Sequence[Location], cfg: ModelConfig, run: EvaluateSettings
+) -> dict[str, Any]:
+    """The prompt canary (pipelines.engines.prompt_canary) on the run's own requests: per
+    setup, the first row of each task file until CANARY_ROWS, so the rows ask different
+    tasks (answer formats). CanaryError, one line, when the rendered prompt fails a check."""
+    from pipelines.engines.prompt_canary import CANARY_ROWS, check_model_prompts
+
+    rows: list[dict[str, Any]] = []
+    wanted = dict.fromkeys(run.setups, CANARY_ROWS)
+    for path in files:
+        if not any(wanted.values()):
+            break
+        if path.stem.removeprefix("part-") not in run.tasks:
+            continue
+        table = _in_run(
+            read_table(path, ["task", *ITEM_COLUMNS_NEEDED]), run.tasks, run.setups, run.limit
+        )
+        for setup, left in wanted.items():
+            first = table.filter(pc.equal(table["setup"], setup)).slice(0, 1 if left else 0)
+            requests = add_requests(
+                first, cfg.repo, cfg.revision, run.sampling, text_only=cfg.modality == "text"
+            )
+            rows += requests.to_pylist()
+            wanted[setup] = left - requests.num_rows
+    return check_model_prompts(cfg, run.engine_options, rows)
 
 
 def _anything_pending(

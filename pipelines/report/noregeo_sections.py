@@ -41,6 +41,12 @@ def provenance_section(records: list[Record]) -> Section:
         folded=True,
     )
     section.blocks += _tables(
+        "provenance_prompt_canary",
+        "Prompt canary: each vllm model's prompt as its engine got it (decoded ids)",
+        prov.canary_table(records),
+        folded=True,
+    )
+    section.blocks += _tables(
         "provenance_software",
         "Package versions of the runs",
         prov.software_table(records),

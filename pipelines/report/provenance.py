@@ -23,6 +23,9 @@ from store.storage import Location, children
 
 # The fields of a record's sampling settings shown, in this order (others follow).
 SAMPLING_ORDER = ("temperature", "top_p", "max_tokens", "seed")
+# Characters of a canary's decoded prompt the report shows from each end (the template's
+# frame around the question, where a broken template shows).
+CANARY_ENDS = 160
 
 
 @dataclass(frozen=True)
@@ -247,3 +250,33 @@ def software_table(records: list[Record]) -> pl.DataFrame:
         {"software": "platform", "versions": _joined([r.data.get("platform") for r in records])}
     )
     return pl.DataFrame(rows) if records else pl.DataFrame()
+
+
+def _ends(text: str, keep: int = CANARY_ENDS) -> str:
+    """`text`, or its first and last `keep` characters around an elision mark."""
+    if len(text) <= 2 * keep + 5:
+        return text
+    return f"{text[:keep]} [...] {text[-keep:]}"
+
+
+def canary_table(records: list[Record]) -> pl.DataFrame:
+    """The prompt canary's decoded prompt per model and setup (pipelines.engines.
+    prompt_canary), from the newest record of each model folder that holds one: what the
+    vllm engine was given, as its own tokenizer decodes it."""
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in records:  # oldest first within a folder: the last one wins
+        canary = r.data.get("prompt_canary")
+        if isinstance(canary, dict) and canary.get("prompts"):
+            newest[(r.benchmark, r.folder)] = {**canary, "_data": r.data}
+    rows = [
+        {
+            "benchmark": benchmark,
+            "model": _who(benchmark, folder, canary["_data"])["model"],
+            "setup": setup,
+            "rows checked": canary.get("checked_rows"),
+            "decoded prompt": _ends(str(prompt)),
+        }
+        for (benchmark, folder), canary in newest.items()
+        for setup, prompt in canary["prompts"].items()
+    ]
+    return pl.DataFrame(rows) if rows else pl.DataFrame()

@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 
 from pipelines.engines.model_config import CONFIG_DIR, ModelConfig, load_configs
+from pipelines.engines.prompt_canary import expected, failed_check
 from tests.conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "chat_templates"
@@ -424,6 +425,10 @@ def test_template_renders_the_request(
         if family.image_token:
             images = 1 if item.image is not None else 0
             assert prompt.count(family.image_token) == images, f"image placeholders: {where}"
+        if cfg.engine == "vllm":  # the prompt canary passes the real template: no false alarm
+            placeholders = [family.image_token] if settings.multimodal else None
+            expect = expected({"setup": setup, "messages": messages})
+            assert failed_check(prompt, expect, placeholders) is None, f"canary: {where}"
 
 
 @pytest.mark.parametrize("name", ["qwen3-4b", "qwen3-8b"])

@@ -73,6 +73,12 @@ def family_run(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(stages, "vllm_postprocess", _keep_prompt_ids(ids_dir))
         assert main([*args, "--max-tokens", "48", "--out", str(out)]) == 0
+    # Every vllm evaluate first checks its prompts (pipelines.engines.prompt_canary): the
+    # family's real template passed, one placeholder per image by vLLM's rule.
+    (record,) = out.glob("noregeo/model=*/runs/*.json")
+    canary = json.loads(record.read_text())["prompt_canary"]
+    assert set(canary["prompts"]) == {"text", "dotted", "full"}, canary
+    assert "image_placeholders" in canary["checks"] and canary["unchecked"] == [], canary
     records = [json.loads(p.read_text()) for p in ids_dir.glob("*.json")]
     ids = {(r["item_id"], r["setup"]): r["ids"] for r in records}
     assert len(ids) == len(records)  # one record per row: none ran twice

@@ -1,0 +1,142 @@
+"""The prompt canary's Ray side (`prompt_canary` holds the checks): the processor's own
+preprocess and stages up to its engine, then one check stage, over a few rows.
+
+Each stage keeps its class, constructor arguments and resources from the processor, so its
+actor is placed as the run's is (Ray Data's scheduling, on a worker node of a multi-node
+cluster) and loads the same sources, and the rows reach it in the shape Ray Data gives the
+run's (Arrow in between: a list of parts can arrive as a numpy array, which some templates
+print as its repr). Only the pool is one actor per stage: a handful of rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ray.llm._internal.batch.stages.base import StatefulStage, StatefulStageUDF
+
+from pipelines.engines.prompt_canary import EXPECT, RESULT, Expected
+
+
+class CanaryUDF(StatefulStageUDF):
+    """Ray stage UDF: decodes each row's `tokenized_prompt` with the tokenize stage's own
+    tokenizer (loaded by Ray's TokenizeUDF from that stage's constructor arguments) and,
+    for an image-text model, names the placeholder each of its images needs in the prompt.
+
+    The placeholder rule is vLLM's (`get_placeholder_str` of the model class, found from
+    the prepare-multimodal stage's own vLLM ModelConfig): what its chat parser inserts and
+    its multimodal processor expands. Where vLLM names none (Pixtral, Mistral-Small-3.1,
+    Molmo: their processors find or insert the image tokens themselves), the HF processor's
+    `image_token` as the chat-template stage loads it (`[IMG]` for the Mistral family);
+    None where neither names one (the check is then recorded as not made)."""
+
+    def __init__(
+        self,
+        data_column: str,
+        expected_input_keys: list[str],
+        tokenize_kwargs: dict[str, Any],
+        chat_template_kwargs: dict[str, Any],
+        multimodal_kwargs: dict[str, Any] | None,
+    ) -> None:
+        from ray.llm._internal.batch.stages.tokenize_stage import TokenizeUDF
+
+        super().__init__(data_column, expected_input_keys)
+        self.tokenizer = TokenizeUDF(data_column, [], **tokenize_kwargs).tokenizer
+        self.chat_template_kwargs = chat_template_kwargs
+        self.model_cls: Any = None
+        self.image_token: str | None = None  # the HF processor's, loaded when vLLM has none
+        if multimodal_kwargs is not None:
+            from ray.llm._internal.batch.stages.prepare_multimodal_stage import (
+                PrepareMultimodalUDF,
+            )
+            from vllm.model_executor.model_loader import get_model_cls
+
+            stage = PrepareMultimodalUDF(data_column, [], **multimodal_kwargs)
+            self.model_cls = get_model_cls(stage.model_config)
+            if self.model_cls.get_placeholder_str("image", 1) is None:
+                self.image_token = self._processor_image_token(data_column)
+
+    def _processor_image_token(self, data_column: str) -> str | None:
+        from ray.llm._internal.batch.stages.chat_template_stage import ChatTemplateUDF
+
+        processor = ChatTemplateUDF(data_column, [], **self.chat_template_kwargs).processor
+        token = getattr(processor, "image_token", None)
+        return token if isinstance(token, str) and token else None
+
+    def placeholders(self, images: int) -> list[str | None] | None:
+        """The placeholder string of images 1..max(images, 1); None: a text model."""
+        if self.model_cls is None:
+            return None
+        count = max(images, 1)
+        named = [self.model_cls.get_placeholder_str("image", i) for i in range(1, count + 1)]
+        return [self.image_token if p is None else p for p in named]
+
+    # Ray declares `udf` as a plain coroutine; its own stages override it with async
+    # generators, as here.
+    async def udf(  # type: ignore[override,misc]
+        self, batch: list[dict[str, Any]]
+    ) -> AsyncIterator[dict[str, Any]]:
+        """One RESULT cell per row: its decoded prompt and its images' placeholders."""
+        for row in batch:
+            ids = [int(i) for i in row["tokenized_prompt"]]
+            decoded = self.tokenizer.decode(
+                ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
+            )
+            images = Expected.from_json(row[EXPECT]).images
+            result = {"decoded": decoded, "placeholders": self.placeholders(images)}
+            yield {
+                self.IDX_IN_BATCH_COLUMN: row[self.IDX_IN_BATCH_COLUMN],
+                RESULT: json.dumps(result),
+            }
+
+
+class CanaryStage(StatefulStage):
+    """The check stage, after the tokenize stage and with its resources."""
+
+    fn: type[StatefulStageUDF] = CanaryUDF
+
+    def get_required_input_keys(self) -> dict[str, str]:
+        """What CanaryUDF reads of each row."""
+        return {"tokenized_prompt": "the tokenize stage's ids", EXPECT: "what the driver expects"}
+
+
+def _result(row: dict[str, Any]) -> dict[str, Any]:
+    """Only the canary's cells go back to the driver, not the rows' images."""
+    data = row["__data"]
+    return {EXPECT: data[EXPECT], RESULT: data[RESULT]}
+
+
+def render(processor: Any, rows: list[dict[str, Any]]) -> list[tuple[Expected, dict[str, Any]]]:
+    """Run `rows` (prompt_canary.canary_rows) through the processor's preprocess and every
+    stage before its engine, then the check stage; (expected, result) per row."""
+    import ray
+    from ray.llm._internal.batch.processor.base import Processor
+    from ray.llm._internal.batch.stages import (
+        ChatTemplateStage,
+        PrepareMultimodalStage,
+        TokenizeStage,
+        vLLMEngineStage,
+    )
+
+    stages = list(processor.stages.values())
+    before = stages[: next(i for i, s in enumerate(stages) if isinstance(s, vLLMEngineStage))]
+    tokenize = next(s for s in before if isinstance(s, TokenizeStage))
+    chat = next(s for s in before if isinstance(s, ChatTemplateStage))
+    multimodal = next((s for s in before if isinstance(s, PrepareMultimodalStage)), None)
+    check = CanaryStage(
+        fn_constructor_kwargs={
+            "tokenize_kwargs": dict(tokenize.fn_constructor_kwargs),
+            "chat_template_kwargs": dict(chat.fn_constructor_kwargs),
+            "multimodal_kwargs": dict(multimodal.fn_constructor_kwargs) if multimodal else None,
+        },
+        map_batches_kwargs=dict(tokenize.map_batches_kwargs),
+    )
+    ds: Any = ray.data.from_items(rows)
+    ds = ds.map(processor.preprocess, **processor.preprocess_map_kwargs)
+    for stage in (*before, check):
+        kwargs = stage.get_dataset_map_batches_kwargs(len(rows), Processor.DATA_COLUMN)
+        kwargs["compute"] = ray.data.ActorPoolStrategy(size=1)
+        ds = ds.map_batches_internal(stage.fn, **kwargs)
+    out = ds.map(_result, **processor.preprocess_map_kwargs).take_all()
+    return [(Expected.from_json(r[EXPECT]), json.loads(r[RESULT])) for r in out]
