@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +33,7 @@ from pipelines.cli_args import name_text
 from pipelines.engines import checkpoint_files
 from pipelines.engines.hub_model import HubError, HubId, download, fetch_config, parse_hub_id
 from pipelines.engines.hub_model import resolve_commit as resolve_hub_commit
+from pipelines.engines.local_builds import MissingBuildError, local_repo
 from pipelines.suggest import did_you_mean
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "models"
@@ -475,8 +475,11 @@ def resolve_model(
                     f"config {path} sets trust_remote_code in its YAML"
                 )
             update: dict[str, Any] = {"engine": engine, "revision": revision or cfg.revision}
-            if cfg.repo_env and os.environ.get(cfg.repo_env):
-                update["repo"] = os.environ[cfg.repo_env]  # a local build of a local entry
+            if cfg.repo_env:  # a local build: the variable's folder, else the checkout's
+                try:
+                    update["repo"] = local_repo(cfg.name, cfg.repo_env, cfg.build_tiny)
+                except MissingBuildError as err:
+                    raise ModelConfigError(str(err)) from err
             return cfg.model_copy(update=update)
     local = Path(model)
     if engine in CHECKPOINT_ENGINES and (local / "config.json").is_file():
