@@ -23,21 +23,24 @@ class MissingBuildError(ValueError):
     """A local config's model folder that is neither named nor built."""
 
 
-def local_repo(name: str, repo_env: str, build_tiny: str | None) -> str:
+def local_repo(name: str, repo: str, repo_env: str, build_tiny: str | None) -> str:
     """The folder of config `name`: `$repo_env` when set, else `MODELS_DIR/name` when it
-    holds a checkpoint (config.json); else MissingBuildError saying how to build it."""
+    holds a checkpoint (config.json). Else a tiny model's config keeps its `repo` (the
+    sweep builds the model where it runs, pipelines/sweep/run.py), and any other is a
+    MissingBuildError saying how to build it."""
     named = os.environ.get(repo_env)
     if named:
         return named
     folder = MODELS_DIR / name
     if (folder / "config.json").is_file():
         return str(folder)
-    if repo_env in BUILD_COMMANDS:
-        build = f"`{BUILD_COMMANDS[repo_env]}` in {MODELS_DIR.parent}"
-    elif build_tiny:
-        build = f"`geosee tiny-model --kind {build_tiny} --out {folder}`"
-    else:
-        build = "its build"
+    if build_tiny:
+        return repo
+    build = (
+        f"`{BUILD_COMMANDS[repo_env]}` in {MODELS_DIR.parent}"
+        if repo_env in BUILD_COMMANDS
+        else "its build"
+    )
     raise MissingBuildError(
         f"model {name}: no checkpoint in {folder} and ${repo_env} is unset; build it with "
         f"{build}, or set {repo_env} to its folder"
