@@ -281,13 +281,20 @@ class Loop:
             print(f"nothing to do: {len(problems)} problem(s) already in {self.root}")
             return
         try:
-            for round_number in range(pending, self.max_rounds + 1):
-                requests = self.requests(round_number, by_id)
-                print(f"round {round_number}: {len(requests)} conversation(s) to run")
-                if requests:
-                    self.run_round(round_number, requests)
+            self.run_rounds(pending, by_id)
         finally:
             close_stage(self.engine.stage)  # the engine is kept across rounds, not runs
+
+    def run_rounds(self, first: int, by_id: dict[str, Problem]) -> None:
+        """Rounds `first`..max_rounds; only a round with conversations to run is printed
+        (issue 39: "round 2 ... round 5: 0 conversation(s) to run" after every problem had
+        ended in round 1)."""
+        for round_number in range(first, self.max_rounds + 1):
+            requests = self.requests(round_number, by_id)
+            if not requests:
+                continue
+            print(f"round {round_number}: {len(requests)} conversation(s) to run")
+            self.run_round(round_number, requests)
 
     def pending_round(self, by_id: dict[str, Problem]) -> int | None:
         """The first round with a conversation to run, read from the results on disk (no
