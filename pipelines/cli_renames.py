@@ -103,7 +103,7 @@ def hyphenated(argv: list[str], known: Mapping[str, object]) -> list[str]:
     """`argv` with each `--some_flag[=value]` the parser lacks spelled `--some-flag` where
     the parser has that one (lm-eval's `--per_task`, `--log_samples`); values after `--`
     and after a flag that takes them stay as given (a value never starts with `--` here)."""
-    spelled = []
+    spelled: list[str] = []
     for position, arg in enumerate(argv):
         if arg == "--":
             return [*spelled, *argv[position:]]
