@@ -460,7 +460,7 @@ def config_engine(model: str) -> str:
     if path is None:
         raise ModelConfigError(
             f"--engine is required: --model {model} is not a model config, which would name "
-            f"its engine; valid engines: {', '.join(ENGINES)}"
+            f"its engine (`--help` lists the engines)"
         )
     return load_config(path).engine
 

@@ -32,7 +32,12 @@ from pipelines.cli_args import (
     replicas_int,
     seed_int,
 )
-from pipelines.engines.model_config import ModelConfig, add_model_arguments
+from pipelines.engines.model_config import (
+    ModelConfig,
+    ModelConfigError,
+    add_model_arguments,
+    config_engine,
+)
 from pipelines.engines.node_sources import check_shared_results, node_sources
 from pipelines.engines.requests import add_sampling_arguments
 from pipelines.engines.stages import LIGHT_CPUS, NoGPUError, check_gpus
@@ -84,7 +89,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # Not argparse choices: an answer baseline gets resolve_engine's reason, not "invalid".
     engines = valid_engines()
     parser.add_argument(
-        "--engine", required=True, metavar="{" + ",".join(engines) + "}", help="what answers"
+        "--engine",
+        default=None,
+        metavar="{" + ",".join(engines) + "}",
+        help="what answers; default: the engine the model config names",
     )
     add_model_arguments(parser, "model config/checkpoint, hub id, or JSONL file")
     parser.add_argument(
@@ -179,7 +187,11 @@ def run(args: argparse.Namespace) -> int:
         chosen = stratified_problems(
             chosen, settings.stratify_from, settings.stratified_sample, settings.sample_seed
         )
-    engine = resolve_engine(args.engine, args.model, args.revision, args.trust_remote_code)
+    try:  # no --engine: the model config's own (lm-eval's habit)
+        engine_name = args.engine or config_engine(args.model)
+    except ModelConfigError as err:
+        raise UsageError(str(err)) from err
+    engine = resolve_engine(engine_name, args.model, args.revision, args.trust_remote_code)
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
     try:

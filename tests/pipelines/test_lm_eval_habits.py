@@ -103,3 +103,20 @@ def test_sample_lines_carry_tokens_and_seconds(tmp_path: Path) -> None:
     line = json.loads(path.read_text())
     assert (line["num_input_tokens"], line["num_generated_tokens"]) == (212, 9)
     assert line["time_taken_llm"] == 0.75 and line["verdict"] == "wrong"
+
+
+def test_geobuild_takes_the_engine_from_the_config_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local_builds, "MODELS_DIR", tmp_path / "models")
+    monkeypatch.delenv("GEOSEE_REAL_MODEL", raising=False)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "geoqa3_dataset_en.json").write_text('{"problems": []}')
+    out = tmp_path / "out"
+    for model, says in [("smollm2-135m-instruct", "make real-model"), ("m", "--engine is req")]:
+        argv = ["geobuild", "--dataset", str(data), "--model", model, "--out", str(out)]
+        assert cli.main(argv) == 2
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 1 and says in lines[0], lines
+    assert not out.exists()
