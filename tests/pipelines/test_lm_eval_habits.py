@@ -96,7 +96,8 @@ def test_the_engine_comes_from_the_config(
 
 
 def test_sample_lines_carry_tokens_and_seconds(tmp_path: Path) -> None:
-    row = {"request_key": "k", "task": "C-BCT-CT", "item_id": "C-BCT-CT-0000", "setup": "text"}
+    row: dict[str, object] = {"request_key": "k", "task": "C-BCT-CT", "item_id": "C-BCT-CT-0000"}
+    row["setup"] = "text"
     row |= {"valid": True, "correct": False, "engine_error": None}
     row |= {"num_input_tokens": 212, "num_generated_tokens": 9, "time_taken_llm": 0.75}
     (path,) = write_sample_logs(pl.DataFrame([row]), "m", tmp_path)
