@@ -99,7 +99,8 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
         "Columns are kind-category (C: classification, N: numeric, U: unstable; the category "
         "code is the middle of the task ID). Cells: accuracy (%) over the group's items. "
         "Bold: the best model of the setup in that column, underlined: the second best (ties "
-        "share a mark; only models under test compete: not human, no tagged row)."
+        "share a mark; only models under test compete: not human, no tagged row, and only "
+        "where the model's 95% interval lies above chance and the random baseline)."
         + human
         + baselines,
         _tables(
@@ -107,7 +108,7 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
             "Accuracy per category (%), the paper's Table 2",
             table2,
             folded=False,
-            marks=rt.table2_marks(table2, refs),
+            marks=rt.table2_marks(table2, refs, scored),
         ),
     )
     return [

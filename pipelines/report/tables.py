@@ -17,6 +17,7 @@ from geometry.item import SETUPS
 from pipelines.engines.model_config import BASELINES
 from pipelines.engines.reasoning import OUT_OF_BUDGET
 from pipelines.noregeo.summarize import accuracy_table, answered, pair_consistency
+from pipelines.report.chance import above_chance, random_baselines
 from store.shards import ERROR_COLUMN
 
 HUMAN = "human"
@@ -129,18 +130,33 @@ def table2(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def table2_marks(table: pl.DataFrame, references: list[str]) -> dict[tuple[int, str], str]:
+def table2_marks(
+    table: pl.DataFrame, references: list[str], scored: pl.DataFrame | None = None
+) -> dict[tuple[int, str], str]:
     """Best and second-best cell of each Table 2 column within each setup: {(row, column):
     "best" | "second"}. Only the models under test compete (`human` and `references`, the
-    baselines, do not); ties share a mark, and "second" is the next lower distinct value."""
+    baselines, do not), and with `scored` (the answered rows) only where their 95% interval
+    lies above chance and the random baseline (pipelines.report.chance); ties share a mark,
+    and "second" is the next lower distinct value."""
     marks: dict[tuple[int, str], str] = {}
     if table.is_empty():
         return marks
     outside = {HUMAN, *references}
     rows = list(enumerate(table.iter_rows(named=True)))
+    grouped = with_codes(scored) if scored is not None else None
+    randoms = random_baselines(scored) if scored is not None else []
     for setup in table["setup"].unique().to_list():
         block = [(i, r) for i, r in rows if r["setup"] == setup and r["model"] not in outside]
         for column in table.columns[2:]:
+            if grouped is not None:
+                cell = (pl.col("setup") == setup) & (pl.col("group") == column)
+                block = [
+                    (i, r)
+                    for i, r in rows
+                    if r["setup"] == setup
+                    and r["model"] not in outside
+                    and above_chance(grouped, r["model"], cell, randoms)
+                ]
             values = sorted({r[column] for _, r in block if r[column] is not None}, reverse=True)
             for i, r in block:
                 if values and r[column] == values[0]:
