@@ -157,7 +157,8 @@ def headline_section(scored: pl.DataFrame, refs: list[str]) -> Section:
         "cells a figure averages, and the best model is taken among those with all of them. "
         "Then ours, not the paper's: accuracy over every binary item (two options, yes/no) "
         "and over every multiple-choice item (binary ones included), pooled over items, with "
-        "the item counts. Human and the tagged rows never count as the best model.",
+        "the item counts. Human and the tagged rows never count as the best model, nor a model "
+        "whose 95% interval on those items does not lie above chance and the random baseline.",
         empty="no multiple-choice results",
     )
     if headline.is_empty():
@@ -177,7 +178,7 @@ def headline_section(scored: pl.DataFrame, refs: list[str]) -> Section:
         "headline_best",
         "Ours, pooled items: best model under test per setup (and human on multiple-choice "
         "items)",
-        rt.best_answer_format(table, refs),
+        rt.best_answer_format(table, refs, scored),
     ) + _tables(
         "headline_answer_formats",
         "Ours, pooled items: binary and multiple-choice accuracy per setup and model (%)",

@@ -310,13 +310,25 @@ def answer_format_accuracy(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def best_answer_format(table: pl.DataFrame, references: list[str]) -> pl.DataFrame:
+# The items each pooled headline figure is over (answer_format_accuracy).
+FORMAT_ITEMS = {
+    "binary": (pl.col("answer_type") == "choice") & (pl.col("options").list.len() == 2),
+    "multiple_choice": pl.col("answer_type") == "choice",
+}
+
+
+def best_answer_format(
+    table: pl.DataFrame, references: list[str], scored: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Per setup, on our pooled figures (answer_format_accuracy): the best model under test
     on binary and on multiple-choice items, and `human`'s multiple-choice accuracy when it
-    ran."""
+    ran. With `scored` (the answered rows), only a model whose 95% interval on those items
+    lies above chance and the random baseline can be best (pipelines.report.chance: a
+    "best binary" of 46.9% once sat below 50% chance)."""
     models = table.filter(~pl.col("model").is_in([HUMAN, *references]))
     if models.is_empty():
         return pl.DataFrame()
+    randoms = random_baselines(scored) if scored is not None else []
     rows = []
     for setup in [s for s in SETUPS if s in set(table["setup"])]:
         part = models.filter(pl.col("setup") == setup)
@@ -324,6 +336,10 @@ def best_answer_format(table: pl.DataFrame, references: list[str]) -> pl.DataFra
         row: dict[str, object] = {"setup": setup}
         for column in ("binary", "multiple_choice"):
             top = part.drop_nulls(column).sort(column, "model", descending=[True, False])
+            if scored is not None:
+                cell = (pl.col("setup") == setup) & FORMAT_ITEMS[column]
+                fair = [m for m in top["model"] if above_chance(scored, m, cell, randoms)]
+                top = top.filter(pl.col("model").is_in(fair))
             row[f"best_{column}"] = top[column][0] if top.height else None
             row[f"best_{column}_model"] = top["model"][0] if top.height else None
         row["human_multiple_choice"] = human["multiple_choice"][0] if human.height else None

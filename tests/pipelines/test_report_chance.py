@@ -1,7 +1,8 @@
 """Issue 39: the report never crowns noise. A model under test that answers the first option
-of every choice item ("yes") scores about chance: it gets no best mark in the key results or
-Table 2, and the key results name its fixed answer; a model clearly above chance and the
-random baseline still gets its mark. Built from result rows in memory: no Ray."""
+of every choice item ("yes") scores about chance: it gets no best mark in the key results,
+Table 2 or the pooled headline's "best binary", and the key results name its fixed answer; a
+model clearly above chance and the random baseline still gets its mark. Built from result rows
+in memory: no Ray."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ def _rows(model: str, engine: str, weights: str, answer_of: object) -> list[dict
                 "model": model, "engine": engine, rt.WEIGHTS: weights, "setup": "text",
                 "task": "C-BCT-CT", "category": "Basic coordinate tasks",
                 "item_id": f"C-BCT-CT-{n:04d}", "options": ["yes", "no"], "answer": gold,
+                "answer_type": "choice",
                 "parsed": parsed, "valid": True, "correct": parsed == gold,
                 "engine_error": None,
             }
@@ -45,6 +47,7 @@ def test_a_model_that_answers_one_value_is_not_marked_best_and_is_named() -> Non
     assert key_marks(key_table(df), rt.model_tags(df), answered(df)) == {}
     scored = answered(df)
     assert rt.table2_marks(rt.table2(scored), ["random"], scored) == {}
+    assert rt.best_answer_format(rt.answer_format_accuracy(scored), ["random"], scored).is_empty()
     intro = key_section(df, []).intro
     assert "No best marks" in intro
     assert "smollm2 answers yes on 40 of 40 items of C-BCT-CT" in intro
@@ -60,6 +63,8 @@ def test_a_model_above_chance_and_the_random_baseline_keeps_its_mark() -> None:
     table2 = rt.table2(scored)
     marks2 = rt.table2_marks(table2, ["random"], scored)
     assert {table2["model"][i] for i, _ in marks2} == {"strong"}
+    best = rt.best_answer_format(rt.answer_format_accuracy(scored), ["random"], scored)
+    assert best["best_binary_model"].to_list() == ["strong"]
 
 
 def test_wilson_lower_bound() -> None:
