@@ -15,12 +15,14 @@ README = REPO / "README.md"
 VLLM_PREFIX = ".venv-vllm/"
 
 # Checkout entries left out of the scratch copy: where the README's commands write (work/),
-# and what other commands build in a checkout (make demo's out/, the real model's models/).
+# and what other commands build in a checkout (make demo's out/). The real model's models/
+# is linked when the checkout has it (`make test` builds it first), so the README's `make
+# real-model` finds it built, as in a reader's checkout.
 # .venv-vllm is linked: building it in the copy costs 3-5 min of CI (314 s measured at load
 # 16-25); test_the_vllm_lines_follow_make_setup_vllm... checks the fresh-clone path instead.
 # A linked venv is rebuilt in place when the checkout's pyproject.toml is newer than its
 # stamp (`make setup-vllm` in the copy): run `make setup-vllm` in the checkout first.
-NOT_LINKED = {".git", "work", "out", "models"}
+NOT_LINKED = {".git", "work", "out"}
 # The one folder the README's commands may create in a checkout (git-ignored, .gitignore).
 OUTPUT_FOLDER = "work"
 # Fenced blocks marked with one of these languages hold no commands (e.g. the folder layout).
@@ -69,20 +71,40 @@ def scratch_checkout(root: Path, also_unlinked: frozenset[str] = frozenset()) ->
     work = root / "main"
     work.mkdir()
     for entry in REPO.iterdir():
-        if entry.name not in NOT_LINKED | also_unlinked:
+        if entry.name not in NOT_LINKED | also_unlinked and entry.exists():
             (work / entry.name).symlink_to(entry)
     shared = (REPO.parent / "shared").resolve()
     (root / "shared").symlink_to(shared)
     return work
 
 
-def run_line(line: str, work: Path) -> subprocess.CompletedProcess[str]:
-    """One README line in `work`, with the checkout's .venv first on PATH (`source
-    .venv/bin/activate`, whichever venv runs the test) and the installed package (no
-    PYTHONPATH), as a reader has them."""
+# What make adds to its recipes' environment besides the Makefile's exports.
+MAKE_VARIABLES = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKE_TERMOUT", "MAKE_TERMERR")
+
+
+def makefile_exports(makefile: Path = REPO / "Makefile") -> list[str]:
+    """The variables the Makefile exports (`export NAME ...`): a README line runs in a plain
+    shell, where none of them is set (issue 39: a line worked only with GEOSEE_REAL_MODEL)."""
+    text = makefile.read_text(encoding="utf-8")
+    return re.findall(r"^export\s+([A-Za-z_]\w*)", text, flags=re.MULTILINE)
+
+
+def plain_shell_env() -> dict[str, str]:
+    """This process's environment less what `make` and the Makefile put there, with the
+    checkout's .venv first on PATH (`source .venv/bin/activate`, whichever venv runs the
+    test) and the checkout's own code: PYTHONPATH is the checkout, which its editable install
+    points at too (in a git worktree, the shared venv's install points at another checkout)."""
     env = dict(os.environ)
+    for name in (*makefile_exports(), *MAKE_VARIABLES):
+        env.pop(name, None)
     env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def run_line(line: str, work: Path) -> subprocess.CompletedProcess[str]:
+    """One README line in `work`, in a plain shell's environment (`plain_shell_env`)."""
+    env = plain_shell_env()
     return subprocess.run(
         ["bash", "-euo", "pipefail", "-c", line],
         cwd=work,

@@ -23,7 +23,9 @@ from tests.readme_commands import (
     REPO,
     VLLM_PREFIX,
     assert_runs,
+    makefile_exports,
     readme_lines,
+    run_line,
     scratch_checkout,
     vllm_block,
 )
@@ -49,6 +51,20 @@ def test_readme_lines_are_parsed() -> None:
         "```text\ngeometry/  not a command\n```\n"
     )
     assert readme_lines(text) == ["geosee a --b c", "make demo"]
+
+
+def test_readme_lines_run_without_the_makefiles_exports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader's plain shell has none of what the Makefile exports (issue 39: a README line
+    worked only with GEOSEE_REAL_MODEL set, and the walk, run by `make test`, had it)."""
+    exported = makefile_exports()
+    assert {"GEOSEE_REAL_MODEL", "OMP_NUM_THREADS"} <= set(exported)
+    for name in exported:
+        monkeypatch.setenv(name, "from-make")
+    monkeypatch.setenv("MAKEFLAGS", "-j2")
+    shown = run_line("env", tmp_path).stdout
+    assert "from-make" not in shown and "MAKEFLAGS=" not in shown, shown
 
 
 def test_the_vllm_lines_follow_make_setup_vllm_which_builds_the_venv_in_a_fresh_clone(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +33,7 @@ from pipelines.cli_args import name_text
 from pipelines.engines import checkpoint_files
 from pipelines.engines.hub_model import HubError, HubId, download, fetch_config, parse_hub_id
 from pipelines.engines.hub_model import resolve_commit as resolve_hub_commit
+from pipelines.engines.local_builds import MissingBuildError, local_repo
 from pipelines.suggest import did_you_mean
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "models"
@@ -457,6 +457,29 @@ def hub_config(
     )
 
 
+def config_file(model: str) -> Path | None:
+    """The model config `--model` names (a YAML path, or a file stem in CONFIG_DIR or its
+    local/), else None."""
+    candidates = [Path(model), CONFIG_DIR / f"{model}.yaml", CONFIG_DIR / "local" / f"{model}.yaml"]
+    for path in candidates:
+        if path.is_file() and path.suffix in (".yaml", ".yml"):
+            return path
+    return None
+
+
+def config_engine(model: str) -> str:
+    """The engine the model config `model` names, for a command given no `--engine`
+    (lm-eval's habit: the model says how it runs); ModelConfigError when `model` is no
+    config."""
+    path = config_file(model)
+    if path is None:
+        raise ModelConfigError(
+            f"--engine is required: --model {model} is not a model config, which would name "
+            f"its engine (`--help` lists the engines)"
+        )
+    return load_config(path).engine
+
+
 def resolve_model(
     engine: str, model: str, revision: str | None = None, trust_remote_code: bool = False
 ) -> ModelConfig:
@@ -480,19 +503,21 @@ def resolve_model(
             setups=list(SETUPS),
             weights="none",
         )
-    candidates = [Path(model), CONFIG_DIR / f"{model}.yaml", CONFIG_DIR / "local" / f"{model}.yaml"]
-    for path in candidates:
-        if path.is_file() and path.suffix in (".yaml", ".yml"):
-            cfg = load_config(path)
-            if trust_remote_code:
-                raise ModelConfigError(
-                    f"--trust-remote-code applies to a checkpoint folder or hub id; the model "
-                    f"config {path} sets trust_remote_code in its YAML"
-                )
-            update: dict[str, Any] = {"engine": engine, "revision": revision or cfg.revision}
-            if cfg.repo_env and os.environ.get(cfg.repo_env):
-                update["repo"] = os.environ[cfg.repo_env]  # a local build of a local entry
-            return cfg.model_copy(update=update)
+    path = config_file(model)
+    if path is not None:
+        cfg = load_config(path)
+        if trust_remote_code:
+            raise ModelConfigError(
+                f"--trust-remote-code applies to a checkpoint folder or hub id; the model "
+                f"config {path} sets trust_remote_code in its YAML"
+            )
+        update: dict[str, Any] = {"engine": engine, "revision": revision or cfg.revision}
+        if cfg.repo_env:  # a local build: the variable's folder, else the checkout's
+            try:
+                update["repo"] = local_repo(cfg.name, cfg.repo, cfg.repo_env, cfg.build_tiny)
+            except MissingBuildError as err:
+                raise ModelConfigError(str(err)) from err
+        return cfg.model_copy(update=update)
     local = Path(model)
     if engine in CHECKPOINT_ENGINES and (local / "config.json").is_file():
         return checkpoint_config(

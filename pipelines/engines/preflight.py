@@ -148,8 +148,16 @@ def check_context(cfg: ModelConfig, prompts: Sequence[Messages]) -> ContextRepor
             cfg.system_prompt_as_string,
         )
     except (OSError, ValueError) as err:
-        # Not loadable here (no hub access on this driver): the engine will say more.
         reason = (str(err).splitlines() or [type(err).__name__])[0]
+        if cfg.local and not Path(cfg.source).is_dir():
+            # A model built on this machine that is not here: the engine would fail only
+            # after the run had started Ray and written its settings (issue 39).
+            raise PreflightError(
+                f"model {cfg.name}: {cfg.source} is not a checkpoint folder on this machine "
+                f"(a local config's model is built here; `geosee list-models` shows its "
+                f"config): {reason}"
+            ) from err
+        # Not loadable here (no hub access on this driver): the engine will say more.
         return ContextReport(None, "unknown", None, 0, f"tokenizer not loadable: {reason}")
     if not getattr(renderer.templater, "chat_template", None):
         # Every request is rendered with it; transformers would raise per row, which the

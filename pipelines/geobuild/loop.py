@@ -32,7 +32,12 @@ from pipelines.cli_args import (
     replicas_int,
     seed_int,
 )
-from pipelines.engines.model_config import ModelConfig, add_model_arguments
+from pipelines.engines.model_config import (
+    ModelConfig,
+    ModelConfigError,
+    add_model_arguments,
+    config_engine,
+)
 from pipelines.engines.node_sources import check_shared_results, node_sources
 from pipelines.engines.prompt_canary import CanaryError, check_model_prompts
 from pipelines.engines.requests import add_sampling_arguments
@@ -90,7 +95,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # Not argparse choices: an answer baseline gets resolve_engine's reason, not "invalid".
     engines = valid_engines()
     parser.add_argument(
-        "--engine", required=True, metavar="{" + ",".join(engines) + "}", help="what answers"
+        "--engine",
+        default=None,
+        metavar="{" + ",".join(engines) + "}",
+        help="what answers; default: the engine the model config names",
     )
     add_model_arguments(parser, "model config/checkpoint, hub id, or JSONL file")
     parser.add_argument(
@@ -193,7 +201,11 @@ def run(args: argparse.Namespace) -> int:
         chosen = stratified_problems(
             chosen, settings.stratify_from, settings.stratified_sample, settings.sample_seed
         )
-    engine = resolve_engine(args.engine, args.model, args.revision, args.trust_remote_code)
+    try:  # no --engine: the model config's own (lm-eval's habit)
+        engine_name = args.engine or config_engine(args.model)
+    except ModelConfigError as err:
+        raise UsageError(str(err)) from err
+    engine = resolve_engine(engine_name, args.model, args.revision, args.trust_remote_code)
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
     try:
@@ -300,13 +312,20 @@ class Loop:
             print(f"nothing to do: {len(problems)} problem(s) already in {self.root}")
             return
         try:
-            for round_number in range(pending, self.max_rounds + 1):
-                requests = self.requests(round_number, by_id)
-                print(f"round {round_number}: {len(requests)} conversation(s) to run")
-                if requests:
-                    self.run_round(round_number, requests)
+            self.run_rounds(pending, by_id)
         finally:
             close_stage(self.engine.stage)  # the engine is kept across rounds, not runs
+
+    def run_rounds(self, first: int, by_id: dict[str, Problem]) -> None:
+        """Rounds `first`..max_rounds; only a round with conversations to run is printed
+        (issue 39: "round 2 ... round 5: 0 conversation(s) to run" after every problem had
+        ended in round 1)."""
+        for round_number in range(first, self.max_rounds + 1):
+            requests = self.requests(round_number, by_id)
+            if not requests:
+                continue
+            print(f"round {round_number}: {len(requests)} conversation(s) to run")
+            self.run_round(round_number, requests)
 
     def pending_round(self, by_id: dict[str, Problem]) -> int | None:
         """The first round with a conversation to run, read from the results on disk (no

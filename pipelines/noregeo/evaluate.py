@@ -36,6 +36,7 @@ from pipelines.engines.model_config import (
     ModelConfig,
     ModelConfigError,
     add_model_arguments,
+    config_engine,
     resolve_model,
 )
 from pipelines.engines.placement_groups import removed_when_done
@@ -81,6 +82,7 @@ from pipelines.noregeo.run_settings import (
     expected_rows,
 )
 from pipelines.noregeo.sample_log import check_sample_dir, write_sample_logs
+from pipelines.noregeo.task_selection import TASKS_HELP, select_tasks
 from pipelines.progress import Progress
 from store.errors import UsageError
 from store.records import RETRY_ERRORS, finished_keys, model_dir, model_slug, write_run_record
@@ -102,10 +104,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--items", required=True, type=any_location, help="item dir (or URI) from `generate`"
     )
-    parser.add_argument("--engine", required=True, choices=ENGINES, help="what answers")
+    parser.add_argument(
+        "--engine",
+        default=None,
+        choices=ENGINES,
+        help="what answers; default: the engine the model config names (required for a "
+        "checkpoint folder, hub id or baseline)",
+    )
     add_model_arguments(parser, "config name/path, checkpoint dir, hub id, or (baselines) name")
     parser.add_argument("--setups", default=None, help="comma-separated; default: the model's")
-    parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
+    parser.add_argument("--tasks", default="all", help=TASKS_HELP)
     parser.add_argument(
         "--per-task", type=per_task_int,
         help="items per task: the first N of each task (default: every item the table has)",
@@ -233,9 +241,10 @@ def run(args: argparse.Namespace) -> int:
         check_sample_dir(args.log_samples)
     files = _item_files(args.items)
     manifest = read_manifest(args.items)
-    tasks = parse_list(args.tasks, manifest["tasks"], "task IDs")
+    tasks = select_tasks(args.tasks, manifest["tasks"], str(args.items))
     try:
-        cfg = resolve_model(args.engine, args.model, args.revision, args.trust_remote_code)
+        engine = args.engine or config_engine(args.model)
+        cfg = resolve_model(engine, args.model, args.revision, args.trust_remote_code)
         if args.setups:
             setups = parse_list(args.setups, SETUPS, "setups")
         else:  # the model's own setups, as far as the item table has them

@@ -40,6 +40,7 @@ from pipelines.cli_args import (
     read_json_object,
     seed_int,
 )
+from pipelines.noregeo.task_selection import TASKS_HELP, select_tasks
 from pipelines.suggest import did_you_mean
 from store.atomic import parquet_bytes, write_bytes_atomic
 from store.errors import UsageError
@@ -65,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seed of every item draw",
     )
     parser.add_argument("--setups", default=",".join(SETUPS), help="comma-separated setups")
-    parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
+    parser.add_argument("--tasks", default="all", help=TASKS_HELP)
     parser.add_argument(
         "--image-size", type=image_size_int(MIN_IMAGE_SIZE), default=448, help="image side, pixels"
     )
@@ -286,7 +287,7 @@ def check_out_dir(out: Location) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run `generate` with parsed options; the exit code."""
-    tasks = parse_list(args.tasks, list(all_tasks()), "task IDs")
+    tasks = select_tasks(args.tasks, list(all_tasks()))
     setups = parse_list(args.setups, SETUPS, "setups")
     check_out_dir(args.out)
     manifest = generate(

@@ -29,6 +29,7 @@ class RunHealth:
     invalid: int  # rows the engine answered whose output does not parse
     first_error: str | None
     final_errors: int = 0  # engine errors a default rerun does not send again
+    weights: str = "real"  # the model's (ModelConfig.weights): random ones answer noise
 
     @property
     def error_rate(self) -> float:
@@ -44,10 +45,12 @@ class RunHealth:
     def line(self) -> str:
         """The one-line health summary `evaluate` prints."""
         answered = self.rows - self.engine_errors
+        # A tiny model's accuracy reads like a result; its line says what it is (issue 39).
+        noise = "; random weights: the answers are noise, a test of the pipeline, not of a model"
         return (
             f"{self.rows} rows in this run: engine errors {self.engine_errors} "
             f"({self.error_rate:.1%}); invalid outputs {self.invalid} of {answered} answered "
-            f"({self.invalid_rate:.1%})"
+            f"({self.invalid_rate:.1%})" + (noise if self.weights == "random" else "")
         )
 
     def retry_hint(self) -> str | None:
@@ -102,4 +105,4 @@ def run_health(
     invalid = rows.filter(pl.col("engine_error").is_null() & ~pl.col("valid"))
     first = errors["engine_error"][0] if errors.height else None
     final = sum(not is_transient(e) for e in errors["engine_error"].to_list())
-    return RunHealth(rows.height, errors.height, invalid.height, first, final)
+    return RunHealth(rows.height, errors.height, invalid.height, first, final, cfg.weights)

@@ -33,6 +33,11 @@ SAMPLE_COLUMNS = (
     "correct",
     "parse_error",
     "engine_error",
+    # What the answer cost, as lm-eval's sample logs give it: tokens in and out (0 for
+    # engines that read no tokens) and the engine's seconds for the row.
+    "num_input_tokens",
+    "num_generated_tokens",
+    "time_taken_llm",
 )
 
 

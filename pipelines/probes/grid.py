@@ -119,6 +119,15 @@ def run_with_ray(spec: GridSpec, trials: list[Trial], out: Path) -> list[str]:
     return done
 
 
+def plan_line(grid: str, trials: int, pending: int, todo: int) -> str:
+    """What this run does, counted from the folder: trials done are those on disk, not those
+    `--max-trials` leaves for later (issue 39: a fresh folder read "8 done, 2 to run")."""
+    line = f"probe grid {grid}: {trials} trials, {trials - pending} done, {todo} to run"
+    if todo < pending:
+        line += f", {pending - todo} left for a later run (--max-trials {todo})"
+    return line
+
+
 def run(args: argparse.Namespace) -> int:
     """Check the grid and its weights, record the run, run the pending trials; exit code 0."""
     try:
@@ -140,17 +149,13 @@ def run(args: argparse.Namespace) -> int:
     except EncoderError as err:
         raise UsageError(str(err)) from err
     trials = expand(spec)
-    todo = pending_trials(trials, args.out)
-    if args.max_trials is not None:
-        todo = todo[: args.max_trials]
+    pending = pending_trials(trials, args.out)
+    todo = pending if args.max_trials is None else pending[: args.max_trials]
     _record_run(spec, args, len(trials), len(todo))
     if not todo:  # a finished grid started again: no Ray, no actors
         print(f"nothing to do: {len(trials)} trials already in {args.out / 'probes'}")
         return 0
-    print(
-        f"probe grid {spec.name}: {len(trials)} trials, {len(trials) - len(todo)} done, "
-        f"{len(todo)} to run"
-    )
+    print(plan_line(spec.name, len(trials), len(pending), len(todo)))
     start = time.perf_counter()
     if args.executor == "local":
         for trial in progress(todo, len(todo), "probe trials", "trial"):

@@ -10,6 +10,7 @@ from geometry.item import SETUPS
 from pipelines.engines.model_config import BASELINES
 from pipelines.noregeo.summarize import every_item
 from pipelines.report import tables as rt
+from pipelines.report.chance import above_chance, one_value_lines, random_baselines
 from pipelines.report.html_page import Section
 from pipelines.report.html_page import table_blocks as _tables
 from pipelines.report.provenance import Record
@@ -96,9 +97,13 @@ def _weights_text(model: str, weights: str | None, engine: str | None) -> str:
     return weights or "not recorded"
 
 
-def key_marks(table: pl.DataFrame, tags: dict[str, str]) -> dict[tuple[int, str], str]:
+def key_marks(
+    table: pl.DataFrame, tags: dict[str, str], scored: pl.DataFrame | None = None
+) -> dict[tuple[int, str], str]:
     """Best and second-best accuracy of each setup column among the models under test (not
-    human, no tagged model): {(row, column): mark}; none when no model under test ran."""
+    human, no tagged model) whose interval lies above chance and the random baseline on
+    `scored`'s answered rows of that setup (pipelines.report.chance): {(row, column): mark};
+    none when no model under test ran or none beat chance."""
     marks: dict[tuple[int, str], str] = {}
     columns = [c for c in table.columns if c.endswith("(%)")]
     rows = [
@@ -106,9 +111,15 @@ def key_marks(table: pl.DataFrame, tags: dict[str, str]) -> dict[tuple[int, str]
         for i, r in enumerate(table.iter_rows(named=True))
         if r["model"] not in tags and r["model"] != rt.HUMAN
     ]
+    setup_of = {f"{title} (%)": setup for setup, title in rt.SETUP_TITLES.items()}
     for column in columns:
-        values = sorted({r[column] for _, r in rows if r[column] is not None}, reverse=True)
-        for i, r in rows:
+        competing = rows
+        if scored is not None:
+            cell = pl.col("setup") == setup_of[column]
+            randoms = random_baselines(scored)
+            competing = [(i, r) for i, r in rows if above_chance(scored, r["model"], cell, randoms)]
+        values = sorted({r[column] for _, r in competing if r[column] is not None}, reverse=True)
+        for i, r in competing:
             if values and r[column] == values[0]:
                 marks[(i, column)] = "best"
             elif len(values) > 1 and r[column] == values[1]:
@@ -149,12 +160,25 @@ def key_section(df: pl.DataFrame | None, lines: list[str]) -> Section:
         return Section("Key results", " ".join(lines), empty="no NoReGeo results")
     tags = rt.model_tags(df)
     table = key_table(df)
-    marks = key_marks(table, tags)
-    best = (
-        "Bold: the best model under test per setup, underlined: the second."
-        if marks
-        else "No model under test ran (every row is tagged): no best marks."
-    )
+    scored = answered(df)
+    marks = key_marks(table, tags, scored)
+    tested = [m for m in df["model"].unique().to_list() if m not in tags and m != rt.HUMAN]
+    if marks:
+        best = (
+            "Bold: the best model under test per setup, underlined: the second; a mark "
+            "needs the model's 95% interval above chance and the random baseline."
+        )
+    elif tested:
+        best = (
+            "No best marks: no model under test has its 95% interval above chance and the "
+            "random baseline in any setup."
+        )
+    else:
+        best = "No model under test ran (every row is tagged): no best marks."
+    fixed = one_value_lines(scored, tested)
+    if fixed:
+        shown = "; ".join(fixed[:6]) + (f"; and {len(fixed) - 6} more" if len(fixed) > 6 else "")
+        best += f" One answer on most items of a task (a fixed answer, not a reading): {shown}."
     intro = " ".join([run_summary(df), best, *lines])
     return Section(
         "Key results",

@@ -104,6 +104,11 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
         folded=True,  # the key results show its accuracies
     )
     table2 = rt.table2(scored)
+    best = rt.table2_marks(table2, refs, scored)
+    # Framed: the best across setups, where that cell earned its setup's best mark.
+    overall = {
+        c: m for c, m in rt.table2_best_overall(table2, refs).items() if best.get(c) == "best"
+    }
     table2_section = Section(
         "Accuracy per category, setup and model (the paper's Table 2)",
         "Columns are kind-category (C: classification, N: numeric, U: unstable; the category "
@@ -113,15 +118,14 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
         "files as numeric; N-SCP w/o TTT is the column without it. Bold: the best model of "
         "the setup in that column, underlined: the second best, framed: the best across all "
         "setups (the paper underlines it; ties share a mark; only models under test "
-        "compete: not human, no tagged row)." + human + baselines,
+        "compete: not human, no tagged row, and only where the model's 95% interval lies "
+        "above chance and the random baseline)." + human + baselines,
         _tables(
             "table2",
             "Accuracy per category (%), the paper's Table 2",
             table2,
             folded=False,
-            marks=rt.merged_marks(
-                rt.table2_marks(table2, refs), rt.table2_best_overall(table2, refs)
-            ),
+            marks=rt.merged_marks(best, overall),
         ),
     )
     return [
@@ -170,7 +174,8 @@ def headline_section(scored: pl.DataFrame, refs: list[str]) -> Section:
         "cells a figure averages, and the best model is taken among those with all of them. "
         "Then ours, not the paper's: accuracy over every binary item (two options, yes/no) "
         "and over every multiple-choice item (binary ones included), pooled over items, with "
-        "the item counts. Human and the tagged rows never count as the best model.",
+        "the item counts. Human and the tagged rows never count as the best model, nor a model "
+        "whose 95% interval on those items does not lie above chance and the random baseline.",
         empty="no multiple-choice results",
     )
     if headline.is_empty():
@@ -190,7 +195,7 @@ def headline_section(scored: pl.DataFrame, refs: list[str]) -> Section:
         "headline_best",
         "Ours, pooled items: best model under test per setup (and human on multiple-choice "
         "items)",
-        rt.best_answer_format(table, refs),
+        rt.best_answer_format(table, refs, scored),
     ) + _tables(
         "headline_answer_formats",
         "Ours, pooled items: binary and multiple-choice accuracy per setup and model (%)",

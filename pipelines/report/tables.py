@@ -17,6 +17,7 @@ from geometry.item import SETUPS
 from pipelines.engines.model_config import BASELINES
 from pipelines.engines.reasoning import OUT_OF_BUDGET
 from pipelines.noregeo.summarize import accuracy_table, answered, pair_consistency
+from pipelines.report.chance import above_chance, random_baselines
 from store.shards import ERROR_COLUMN
 
 HUMAN = "human"
@@ -148,18 +149,33 @@ def table2(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def table2_marks(table: pl.DataFrame, references: list[str]) -> dict[tuple[int, str], str]:
+def table2_marks(
+    table: pl.DataFrame, references: list[str], scored: pl.DataFrame | None = None
+) -> dict[tuple[int, str], str]:
     """Best and second-best cell of each Table 2 column within each setup: {(row, column):
     "best" | "second"}. Only the models under test compete (`human` and `references`, the
-    baselines, do not); ties share a mark, and "second" is the next lower distinct value."""
+    baselines, do not), and with `scored` (the answered rows) only where their 95% interval
+    lies above chance and the random baseline (pipelines.report.chance); ties share a mark,
+    and "second" is the next lower distinct value."""
     marks: dict[tuple[int, str], str] = {}
     if table.is_empty():
         return marks
     outside = {HUMAN, *references}
     rows = list(enumerate(table.iter_rows(named=True)))
+    grouped = with_codes(scored) if scored is not None else None
+    randoms = random_baselines(scored) if scored is not None else []
     for setup in table["setup"].unique().to_list():
         block = [(i, r) for i, r in rows if r["setup"] == setup and r["model"] not in outside]
         for column in table.columns[2:]:
+            if grouped is not None:
+                cell = (pl.col("setup") == setup) & (pl.col("group") == column)
+                block = [
+                    (i, r)
+                    for i, r in rows
+                    if r["setup"] == setup
+                    and r["model"] not in outside
+                    and above_chance(grouped, r["model"], cell, randoms)
+                ]
             values = sorted({r[column] for _, r in block if r[column] is not None}, reverse=True)
             for i, r in block:
                 if values and r[column] == values[0]:
@@ -336,13 +352,25 @@ def answer_format_accuracy(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def best_answer_format(table: pl.DataFrame, references: list[str]) -> pl.DataFrame:
+# The items each pooled headline figure is over (answer_format_accuracy).
+FORMAT_ITEMS = {
+    "binary": (pl.col("answer_type") == "choice") & (pl.col("options").list.len() == 2),
+    "multiple_choice": pl.col("answer_type") == "choice",
+}
+
+
+def best_answer_format(
+    table: pl.DataFrame, references: list[str], scored: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Per setup, on our pooled figures (answer_format_accuracy): the best model under test
     on binary and on multiple-choice items, and `human`'s multiple-choice accuracy when it
-    ran."""
+    ran. With `scored` (the answered rows), only a model whose 95% interval on those items
+    lies above chance and the random baseline can be best (pipelines.report.chance: a
+    "best binary" of 46.9% once sat below 50% chance)."""
     models = table.filter(~pl.col("model").is_in([HUMAN, *references]))
     if models.is_empty():
         return pl.DataFrame()
+    randoms = random_baselines(scored) if scored is not None else []
     rows = []
     for setup in [s for s in SETUPS if s in set(table["setup"])]:
         part = models.filter(pl.col("setup") == setup)
@@ -350,6 +378,10 @@ def best_answer_format(table: pl.DataFrame, references: list[str]) -> pl.DataFra
         row: dict[str, object] = {"setup": setup}
         for column in ("binary", "multiple_choice"):
             top = part.drop_nulls(column).sort(column, "model", descending=[True, False])
+            if scored is not None:
+                cell = (pl.col("setup") == setup) & FORMAT_ITEMS[column]
+                fair = [m for m in top["model"] if above_chance(scored, m, cell, randoms)]
+                top = top.filter(pl.col("model").is_in(fair))
             row[f"best_{column}"] = top[column][0] if top.height else None
             row[f"best_{column}_model"] = top["model"][0] if top.height else None
         row["human_multiple_choice"] = human["multiple_choice"][0] if human.height else None

@@ -167,3 +167,10 @@ def test_template_that_refuses_everything_is_not_blamed_on_the_system_role(
     model = with_template(tiny_llm_dir, tmp_path / "refuses", refuses)
     with pytest.raises(PreflightError, match="cannot render this run's messages"):
         check_model(_cfg(model), [build_messages(SYSTEM, QUESTION, None, True)])
+
+
+def test_a_local_config_whose_model_is_not_here_is_refused(tmp_path: Path) -> None:
+    """Issue 39: a local config's bare name went on to the engine, which failed only after
+    Ray had started and the run had written its settings."""
+    with pytest.raises(PreflightError, match="is not a checkpoint folder on this machine"):
+        check_model(_cfg(tmp_path / "never-built"), [build_messages(SYSTEM, QUESTION, None, True)])

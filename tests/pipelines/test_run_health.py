@@ -46,3 +46,14 @@ def test_only_the_runs_tasks_limit_revision_and_sampling_count() -> None:
     assert "engine errors 1 (50.0%); invalid outputs 0 of 1 answered (0.0%)" in health.line()
     no_limit = run_health(pl.DataFrame(rows), CFG, ["T"], ["text"], None, SAMPLING)
     assert (no_limit.rows, no_limit.invalid) == (3, 1)
+
+
+def test_a_random_weight_models_line_says_its_answers_are_noise() -> None:
+    """Issue 39: a tiny model's summary read like a measurement."""
+    rows = pl.DataFrame([_row("T-0", 64, None, True)])
+    tiny = ModelConfig(name="t", repo="t", revision="r1", engine="hf", weights="random")
+    assert (
+        "random weights: the answers are noise"
+        in run_health(rows, tiny, ["T"], ["text"], None, SAMPLING).line()
+    )
+    assert "noise" not in run_health(rows, CFG, ["T"], ["text"], None, SAMPLING).line()

@@ -1,0 +1,72 @@
+"""Issue 39: the report never crowns noise. A model under test that answers the first option
+of every choice item ("yes") scores about chance: it gets no best mark in the key results,
+Table 2 or the pooled headline's "best binary", and the key results name its fixed answer; a
+model clearly above chance and the random baseline still gets its mark. Built from result rows
+in memory: no Ray."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipelines.noregeo.summarize import answered
+from pipelines.report import tables as rt
+from pipelines.report.chance import wilson_low
+from pipelines.report.key_results import key_marks, key_section, key_table
+
+ITEMS = 40
+
+
+def _rows(model: str, engine: str, weights: str, answer_of: object) -> list[dict[str, object]]:
+    rows = []
+    for n in range(ITEMS):
+        gold = "yes" if n % 2 else "no"
+        parsed = answer_of(n, gold)  # type: ignore[operator]
+        rows.append(
+            {
+                "model": model, "engine": engine, rt.WEIGHTS: weights, "setup": "text",
+                "task": "C-BCT-CT", "category": "Basic coordinate tasks",
+                "item_id": f"C-BCT-CT-{n:04d}", "options": ["yes", "no"], "answer": gold,
+                "answer_type": "choice",
+                "parsed": parsed, "valid": True, "correct": parsed == gold,
+                "engine_error": None,
+            }
+        )  # fmt: skip
+    return rows
+
+
+def _results(good: bool) -> pl.DataFrame:
+    rows = _rows("smollm2", "hf", "real", lambda n, gold: "yes")  # always the first option
+    rows += _rows("random", "random", "none", lambda n, gold: "yes" if n % 3 else "no")
+    if good:  # right on 36 of 40
+        rows += _rows("strong", "hf", "real", lambda n, gold: gold if n % 10 else "maybe")
+    return pl.DataFrame(rows)
+
+
+def test_a_model_that_answers_one_value_is_not_marked_best_and_is_named() -> None:
+    df = _results(good=False)
+    assert key_marks(key_table(df), rt.model_tags(df), answered(df)) == {}
+    scored = answered(df)
+    assert rt.table2_marks(rt.table2(scored), ["random"], scored) == {}
+    assert rt.best_answer_format(rt.answer_format_accuracy(scored), ["random"], scored).is_empty()
+    intro = key_section(df, []).intro
+    assert "No best marks" in intro
+    assert "smollm2 answers yes on 40 of 40 items of C-BCT-CT" in intro
+
+
+def test_a_model_above_chance_and_the_random_baseline_keeps_its_mark() -> None:
+    df = _results(good=True)
+    table = key_table(df)
+    marks = key_marks(table, rt.model_tags(df), answered(df))
+    marked = {table["model"][i]: mark for (i, _column), mark in marks.items()}
+    assert marked == {"strong": "best"}  # smollm2's 50% is chance: no second mark
+    scored = answered(df)
+    table2 = rt.table2(scored)
+    marks2 = rt.table2_marks(table2, ["random"], scored)
+    assert {table2["model"][i] for i, _ in marks2} == {"strong"}
+    best = rt.best_answer_format(rt.answer_format_accuracy(scored), ["random"], scored)
+    assert best["best_binary_model"].to_list() == ["strong"]
+
+
+def test_wilson_lower_bound() -> None:
+    assert round(wilson_low(36, 40), 1) == 76.9
+    assert wilson_low(0, 0) == 0.0
