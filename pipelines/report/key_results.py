@@ -160,7 +160,7 @@ def key_section(df: pl.DataFrame | None, lines: list[str]) -> Section:
         return Section("Key results", " ".join(lines), empty="no NoReGeo results")
     tags = rt.model_tags(df)
     table = key_table(df)
-    scored = answered(df)
+    scored = every_item(df)  # the rows the reported accuracy is over
     marks = key_marks(table, tags, scored)
     tested = [m for m in df["model"].unique().to_list() if m not in tags and m != rt.HUMAN]
     if marks:
