@@ -99,6 +99,7 @@ class PromptRenderer:
         # ModelConfig.system_prompt_as_string (Ray's apply_sys_msg_formatting): an
         # image-text model's system message as one string, for templates that print it so.
         self.system_as_string = system_as_string
+        self.template_kwargs: dict[str, Any] = {}  # extra chat-template arguments
 
     @classmethod
     def load(
@@ -158,7 +159,7 @@ class PromptRenderer:
                 text = "".join(p["text"] for p in parts)
                 chat.append({"role": message["role"], "content": text})
         prompt = self.templater.apply_chat_template(
-            chat, add_generation_prompt=True, tokenize=False
+            chat, add_generation_prompt=True, tokenize=False, **self.template_kwargs
         )
         return prompt, images
 
@@ -226,6 +227,7 @@ class HFEngine:
         trust_remote_code: bool = False,
         content_format: str = "openai",
         system_as_string: bool = False,
+        chat_template_kwargs: dict[str, Any] | None = None,
     ):
         import torch
         import transformers
@@ -259,6 +261,8 @@ class HFEngine:
         self.renderer = PromptRenderer.load(
             model, revision, trust_remote_code, content_format, system_as_string
         )
+        # Qwen3's thinking switch and the like, as vLLM's chat-template stage passes them.
+        self.renderer.template_kwargs = dict(chat_template_kwargs or {})
         self.is_image_text = self.renderer.is_image_text
         self.tokenizer: Any = self.renderer.tokenizer
         self.tokenizer.padding_side = "left"

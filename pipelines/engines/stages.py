@@ -122,13 +122,8 @@ def cluster_gpus() -> float:
     return float(ray.cluster_resources().get("GPU", 0))
 
 
-def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
-    """The hf engine as an actor pool. A GPU model (a hub config) gets one GPU per replica,
-    waiting for the autoscaler to add them (`check_gpus`), and runs on CUDA or fails: never
-    silently on the CPU. A local entry (a checkpoint folder, a tiny model) takes a GPU when
-    the cluster has one per replica, else runs on the CPU."""
-    from actors.hf_engine import HFEngine
-
+def hf_engine_kwargs(cfg: ModelConfig, opts: EngineOptions) -> dict[str, Any]:
+    """The hf engine actor's constructor arguments (device aside)."""
     # On several nodes the model's mirror in the results store (the actor fetches it).
     mirrored = opts.sources is not None
     kwargs: dict[str, Any] = {
@@ -140,6 +135,19 @@ def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         "content_format": cfg.content_format,
         "system_as_string": cfg.system_prompt_as_string,
     }
+    if cfg.enable_thinking is not None:  # the paper's Qwen3: thinking off, as on vllm
+        kwargs["chat_template_kwargs"] = {"enable_thinking": cfg.enable_thinking}
+    return kwargs
+
+
+def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+    """The hf engine as an actor pool. A GPU model (a hub config) gets one GPU per replica,
+    waiting for the autoscaler to add them (`check_gpus`), and runs on CUDA or fails: never
+    silently on the CPU. A local entry (a checkpoint folder, a tiny model) takes a GPU when
+    the cluster has one per replica, else runs on the CPU."""
+    from actors.hf_engine import HFEngine
+
+    kwargs = hf_engine_kwargs(cfg, opts)
     if cfg.gpus:
         check_gpus(cfg, replicas=opts.pool_size)
         kwargs["device"] = "cpu" if logical_gpus() else "cuda"
