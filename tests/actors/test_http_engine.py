@@ -470,7 +470,9 @@ POISON_OUTCOMES: dict[str, str | None] = {
     "missing",
     "json_array": "final: unreadable completion after 1 attempt: JSON list, not an object",
     "nested_too_deep": "final: reply not JSON after 1 attempt: ",
-    "digits_beyond_parser": "final: reply not JSON after 1 attempt: ",
+    "digits_beyond_parser": None,  # in a field no rule reads: the answer is kept
+    "usage_5000_digits": None,  # stored as 0, the answer kept
+    "bom_before_body": None,
     "not_utf8": "final: reply not UTF-8 after 1 attempt: ",
     "not_json": "final: reply not JSON after 1 attempt: ",
     "huge_body": "final: reply too large after 1 attempt: over 8388608 bytes",
