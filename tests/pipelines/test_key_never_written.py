@@ -147,3 +147,25 @@ def test_a_key_with_whitespace_or_control_characters_inside_is_refused_before_an
     assert len(err.splitlines()) == 1 and f"${KEY_ENV}" in err and "inside the key" in err
     assert "sk-" not in err and not out.exists()
     assert os.environ[KEY_ENV] not in err
+
+
+@pytest.mark.parametrize("value", [None, "sk-inner space"])
+def test_geobuild_refuses_a_missing_or_unusable_key_before_anything(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    value: str | None,
+) -> None:
+    from tests.conftest import SHARED
+
+    if value is None:
+        monkeypatch.delenv(KEY_ENV, raising=False)
+    else:
+        monkeypatch.setenv(KEY_ENV, value)
+    cfg = _config(tmp_path / "api-model.yaml", "http://127.0.0.1:9/v1")
+    out = tmp_path / "results"
+    args = ["geobuild", "--dataset", str(SHARED / "geobuildbench"), "--engine", "http"]
+    assert main([*args, "--model", str(cfg), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"${KEY_ENV}" in err and not out.exists()
+    assert "inner" not in err
