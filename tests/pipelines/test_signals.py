@@ -112,6 +112,7 @@ def test_sigterm_and_sigint_mid_run_end_it_in_one_line_and_the_rerun_completes(
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(3600)  # 30 runs and 30 resumes: about 15-30 min on two busy cores
 def test_twenty_sigints_and_ten_sigterms_at_random_moments(
     small_items: Path, tmp_path: Path
 ) -> None:
@@ -123,7 +124,11 @@ def test_twenty_sigints_and_ten_sigterms_at_random_moments(
     obeyed = 0
     for sig in signals:
         code, err = _signalled(argv, sig, draw.uniform(0.0, 3.0))
-        obeyed += _check(code, err, sig)
+        landed = _check(code, err, sig)
+        obeyed += landed
+        print(
+            f"signal {signal.Signals(sig).name}: exit {code}, {'obeyed' if landed else 'too late'}"
+        )
         _every_row_once(argv, out)
         for shard in (out / "noregeo").rglob("*.parquet"):  # start over for the next signal
             shard.unlink()
