@@ -34,9 +34,11 @@ The API key: the engine's own environment variable `api_key_env` if the worker h
 cluster whose nodes or image export it), else the value behind `api_key_ref`, a Ray object
 the driver put in the object store (pipelines.engines.stages.http_stage). Never a runtime-env
 variable or a constructor argument: Ray writes runtime envs to its logs in plain text and
-constructor arguments into task specs. The key is never put into rows, logs, exceptions or
-repr; server text that echoes it, in any case or in its common encodings, is redacted
-(actors/http_redact.py) before it lands in a row.
+constructor arguments into task specs. Whitespace around the key is stripped and any inside
+refused (actors/api_key.py), so no header the HTTP library refuses can print it. The key is
+never put into rows, logs, exceptions or repr; server text and the HTTP library's error text
+that echo it, in any case or in its common encodings and escapes, are redacted
+(actors/http_redact.py) before they land in a row.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from typing import Any, Literal, get_args
 import httpx
 import numpy as np
 
+from actors.api_key import checked_key
 from actors.contract import ENGINE_OUTPUT, arrow_ready, check_columns, numpy_columns, plain
 from actors.http_redact import Redactor
 from actors.http_reply import (
@@ -226,7 +229,11 @@ class HTTPEngine:
         self._key: _Secret | None = None
         self._redactor: Redactor | None = None
         if api_key_env:
-            value = os.environ.get(api_key_env) or _key_from_ref(api_key_ref)
+            # Stripped (or refused) as the driver did: a key with a line end from an env file
+            # would make the HTTP library print the header, key and all (actors/api_key.py).
+            value = checked_key(os.environ.get(api_key_env, ""), api_key_env) or checked_key(
+                _key_from_ref(api_key_ref) or "", api_key_env
+            )
             if not value:
                 # Name the variable only: the message may end up in logs.
                 raise RuntimeError(

@@ -10,16 +10,18 @@ turns into that row's `engine_error`; the other rows go on.
 - status: 200 is read; 408, 409, 425, 429 and 5xx are transient; any other is final.
 - body: at most MAX_BODY_BYTES, read in chunks (a larger one is never held whole; final);
   empty: transient (a proxy, a server restarting); an HTML page: transient (a proxy's
-  error page); not UTF-8 or not JSON (nesting too deep for the parser included): final.
+  error page); not UTF-8 or not JSON (nesting too deep for the parser included): final;
+  a UTF-8 byte-order mark before the JSON is skipped.
 - JSON: an object with a non-empty `choices` list whose first item holds a `message`
   object; else final, naming the first part that is missing or of the wrong type.
 - text: `message.content`, a string (None, with or without a `refusal`: final, naming it;
   another type: final); lone surrogates (valid JSON escapes, not encodable as UTF-8) become
   U+FFFD; text longer than MAX_TEXT_CHARS is cut there, TRUNCATED giving its length.
 - usage: `prompt_tokens` and `completion_tokens`, integers (or integral floats) from 0 to
-  2**63-1; anything else (NaN, inf, negative, too large, a string, a bool) is stored as 0,
-  as a missing `usage` is: token counts are the server's bookkeeping, and a bad one must
-  not cost a correct answer (issue 26 saw NaN counts turn right answers into errors).
+  2**63-1; anything else (NaN, inf, negative, too large, thousands of digits, a string, a
+  bool) is stored as 0, as a missing `usage` is: token counts are the server's
+  bookkeeping, and a bad one must not cost a correct answer (issue 26 saw NaN counts turn
+  right answers into errors).
 - prompt_token_ids (vLLM's reply to `return_token_ids`): a list of at most MAX_PROMPT_IDS
   integers in 0..2**63-1, kept as its digest (actors.contract.prompt_ids_digest); anything
   else: no digest, the answer kept.
@@ -58,6 +60,8 @@ MAX_PROMPT_IDS = 1_000_000
 # model), with room for backoff.
 DEFAULT_DEADLINE_S = 300.0
 EXCERPT_CHARS = 200
+# Digits of the longest JSON integer converted (int64 has 19, and a sign).
+MAX_INT_DIGITS = 20
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
@@ -152,7 +156,8 @@ def read_completion(body: bytes, content_type: str) -> Completion:
     if is_html(body, content_type):
         raise Retryable("HTML page instead of a completion", excerpt(_html_text(body)))
     try:
-        data = json.loads(body.decode("utf-8"))
+        # utf-8-sig: a byte-order mark before a valid body is a server's quirk, not an error.
+        data = json.loads(body.decode("utf-8-sig"), parse_int=_json_int)
     except UnicodeDecodeError:
         raise Failed("reply not UTF-8", excerpt(body.decode("utf-8", "replace"))) from None
     except (ValueError, RecursionError):
@@ -172,6 +177,13 @@ def read_completion(body: bytes, content_type: str) -> Completion:
         token_count(usage.get("completion_tokens")),
         prompt_ids(data.get("prompt_token_ids")),
     )
+
+
+def _json_int(text: str) -> int | float:
+    """A JSON integer; one longer than MAX_INT_DIGITS is inf, which every rule above treats
+    as out of range (a count stored as 0, no prompt-ids digest). Python refuses to convert
+    more than 4,300 digits, which made a 5,000-digit usage count cost a correct answer."""
+    return int(text) if len(text) <= MAX_INT_DIGITS else math.inf
 
 
 def prompt_ids(value: Any) -> str | None:

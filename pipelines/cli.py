@@ -18,7 +18,14 @@ from typing import Any, NoReturn
 
 from pipelines.cli_args import VALID_RANGE
 from pipelines.cli_renames import parse_command
-from pipelines.interrupt import EXIT_INTERRUPTED, interrupted_line
+from pipelines.disk_failure import disk_failure
+from pipelines.interrupt import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    Terminated,
+    finish,
+    take_signals,
+)
 from pipelines.logs import add_logging_arguments, configure
 from pipelines.native_stderr import hold_ray_native_lines
 from pipelines.suggest import did_you_mean
@@ -199,6 +206,7 @@ def entry() -> None:
     """The `geosee` console script (also `python -m pipelines`)."""
     if "--verbose" not in sys.argv[1:]:
         hold_ray_native_lines()
+    take_signals()
     try:
         code = main()
         sys.stdout.flush()
@@ -210,8 +218,9 @@ def entry() -> None:
     except KeyboardInterrupt:
         # Ctrl-C: one line, not Python's traceback through Ray's internals; finished rows are
         # on disk (shards are written atomically), so the same command resumes.
-        print(interrupted_line(), file=sys.stderr)
-        code = EXIT_INTERRUPTED
+        finish(EXIT_INTERRUPTED)
+    except Terminated:
+        finish(EXIT_TERMINATED)
     sys.exit(code)
 
 
@@ -231,10 +240,20 @@ def main(argv: list[str] | None = None) -> int:
         # line naming it and the command that resumes, not a traceback per layer. Written
         # shards are whole (store.atomic), so the rerun loses nothing.
         failure = storage_failure(err, _remote_paths(command_args))
-        if failure is None:
+        if failure is not None:
+            print(
+                f"error: {failure}; once it answers, resume with: {_resume_command()}",
+                file=sys.stderr,
+            )
+            return 1
+        # A local disk that fills up mid-run: likewise one line, and the rerun resumes.
+        full = disk_failure(err, _local_outputs(command_args))
+        if full is None:
             raise
         print(
-            f"error: {failure}; once it answers, resume with: {_resume_command()}", file=sys.stderr
+            f"error: {full}; free space (or give another --out), then resume with: "
+            f"{_resume_command()}",
+            file=sys.stderr,
         )
         return 1
 
@@ -242,6 +261,13 @@ def main(argv: list[str] | None = None) -> int:
 def _remote_paths(args: argparse.Namespace) -> list[RemotePath]:
     """The storage URIs among a command's parsed arguments."""
     return [value for value in vars(args).values() if isinstance(value, RemotePath)]
+
+
+def _local_outputs(args: argparse.Namespace) -> list[Path]:
+    """The local folders among a command's parsed arguments, `--out` first."""
+    values = vars(args)
+    paths = [values["out"]] if isinstance(values.get("out"), Path) else []
+    return paths + [v for v in values.values() if isinstance(v, Path) and v not in paths]
 
 
 def _resume_command() -> str:

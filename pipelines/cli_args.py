@@ -110,6 +110,9 @@ def finite_float(
 share = finite_float(0.0, 1.0)  # a fraction, 0..1
 share_below_one = finite_float(0.0, 1.0, below=True)  # a fraction that leaves something
 percent = finite_float(0.0, 100.0)
+# An accuracy threshold on binary tasks, in percent: below 50 (chance) lists transfers
+# worse than a coin, and a share such as 0.7 (or 2, a typo) would list every transfer.
+binary_accuracy_percent = finite_float(50.0, 100.0)
 non_negative_float = finite_float(0.0, FLOAT_MAX)
 seconds_float = finite_float(0.0, SECONDS_MAX)
 positive_seconds = finite_float(0.0, SECONDS_MAX, above=True)

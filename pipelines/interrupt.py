@@ -1,21 +1,111 @@
-"""Ctrl-C: one line saying what is saved and how to resume, and exit 130 (128 + SIGINT).
+"""Ctrl-C and SIGTERM: one line saying what is saved and how to resume, and exit 130
+(128 + SIGINT) or 143 (128 + SIGTERM).
 
 A command that writes results registers, once it knows its results folder, how to count
 what that folder holds (`on_interrupt`); `pipelines.cli.entry` prints the line. Counting
 reads shard footers only: the run's writers may still be finishing, and nothing here may
 move or sweep a file under them.
+
+Issue 38 saw Ctrl-C ignored (the main thread blocked where no Python handler runs, or the
+KeyboardInterrupt swallowed inside Ray), a SIGSEGV after the line (interpreter shutdown
+with Ray loaded), and SIGTERM ending in Ray's C++ crash dump with exit 134: the core worker
+that `ray.init` starts installs its failure-signal handler for SIGTERM over Python's. So
+`take_signals` (at start, and again after `ray.init`) puts Python's handlers back: SIGINT
+raises KeyboardInterrupt, SIGTERM raises `Terminated`; and a watcher thread, woken by the
+signal's byte on Python's wakeup descriptor whatever the main thread is doing, ends the
+process itself with the line if the main thread has not within GRACE_S. Either way the
+line is printed once and the process leaves by `os._exit`, skipping the shutdown that
+crashed; Ray's processes are ended by the reaper (pipelines.engines.ray_reaper).
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
+from types import FrameType
+from typing import NoReturn
 
 from store.shards import shard_files
 from store.storage import Location, parquet_file
 
-# 128 + SIGINT, as a shell reports a command that Ctrl-C ended.
-EXIT_INTERRUPTED = 130
+# 128 + the signal, as a shell reports a command that the signal ended.
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+EXIT_TERMINATED = 128 + signal.SIGTERM
+# Seconds the main thread has to end the command after a signal before the watcher does;
+# within the 10 s a person (or a scheduler's kill timeout) waits.
+GRACE_S = 6.0
+_lock = threading.Lock()
+_signalled: list[int] = []
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread as KeyboardInterrupt is for SIGINT (a
+    BaseException, so no `except Exception` on the way swallows it)."""
+
+
+def take_signals() -> None:
+    """Python's own handlers for SIGINT (unless inherited as ignored: a background job's)
+    and SIGTERM, and the watcher; call from the main thread, again after `ray.init`."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _raise)
+    signal.signal(signal.SIGTERM, _raise)
+    if _watcher_fd[0] is None:
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        _watcher_fd[0] = write_end
+        threading.Thread(target=_watch, args=(read_end,), name="signals", daemon=True).start()
+    else:
+        signal.set_wakeup_fd(_watcher_fd[0], warn_on_full_buffer=False)
+
+
+_watcher_fd: list[int | None] = [None]
+
+
+def retake_signals() -> None:
+    """`take_signals` again after `ray.init` took SIGTERM, in a console command only (a
+    test's process keeps its own handlers)."""
+    if _watcher_fd[0] is not None:
+        take_signals()
+
+
+def _raise(signum: int, frame: FrameType | None) -> None:
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated
+
+
+def _watch(read_end: int) -> None:
+    """Wait for a signal's byte; then give the main thread GRACE_S to end the command."""
+    while True:
+        data = os.read(read_end, 1)
+        if data and data[0] in (signal.SIGINT, signal.SIGTERM):
+            break
+    signum = data[0]
+    timer = threading.Event()
+    timer.wait(GRACE_S)
+    finish(128 + signum, stop_ray=False)
+
+
+def finish(code: int, stop_ray: bool = True) -> NoReturn:
+    """Print the interrupted line once (whichever thread comes first) and leave with `code`."""
+    with _lock:
+        if not _signalled:
+            _signalled.append(code)
+            verb = "terminated" if code == EXIT_TERMINATED else "interrupted"
+            line = interrupted_line(stop_ray).replace("interrupted", verb, 1)
+            try:
+                print(line, file=sys.stderr, flush=True)
+                sys.stdout.flush()
+            except (OSError, ValueError):  # a closed console must not change the exit code
+                pass
+        os._exit(_signalled[0])
+
 
 _describe_saved: Callable[[], str] | None = None
 
@@ -26,10 +116,11 @@ def on_interrupt(describe_saved: Callable[[], str]) -> None:
     _describe_saved = describe_saved
 
 
-def interrupted_line() -> str:
+def interrupted_line(stop_ray: bool = True) -> str:
     """The one line a Ctrl-C prints, counted once Ray's workers are stopped (a writer that
     was finishing its shard when the signal came would otherwise land after the count)."""
-    _stop_ray()
+    if stop_ray:
+        _stop_ray()
     saved = "what finished is saved"
     if _describe_saved is not None:
         try:

@@ -3,7 +3,13 @@
 `--model` names, in this order of precedence: a config (file stem or YAML path); for the
 `hf` and `vllm` engines a local checkpoint directory, then a hub id `ORG/NAME[@REVISION]`
 (pipelines/engines/hub_model.py), whose config is built from the model's own files; for
-baselines, any name. A model that is none of these is a usage error.
+baselines, any plain name. A model that is none of these is a usage error, and so is a
+config of another kind of engine (`--engine random --model oracle` would store random
+answers as the oracle's): a baseline's config goes with that baseline only, an API
+model's with http, a weights model's with hf or vllm. A path ending in .yaml or .yml is
+always read as a config. Config files are bounded in size, nesting and every number
+(pipelines/yaml_file.py, the fields' limits), and a name is a plain slug: it becomes a
+results folder.
 
 Sweep entries (`configs/models/*.yaml`) are the 45+ real models; `configs/models/local/`
 holds CPU-runnable entries (baselines, tiny random models) that carry `local: true` and are
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +42,7 @@ from pipelines.engines.hub_model import HubError, HubId, download, fetch_config,
 from pipelines.engines.hub_model import resolve_commit as resolve_hub_commit
 from pipelines.engines.local_builds import MissingBuildError, local_repo
 from pipelines.suggest import did_you_mean
+from pipelines.yaml_file import YAMLBoundError, load_bounded
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "models"
 # The engine table: every NoReGeo engine and its kind. `model` engines run a model from
@@ -90,16 +98,28 @@ REASONING_PARSERS = tuple(REASONING_END)
 
 # A grammar-constrained JSON answer: {"answer": ...} or {"x": .., "y": ..}.
 OUTPUT_TOKENS_PER_ROW = 16
+# Upper bounds of a config's numbers (issue 38: `max_model_len: 1e26` loaded and hf
+# started), each far above any real model: contexts and budgets in tokens, GPUs per engine,
+# images per prompt, parameters in billions, a sampling temperature.
+MAX_TOKENS = 2**24
+MAX_GPUS = 1024
+MAX_IMAGES = 1024
+MAX_PARAMS_B = 100_000.0
+MAX_TEMPERATURE = 100.0
+# A name becomes a folder name (model=<slug>): letters, digits, `._+-` and at most one `/`
+# between two parts (a hub id's ORG/NAME), never `.` or `..` as a part, nor a leading `-`.
+MAX_NAME_CHARS = 128
+NAME_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9._+-]*(/[A-Za-z0-9_][A-Za-z0-9._+-]*)?"
 
 
 class AuthorSampling(BaseModel):
     """Sampling parameters a model's authors require; None leaves the run's (or vLLM's)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    temperature: float | None = Field(None, ge=0.0)
-    top_p: float | None = Field(None, gt=0.0, le=1.0)
-    top_k: int | None = Field(None, ge=1)
-    min_p: float | None = Field(None, ge=0.0, le=1.0)
+    temperature: float | None = Field(None, ge=0.0, le=MAX_TEMPERATURE, allow_inf_nan=False)
+    top_p: float | None = Field(None, gt=0.0, le=1.0, allow_inf_nan=False)
+    top_k: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    min_p: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
 
 
 def _text_only() -> list[SetupName]:
@@ -115,7 +135,10 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(description="Short unique name; results go under model=<slug of name>.")
+    name: str = Field(
+        description="Short unique name; results go under model=<slug of name>. Letters, "
+        "digits and . _ + - (not first), at most one `/` (a hub id's ORG/NAME).",
+    )
     repo: str = Field(description="Hugging Face repo id, local path, or API model name.")
     revision: str = Field("main", description="Hub revision (commit or tag) the results refer to.")
     engine: Engine = Field("vllm", description="Default engine for this model.")
@@ -123,11 +146,17 @@ class ModelConfig(BaseModel):
     setups: list[SetupName] = Field(
         default_factory=_text_only, description="NoReGeo setups this model runs."
     )
-    tensor_parallel_size: int = Field(1, ge=1, description="GPUs per engine (vLLM TP degree).")
-    max_model_len: int = Field(4096, ge=256, description="Context length given to the engine.")
+    tensor_parallel_size: int = Field(
+        1, ge=1, le=MAX_GPUS, description="GPUs per engine (vLLM TP degree)."
+    )
+    max_model_len: int = Field(
+        4096, ge=256, le=MAX_TOKENS, description="Context length given to the engine."
+    )
     dtype: str = Field("auto", description="Weights dtype: auto, bfloat16, float16, float32.")
     trust_remote_code: bool = Field(False, description="Run the repo's own modelling code.")
-    max_images: int = Field(1, ge=0, description="Images per prompt the engine must accept.")
+    max_images: int = Field(
+        1, ge=0, le=MAX_IMAGES, description="Images per prompt the engine must accept."
+    )
     api_base: str | None = Field(None, description="Base URL of an OpenAI-compatible API.")
     api_key_env: str | None = Field(None, description="Env variable holding the API key.")
     api_constraint: Literal["json_schema", "grammar"] = Field(
@@ -182,10 +211,17 @@ class ModelConfig(BaseModel):
         "download, pipelines/engines/hub_model.py); the engines load the model from it.",
     )
     params_b: float | None = Field(
-        None, gt=0, description="Parameters in billions, for the GPU-hour estimate (None: API)."
+        None,
+        gt=0,
+        le=MAX_PARAMS_B,
+        allow_inf_nan=False,
+        description="Parameters in billions, for the GPU-hour estimate (None: API).",
     )
     image_tokens: int = Field(
-        256, ge=0, description="Prompt tokens one 448 px image costs this model (estimate only)."
+        256,
+        ge=0,
+        le=MAX_TOKENS,
+        description="Prompt tokens one 448 px image costs this model (estimate only).",
     )
     engine_kwargs: dict[str, Any] = Field(
         default_factory=dict,
@@ -209,6 +245,7 @@ class ModelConfig(BaseModel):
     thinking_max_tokens: int = Field(
         0,
         ge=0,
+        le=MAX_TOKENS,
         description="Thinking budget: tokens of reasoning vLLM allows (its per-request "
         "thinking_token_budget) before it forces the end of reasoning, on top of the answer's "
         "max_tokens.",
@@ -221,6 +258,7 @@ class ModelConfig(BaseModel):
     expected_output_tokens: int = Field(
         OUTPUT_TOKENS_PER_ROW,
         ge=1,
+        le=MAX_TOKENS,
         description="Output tokens a row is expected to cost, for the sweep's cost estimate "
         "(a reasoning model: its thinking budget plus the answer).",
     )
@@ -242,6 +280,17 @@ class ModelConfig(BaseModel):
         description="real (pretrained), random (tiny test models: answers are noise) or "
         "none (answer baselines).",
     )
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        if len(value) > MAX_NAME_CHARS or not re.fullmatch(NAME_PATTERN, value):
+            raise ValueError(
+                f"{value[:40]!r} is not a plain name: the name becomes a results folder, so "
+                f"at most {MAX_NAME_CHARS} letters, digits and . _ + - (not first), and at "
+                f"most one '/' (ORG/NAME)"
+            )
+        return value
 
     @field_validator("reasoning_parser")
     @classmethod
@@ -332,13 +381,13 @@ class ModelConfig(BaseModel):
 def load_config(path: Path) -> ModelConfig:
     """One config file, validated; a bad file is a ModelConfigError naming path and field."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_bounded(path)
         return ModelConfig.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "(root)"
         raise ModelConfigError(f"{path}: field {field}: {first['msg']}") from err
-    except (OSError, yaml.YAMLError) as err:
+    except (OSError, yaml.YAMLError, YAMLBoundError) as err:
         raise ModelConfigError(f"{path}: {err}") from err
     except UnicodeDecodeError as err:
         raise ModelConfigError(f"{path} is not UTF-8 text (byte {err.start})") from err
@@ -457,27 +506,17 @@ def hub_config(
     )
 
 
-def config_file(model: str) -> Path | None:
-    """The model config `--model` names (a YAML path, or a file stem in CONFIG_DIR or its
-    local/), else None."""
-    candidates = [Path(model), CONFIG_DIR / f"{model}.yaml", CONFIG_DIR / "local" / f"{model}.yaml"]
-    for path in candidates:
-        if path.is_file() and path.suffix in (".yaml", ".yml"):
-            return path
-    return None
-
-
 def config_engine(model: str) -> str:
     """The engine the model config `model` names, for a command given no `--engine`
     (lm-eval's habit: the model says how it runs); ModelConfigError when `model` is no
     config."""
-    path = config_file(model)
-    if path is None:
+    named = _config_named(model)
+    if named is None:
         raise ModelConfigError(
             f"--engine is required: --model {model} is not a model config, which would name "
             f"its engine (`--help` lists the engines)"
         )
-    return load_config(path).engine
+    return named[1].engine
 
 
 def resolve_model(
@@ -487,6 +526,17 @@ def resolve_model(
 
     `trust_remote_code` (`--trust-remote-code`) applies to a model given by its files (a
     checkpoint folder, a hub id); a config says so in its YAML."""
+    try:
+        return _resolve_model(engine, model, revision, trust_remote_code)
+    except ValidationError as err:  # a config built from --model: its name, mostly
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(root)"
+        raise ModelConfigError(f"--model {model}: field {field}: {first['msg']}") from err
+
+
+def _resolve_model(
+    engine: str, model: str, revision: str | None, trust_remote_code: bool
+) -> ModelConfig:
     if engine not in ENGINES:
         raise ModelConfigError(
             f"unknown engine {engine!r}{did_you_mean(engine, ENGINES)}; valid: {', '.join(ENGINES)}"
@@ -494,8 +544,11 @@ def resolve_model(
     if engine in BASELINES:
         if trust_remote_code:
             raise ModelConfigError(f"--trust-remote-code: --engine {engine} loads no model")
+        named = _config_named(model)
+        if named is not None:
+            _check_pairing(engine, model, named)
         return ModelConfig(
-            name=model,
+            name=model if named is None else named[1].name,
             repo=model,
             revision=revision or "none",
             engine=engine,
@@ -503,9 +556,10 @@ def resolve_model(
             setups=list(SETUPS),
             weights="none",
         )
-    path = config_file(model)
-    if path is not None:
-        cfg = load_config(path)
+    named = _config_named(model)
+    if named is not None:
+        path, cfg = named
+        _check_pairing(engine, model, named)
         if trust_remote_code:
             raise ModelConfigError(
                 f"--trust-remote-code applies to a checkpoint folder or hub id; the model "
@@ -540,6 +594,44 @@ def resolve_model(
             if engine in CHECKPOINT_ENGINES
             else ""
         )
+    )
+
+
+def _config_named(model: str) -> tuple[Path, ModelConfig] | None:
+    """The config `--model` names (a YAML path, or a name in CONFIG_DIR or its local/),
+    loaded; None when it names none. A path ending in .yaml or .yml must be a config:
+    taken as a plain name it would label results with a path (issue 38)."""
+    if model.lower().endswith((".yaml", ".yml")):
+        if not Path(model).is_file():
+            raise ModelConfigError(f"--model {model}: no such config file")
+        return Path(model), load_config(Path(model))
+    for path in (CONFIG_DIR / f"{model}.yaml", CONFIG_DIR / "local" / f"{model}.yaml"):
+        if path.is_file():
+            return path, load_config(path)
+    return None
+
+
+def _check_pairing(engine: str, model: str, named: tuple[Path, ModelConfig]) -> None:
+    """`--engine` and the config `--model` names agree: a baseline's config only with that
+    baseline, an API model's only with http, a weights model's only with hf or vllm. Else
+    one would store (say) random answers under the name `oracle` (issue 38)."""
+    path, cfg = named
+    own = cfg.engine
+    if own == engine or (own not in BASELINES and ENGINE_KINDS[own] == ENGINE_KINDS[engine]):
+        return
+    kind = ENGINE_KINDS[own]
+    fits = " or ".join(f"--engine {e}" for e, k in ENGINE_KINDS.items() if k == kind)
+    if own in BASELINES:
+        fits = f"--engine {own}"
+    if engine in BASELINES:
+        other = "or a name of your own for the baseline's results"
+    elif engine == "http":
+        other = "or the config of an API model"
+    else:
+        other = "or a checkpoint folder, config or hub id for this engine"
+    raise ModelConfigError(
+        f"--engine {engine} and --model {model} disagree: {path} is the {own} engine's "
+        f"{'baseline' if own in BASELINES else 'model'}; give {fits}, {other}"
     )
 
 

@@ -6,6 +6,7 @@ import importlib.metadata
 import os
 
 from pipelines.engines.ray_reaper import start_reaper
+from pipelines.interrupt import retake_signals
 from pipelines.logs import ray_logging_level, verbose
 
 # The distribution name of vLLM's CPU build (the CUDA build is `vllm`).
@@ -79,6 +80,9 @@ def ensure_ray(num_cpus: int | None = None) -> None:
             log_to_driver=verbose(),
             _system_config=LOCAL_SYSTEM_CONFIG,
         )
+    # The core worker ray.init started took SIGTERM over Python's handler (its C++ crash
+    # dump, exit 134, issue 38): the console command takes it back.
+    retake_signals()
     ctx = ray.data.DataContext.get_current()
     # Ray Data's own bars only with --verbose: the commands show their progress themselves
     # (pipelines.progress), one bar on a terminal, plain lines elsewhere.

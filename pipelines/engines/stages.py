@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from actors.api_key import BadKeyError, checked_key
 from actors.contract import ENGINE_OUTPUT, numpy_columns, object_array, prompt_ids_digest
 from pipelines.engines.model_config import BASELINES, ModelConfig, api_model, hub_revision
 from pipelines.engines.placement_groups import use_strict_pack
@@ -61,7 +62,7 @@ LOGICAL_GPUS_ENV = "GEOSEE_LOGICAL_GPUS"
 
 
 class MissingKeyError(RuntimeError):
-    """An http model whose API key variable is not set."""
+    """An http model whose API key variable is not set, or holds what no header can carry."""
 
 
 def _actor_stage(
@@ -210,7 +211,11 @@ def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
 
 def api_key(cfg: ModelConfig) -> str:
     """The model's API key from the driver's environment; a clear error names the variable."""
-    value = os.environ.get(cfg.api_key_env or "", "")
+    # Stripped of a line end (said once) or refused in one line: actors/api_key.py.
+    try:
+        value = checked_key(os.environ.get(cfg.api_key_env or "", ""), cfg.api_key_env or "", True)
+    except BadKeyError as err:
+        raise MissingKeyError(f"model {cfg.name}: {err}") from None
     if not value:
         raise MissingKeyError(
             f"model {cfg.name} reads its API key from ${cfg.api_key_env}, which is not set; "

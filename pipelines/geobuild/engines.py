@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, resolve_model
-from pipelines.engines.stages import STAGES, EngineOptions
+from pipelines.engines.stages import STAGES, EngineOptions, MissingKeyError, api_key
 from pipelines.suggest import did_you_mean
 from store.errors import UsageError
 
@@ -158,6 +158,8 @@ def resolve_engine(
         raise UsageError(f"unknown engine {engine!r}{hint}; engines for geobuild: {valid}")
     try:
         cfg = resolve_model(engine, model, revision, trust_remote_code)
+        if cfg.api_key_env:
+            api_key(cfg)  # refused here, before Ray starts and anything is written
         return Engine(cfg, model_stage(engine))
-    except ModelConfigError as err:
+    except (ModelConfigError, MissingKeyError) as err:
         raise UsageError(str(err)) from err

@@ -15,6 +15,9 @@ def select_problems(problems: list[Problem], ids: str | None, limit: int | None)
     chosen = problems
     if ids is not None:
         wanted = [i.strip() for i in ids.split(",") if i.strip()]
+        repeated = sorted({i for i in wanted if wanted.count(i) > 1})
+        if repeated:  # as --tasks and --setups refuse theirs: a typo, or a count expected
+            raise UsageError(f"--ids names {', '.join(repeated[:10])} more than once")
         known = {p.id for p in problems}
         unknown = [i for i in wanted if i not in known]
         if unknown or not wanted:

@@ -12,7 +12,7 @@ import argparse
 
 import polars as pl
 
-from pipelines.cli_args import existing_dir, percent
+from pipelines.cli_args import binary_accuracy_percent, existing_dir
 from pipelines.terminal_output import PERCENT_DECIMALS, add_table_arguments, chosen_tables
 from pipelines.terminal_output import print_tables as print_output
 from probes.tables import summarize
@@ -32,7 +32,12 @@ TABLE4_LABELS = ("Train DS", "Config")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `probe-summarize` command's flags."""
     parser.add_argument("results", type=existing_dir, help="results root given to `probe --out`")
-    parser.add_argument("--min-accuracy", type=percent, default=70.0, help="Table 5 threshold (%%)")
+    parser.add_argument(
+        "--min-accuracy",
+        type=binary_accuracy_percent,
+        default=70.0,
+        help="Table 5 threshold, in percent (the probe tasks are binary: 50 is chance)",
+    )
     parser.add_argument(
         "--matrix", action="store_true", help="also print the transfer matrix (as --all does)"
     )

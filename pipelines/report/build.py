@@ -26,7 +26,12 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.cli_args import existing_file, output_dir, percent, results_location
+from pipelines.cli_args import (
+    binary_accuracy_percent,
+    existing_file,
+    output_dir,
+    results_location,
+)
 from pipelines.noregeo.summarize import load_results
 from pipelines.report.geobuild_sections import (
     AUDIT_PATH,
@@ -63,9 +68,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--min-accuracy",
-        type=percent,
+        type=binary_accuracy_percent,
         default=70.0,
-        help="probe Table 5 threshold (%%): cross-task transfers at or above it are listed",
+        help="probe Table 5 threshold, in percent (the probe tasks are binary: 50 is chance): "
+        "cross-task transfers at or above it are listed",
     )
 
 

@@ -330,6 +330,11 @@ def poisoned(kind: str, text: str) -> Reply:
         "digits_beyond_parser": lambda: (
             completion_body(text)[:-1] + b', "n": ' + b"9" * 5000 + b"}"
         ),
+        # Issue 38: a count Python will not convert (over 4,300 digits) cost the answer.
+        "usage_5000_digits": lambda: completion_body(text, _usage(7)).replace(
+            b'"prompt_tokens": 7', b'"prompt_tokens": ' + b"9" * 5000
+        ),
+        "bom_before_body": lambda: b"\xef\xbb\xbf" + completion_body(text, _usage(3)),
         "not_utf8": lambda: completion_body("caf").replace(b"caf", b"caf\xe9\xff"),
         "not_json": lambda: b"{'choices': oops",
         "huge_body": lambda: b" " * HUGE_BODY_BYTES,
@@ -356,5 +361,5 @@ POISON_KINDS = (
     "content_a_list", "refusal", "missing_choices", "empty_choices", "choices_a_string",
     "message_missing", "json_array", "nested_too_deep", "digits_beyond_parser", "not_utf8",
     "not_json", "huge_body", "empty_body", "html_page", "status_408", "status_409",
-    "status_425",
+    "status_425", "usage_5000_digits", "bom_before_body",
 )  # fmt: skip

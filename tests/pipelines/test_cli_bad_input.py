@@ -98,6 +98,9 @@ geobuild-solve-conflict-steps--inf   --conflict-steps   geobuild-solve S --confl
 tiny-model-weights-seed              --weights-seed     tiny-model --kind llm --out {out} --weights-seed -1
 report-min-accuracy-nan              --min-accuracy     report {dir} --out {out} --min-accuracy nan
 report-min-accuracy-101              --min-accuracy     report {dir} --out {out} --min-accuracy 101
+report-min-accuracy-2                --min-accuracy     report {dir} --out {out} --min-accuracy 2
+report-min-accuracy-share            --min-accuracy     report {dir} --out {out} --min-accuracy 0.7
+probe-summarize-min-accuracy-2       --min-accuracy     probe-summarize {dir} --min-accuracy 2
 probe-summarize-min-accuracy         --min-accuracy     probe-summarize {dir} --min-accuracy -1
 probe-max-trials-0                   --max-trials       probe --grid {file} --out {out} --max-trials 0
 probe-token-norm-unknown             --token-norm       probe --grid {file} --out {out} --token-norm layer

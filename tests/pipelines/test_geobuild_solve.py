@@ -125,6 +125,16 @@ def test_unknown_ids_are_named(
     assert not out.exists()
 
 
+def test_repeated_ids_are_refused_like_repeated_tasks(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 38: `--ids 367,367` ran 367 once, silently; --tasks refuses its repeats.
+    out = tmp_path / "out"
+    assert solve(dataset, out, "--ids", "iso,circle,iso") == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: --ids names iso more than once" and not out.exists()
+
+
 def audit_rows(out: Path) -> list[dict[str, str]]:
     with (out / "audit" / "audit.csv").open(encoding="utf-8") as f:
         return list(csv.DictReader(f))

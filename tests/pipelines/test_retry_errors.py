@@ -196,7 +196,7 @@ def test_poisoned_replies_cost_their_rows_and_every_other_row_is_written(
     assert answered.height == 30 - len(expected)
     assert answered["generated_text"].null_count() == 0
     zero = ["tokens_beyond_int64", "nan_usage", "inf_usage", "negative_usage", "usage_wrong_types"]
-    zero.append("usage_not_an_object")
+    zero += ["usage_not_an_object", "usage_5000_digits", "digits_beyond_parser"]  # no usage
     assert (answered["num_input_tokens"] == 0).sum() == len(zero)
     assert answered["generated_text"].str.contains("\ufffd").sum() == 1
     assert answered["generated_text"].str.contains("reply cut at 100000 of").sum() == 1
