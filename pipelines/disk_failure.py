@@ -13,6 +13,8 @@ import re
 import shutil
 from pathlib import Path
 
+from store.errors import error_chain
+
 # Errors that no retry heals until someone frees space or picks another folder.
 _FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded"}
 _FULL_TOO = {errno.EFBIG: "file too large for the file system", errno.EROFS: "read-only"}
@@ -46,21 +48,13 @@ def _disk_error(err: BaseException) -> OSError | None:
     """The first full-disk OSError in `err`'s chain. Ray Data's UserCodeException reaches
     the driver without the worker's OSError object, only its traceback text (measured with
     Ray 2.60), so that text is read too: `OSError: [Errno 28] ...: 'path'`."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [err]
-    while todo:
-        current = todo.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
+    for current in error_chain(err):
         if isinstance(current, OSError) and current.errno in _REASONS:
             return current
         text = f"{current}\n{getattr(current, 'traceback_str', '')}"
         for match in _ERRNO_TEXT.finditer(text):
             if int(match["errno"]) in _REASONS:
                 return OSError(int(match["errno"]), match["reason"], match["path"])
-        # Ray's task errors keep the worker's exception in `cause`; Python's in the others.
-        todo += [current.__cause__, current.__context__, getattr(current, "cause", None)]
     return None
 
 

