@@ -142,11 +142,17 @@ def _upload(source: Path, target: RemotePath) -> None:
             sink.write(chunk)
 
 
-def mirror_folder(files: dict[str, Path], dest: RemotePath, what: str) -> tuple[str, int]:
+def mirror_folder(
+    files: dict[str, Path],
+    dest: RemotePath,
+    what: str,
+    manifest: list[MirroredFile] | None = None,
+) -> tuple[str, int]:
     """`files` (relative name -> local file) copied to `dest` unless a complete mirror of
     the same files is there already; (the URI Ray loads it from, bytes copied now).
-    MirrorError when `dest` holds a mirror of other files, or an incomplete one."""
-    manifest = manifest_of(files)
+    `manifest`: theirs, if computed already (hashing weights takes a while). MirrorError
+    when `dest` holds a mirror of other files, or an incomplete one."""
+    manifest = manifest if manifest is not None else manifest_of(files)
     found = read_manifest(dest)
     if found is not None:
         if sorted(found, key=lambda f: f.name) != sorted(manifest, key=lambda f: f.name):

@@ -22,6 +22,7 @@ from pipelines.engines.model_config import ModelConfig, hub_revision
 from store.errors import UsageError
 from store.model_mirror import (
     MIRRORS,
+    MirroredFile,
     endpoint_env,
     folder_files,
     manifest_digest,
@@ -90,13 +91,13 @@ def model_folder(cfg: ModelConfig) -> tuple[Path, bool]:
     return download(hub_id, resolve_commit(hub_id)), fresh
 
 
-def mirror_key(cfg: ModelConfig, folder: Path, files: dict[str, Path]) -> str:
+def mirror_key(cfg: ModelConfig, manifest: list[MirroredFile]) -> str:
     """`<org>/<name>@<commit>` for a hub model at a commit, else `local/<name>@<digest>`."""
     revision = hub_revision(cfg.revision)
     if not Path(cfg.source).is_dir() and revision:
         key = f"{cfg.repo}@{revision}"
     else:
-        key = f"local/{cfg.name}@{manifest_digest(manifest_of(files))[:16]}"
+        key = f"local/{cfg.name}@{manifest_digest(manifest)[:16]}"
     return key + ("+fix-mistral-regex" if cfg.fix_mistral_regex else "")
 
 
@@ -122,8 +123,9 @@ def node_sources(cfg: ModelConfig, out: Location, command: str = "evaluate") -> 
         tokenizer = regex_fixed_copy(folder)
         files.update(folder_files(tokenizer))
     root = out / MIRRORS
-    mirror = root / mirror_key(cfg, folder, files)
-    engine, copied = mirror_folder(files, mirror, cfg.name)
+    manifest = manifest_of(files)
+    mirror = root / mirror_key(cfg, manifest)
+    engine, copied = mirror_folder(files, mirror, cfg.name, manifest)
     plain = plain_tokenizer(tokenizer, cfg.trust_remote_code)
     tokenize = engine
     if plain is not None:
