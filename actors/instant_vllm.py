@@ -25,7 +25,7 @@ class InstantEngineUDF(StatefulStageUDF):
         super().__init__(data_column, expected_input_keys)
         self.rows = 0
 
-    async def udf(  # type: ignore[override]  # Ray declares an async def returning one
+    async def udf(  # type: ignore[override,misc]  # Ray declares an async def returning one
         self, batch: list[dict[str, Any]]
     ) -> AsyncIterator[dict[str, Any]]:
         """The stored answer of each row (an empty object where there is none)."""
