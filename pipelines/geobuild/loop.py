@@ -300,11 +300,11 @@ class Loop:
                 if sources is not None:
                     self.opts = dataclasses.replace(self.opts, sources=sources)
             if self.cfg.engine == "vllm":
-                # The first round's requests through the processor (its sources the run's),
-                # before the GPUs.
+                # A cluster that can never hold the engine refuses at once; then the first
+                # round's requests through the processor (its sources the run's).
+                check_gpus(self.cfg)
                 requests = self.requests(pending, by_id)
                 canary = check_model_prompts(self.cfg, self.opts, requests)
-                check_gpus(self.cfg)
             write_settings(self.root, self.settings())
         self._record(problems, canary)
         if pending is None:

@@ -58,6 +58,7 @@ from pipelines.engines.stages import (
     MissingKeyError,
     NoGPUError,
     api_key,
+    check_gpus,
 )
 from pipelines.interrupt import on_interrupt, saved_rows
 from pipelines.noregeo.baseline_step import AnswerScoreWrite, baseline_engine, score_block
@@ -380,7 +381,10 @@ def evaluate(
 
         ensure_ray()
         run = _with_node_sources(cfg, run, out)
-        if cfg.engine == "vllm":  # before the engine's GPUs are asked for, and any row
+        if cfg.engine == "vllm":
+            # A cluster that can never hold the engine refuses at once (exit 2); then the
+            # canary, before any row and before the engine loads.
+            check_gpus(cfg, replicas=run.engine_options.pool_size)
             record["prompt_canary"] = _prompt_canary(files, cfg, run)
         writer = ShardWriter(
             str(root.resolve()), cfg.name, cfg.revision, cfg.engine, token=lock.token

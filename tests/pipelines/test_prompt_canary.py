@@ -257,9 +257,14 @@ def test_evaluate_stops_a_broken_template_before_its_engine(
     tiny_llm_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Exit 2 with one line naming the check and the model, before the engine stage is built
-    (this machine has no GPU: a canary that passed would end in the GPU check instead)."""
+    """Exit 2 with one line naming the check and the model, before the engine stage is built.
+    This machine has no GPU, whose refusal comes first (test_engines_e2e): the GPU check
+    passes here as on a GPU cluster."""
+    import pipelines.noregeo.evaluate as evaluate_module
+
+    monkeypatch.setattr(evaluate_module, "check_gpus", lambda *_, **__: None)
     broken = _with_template(tiny_llm_dir, NO_SYSTEM_TEMPLATE, tmp_path)
     out = tmp_path / "out"
     args = ["evaluate", "--items", str(small_items), "--engine", "vllm", "--model", str(broken)]
@@ -279,9 +284,12 @@ def test_geobuild_stops_a_broken_template_before_its_engine(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """GeoBuild's first round through the canary: the same one line, exit 2, nothing written
-    (no settings, no run record, no round)."""
+    (no settings, no run record, no round). The GPU check passes, as on a GPU cluster."""
     import pipelines.cli
+    import pipelines.geobuild.loop as loop_module
     from tests.conftest import SHARED
+
+    monkeypatch.setattr(loop_module, "check_gpus", lambda *_, **__: None)
 
     monkeypatch.setitem(pipelines.cli.COMMANDS, "geobuild", ("pipelines.geobuild.loop", "loop"))
     broken = _with_template(tiny_llm_dir, NO_SYSTEM_TEMPLATE, tmp_path)

@@ -45,11 +45,23 @@ def test_csv_table_escapes_text_and_headers_not_numbers() -> None:
 
 @pytest.fixture(scope="module")
 def nasty_results(small_items: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One item per task and setup from two oracle runs under hostile model names."""
+    """One item per task and setup from two oracle runs, their rows then named with hostile
+    model names. `--model` takes plain names only (issue 38: a name becomes a folder), so the
+    names are written into the shards as another writer, or an older version, could have."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     out = tmp_path_factory.mktemp("nasty_results")
-    for name in (NASTY, FORMULA):
-        args = ["evaluate", "--items", str(small_items), "--engine", "oracle", "--model", name]
+    for plain, name in (("nasty", NASTY), ("formula", FORMULA)):
+        args = ["evaluate", "--items", str(small_items), "--engine", "oracle", "--model", plain]
         assert cli.main([*args, "--per-task", "1", "--out", str(out)]) == 0
+        shards = list((out / "noregeo" / f"model={plain}").rglob("*.parquet"))
+        assert shards
+        for shard in shards:
+            table = pq.read_table(shard)
+            column = pa.array([name] * table.num_rows, table.schema.field("model").type)
+            index = table.schema.get_field_index("model")
+            pq.write_table(table.set_column(index, "model", column), shard)
     return out
 
 
