@@ -56,7 +56,7 @@ def start_reaper() -> int | None:
 _KEEP_OPEN: list[int] = []  # the pipe's write end, closed by the kernel when we end
 
 
-def _start_time(pid: int) -> int | None:
+def start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (/proc/PID/stat field 22)."""
     try:
         stat = (PROC / str(pid) / "stat").read_text()
@@ -86,7 +86,7 @@ def descendants(root: int) -> list[int]:
 
 
 def _alive(seen: dict[int, int]) -> list[int]:
-    return [pid for pid, started in seen.items() if _start_time(pid) == started]
+    return [pid for pid, started in seen.items() if start_time(pid) == started]
 
 
 def _signal(pids: list[int], sig: signal.Signals) -> None:
@@ -114,7 +114,7 @@ def main(argv: list[str]) -> int:
     while True:
         for pid in descendants(driver):
             if pid != me and pid not in seen:
-                started = _start_time(pid)
+                started = start_time(pid)
                 if started is not None:
                     seen[pid] = started
         ready, _, _ = select.select([pipe], [], [], POLL_S)

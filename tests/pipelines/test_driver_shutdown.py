@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.engines.ray_reaper import _start_time, descendants
+from pipelines.engines.ray_reaper import descendants, start_time
 from tests.conftest import REPO
 
 AGENTS = {"ray::DashboardAgent", "ray::RuntimeEnvAgent"}
@@ -30,12 +30,12 @@ def _name(pid: int) -> str:
 
 def _session(driver: int) -> dict[int, int]:
     """The driver's descendants (pid: start time), Ray's and the reaper."""
-    found = {pid: _start_time(pid) for pid in descendants(driver)}
+    found = {pid: start_time(pid) for pid in descendants(driver)}
     return {pid: started for pid, started in found.items() if started is not None}
 
 
 def _alive(processes: dict[int, int]) -> dict[int, str]:
-    return {pid: _name(pid) for pid, t in processes.items() if _start_time(pid) == t}
+    return {pid: _name(pid) for pid, t in processes.items() if start_time(pid) == t}
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
