@@ -20,6 +20,7 @@ crashed; Ray's processes are ended by the reaper (pipelines.engines.ray_reaper).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -116,9 +117,22 @@ def on_interrupt(describe_saved: Callable[[], str]) -> None:
     _describe_saved = describe_saved
 
 
+_keep: list[Callable[[], object]] = []
+
+
+def keep_on_exit(save: Callable[[], object]) -> None:
+    """Register how to write what the driver holds (pipelines.noregeo.held_rows) before the
+    interrupted line counts what is saved; run from whichever thread ends the command."""
+    _keep[:] = [save]
+
+
 def interrupted_line(stop_ray: bool = True) -> str:
     """The one line a Ctrl-C prints, counted once Ray's workers are stopped (a writer that
     was finishing its shard when the signal came would otherwise land after the count)."""
+    for save in _keep:
+        # What could not be written is not counted; the line still comes.
+        with contextlib.suppress(Exception):
+            save()
     if stop_ray:
         _stop_ray()
     saved = "what finished is saved"

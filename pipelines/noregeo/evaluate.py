@@ -60,7 +60,7 @@ from pipelines.engines.stages import (
     api_key,
     check_gpus,
 )
-from pipelines.interrupt import on_interrupt, saved_rows
+from pipelines.interrupt import keep_on_exit, on_interrupt, saved_rows
 from pipelines.noregeo.baseline_step import AnswerScoreWrite, baseline_engine, score_block
 from pipelines.noregeo.folder_settings import (
     ITEM_PREFIX,
@@ -75,6 +75,7 @@ from pipelines.noregeo.generate import (
     parse_list,
     read_manifest,
 )
+from pipelines.noregeo.held_rows import HeldRows
 from pipelines.noregeo.results import ShardWriter
 from pipelines.noregeo.run_health import run_health
 from pipelines.noregeo.run_settings import (
@@ -97,6 +98,9 @@ BENCHMARK = "noregeo"
 # Prompts the pre-flight check renders per setup kind (text, image): the longest by
 # characters, since token counts follow characters closely but not exactly.
 PREFLIGHT_PROMPTS = 4
+# Seconds the signal watcher waits for a shard write under way before it writes the rows
+# held (pipelines.interrupt.GRACE_S + this stays within the 10 s a person waits).
+KEEP_WAIT_S = 2.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -396,13 +400,31 @@ def evaluate(
         # The finished keys may belong to other tasks or setups: then the total is unknown.
         pending = sum(expected.values()) - len(done) if expected is not None else 0
         shown = Progress(pending if pending > 0 else None, f"evaluate {cfg.name}", "row")
+        # A baseline's step writes its shards itself; an engine's scored rows come here.
+        held = None if _writes_in_step(cfg, engine_stage) else HeldRows(writer, run.shard_rows)
+        if held is not None:
+            keep_on_exit(lambda: held.flush(wait_s=KEEP_WAIT_S))
         written = 0
         # Tensor-parallel engines' placement groups go with the model's dataset.
         with removed_when_done():
-            for batch in ds.iter_batches(batch_size=None):
-                rows = int(np.sum(batch["rows"]))
-                written += rows
-                shown.update(rows)
+            try:
+                # No prefetch: with Ray's default of 1 the driver got a block only once the
+                # next was ready too (measured: an engine's first block at 20 s, not 12 s).
+                blocks = ds.iter_batches(
+                    batch_size=None, batch_format="pyarrow", prefetch_batches=0
+                )
+                for batch in blocks:
+                    if held is None:
+                        rows = int(pc.sum(batch["rows"]).as_py() or 0)
+                        written += rows
+                    else:
+                        rows = batch.num_rows
+                        written += held.add(batch)
+                    shown.update(rows)
+            finally:
+                # However the run ends (done, an error, Ctrl-C), what was answered is kept.
+                if held is not None:
+                    written += held.flush()
         shown.close()
         return written
 
@@ -510,7 +532,7 @@ def _pipeline(
         ds = ds.map_batches(_drop_done(done), **light)
     stage = engine_stage or STAGES[cfg.engine]
     opts = run.engine_options
-    if stage is BASELINE_STAGES.get(cfg.engine):
+    if _writes_in_step(cfg, engine_stage):
         # One step answers, scores and writes each shard's rows, so shards land as the run
         # goes: apart, Ray buffers a fused task's output into one block per item file, and
         # the writer saw every row only when the file was done (baseline_step).
@@ -519,7 +541,11 @@ def _pipeline(
         )
         return ds.map_batches(step, batch_size=run.shard_rows, **light)
     ds = stage(ds, cfg, opts)
-    ds = ds.map_batches(score_block, batch_size=None, **light)
-    # The writer keeps no state between batches: plain tasks, which start at once, where an
-    # actor would first spawn and import.
-    return ds.map_batches(writer, batch_size=run.shard_rows, **light)
+    # Scored, each engine batch goes to the driver, which writes the shards (HeldRows).
+    return ds.map_batches(score_block, batch_size=None, **light)
+
+
+def _writes_in_step(cfg: ModelConfig, engine_stage: EngineStage | None) -> bool:
+    """Whether the run is a baseline's, whose one step answers, scores and writes."""
+    stage = engine_stage or STAGES[cfg.engine]
+    return stage is BASELINE_STAGES.get(cfg.engine)

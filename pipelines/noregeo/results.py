@@ -59,8 +59,12 @@ class ShardWriter:
 
     def __call__(self, batch: pa.Table) -> dict[str, np.ndarray]:
         """Write the batch, one shard per setup; how many rows were written."""
+        return {"rows": np.array([self.write_rows(batch.to_pylist())], dtype=np.int64)}
+
+    def write_rows(self, batch: list[dict[str, Any]]) -> int:
+        """Write scored rows, one shard per setup; how many were written."""
         rows_by_setup: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for row in batch.to_pylist():
+        for row in batch:
             row = {name: row.get(name) for name in RESULT_SCHEMA.names} | self.constants
             row["sampling_params"] = json.dumps(plain(row["sampling_params"]), sort_keys=True)
             rows_by_setup[str(row["setup"])].append(row)
@@ -72,4 +76,4 @@ class ShardWriter:
             path = self.root / f"setup={setup}" / f"part-{name}.parquet"
             if write_parquet_atomic(path, table, self.guard):
                 written += len(rows)
-        return {"rows": np.array([written], dtype=np.int64)}
+        return written

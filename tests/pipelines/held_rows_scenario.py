@@ -1,0 +1,34 @@
+"""`python -m tests.pipelines.held_rows_scenario MARKER EVALUATE-ARGS...`: the `geosee`
+console command (pipelines.cli.entry, its signal handling included) running evaluate with
+the oracle answering in an actor pool, as a model engine does (its rows go to the driver,
+pipelines.noregeo.held_rows), not as the baseline's write-in-step task. MARKER is created
+once the driver has counted answered rows, so a test signals the run when answered rows
+are held and none may yet be on disk (test_held_rows.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pipelines.noregeo.evaluate as evaluate_module
+from pipelines import cli
+from pipelines.engines.stages import oracle_actor_stage
+from pipelines.progress import Progress
+
+
+def main() -> None:
+    marker, sys.argv[1:] = Path(sys.argv[1]), ["evaluate", *sys.argv[2:]]
+    evaluate_module.STAGES = {**evaluate_module.STAGES, "oracle": oracle_actor_stage}
+    update = Progress.update
+
+    def update_and_mark(self: Progress, n: int = 1) -> None:
+        update(self, n)
+        if self.done > 0:
+            marker.touch()
+
+    Progress.update = update_and_mark  # type: ignore[method-assign]
+    cli.entry()
+
+
+if __name__ == "__main__":
+    main()
