@@ -50,6 +50,7 @@ def _programs_config(model: str, revision: str | None) -> ModelConfig:
         "revision": revision or digest,
         "engine": "programs",
         "modality": "image-text",
+        "weights": "none",  # scripted replies: no model (the report said "real", issue 39)
     }
     return ModelConfig.model_construct(**fields)
 
@@ -91,6 +92,7 @@ def _solver_config(model: str, revision: str | None) -> ModelConfig:
         "revision": revision or default,
         "engine": "solver",
         "modality": "text",
+        "weights": "none",  # a rule-based solver: no model (the report said "real", issue 39)
     }
     return ModelConfig.model_construct(**fields)
 

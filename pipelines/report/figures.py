@@ -132,11 +132,18 @@ def _row_key(label: str) -> tuple[int, str]:
     return (1 if label == "mean" else 0, label)
 
 
+def reference_label(model: str, tags: dict[str, str]) -> str:
+    """A reference row's legend entry with its tag (tables.model_tags): a random-weight model
+    is not a baseline (issue 39: tiny-vlm was labelled one)."""
+    return f"{model} ({tags.get(model, 'baseline')})"
+
+
 def gap_distribution(
     per_category: pl.DataFrame,
     path: Path,
     references: list[str] | tuple[str, ...] = (),
     key: str = "code",
+    tags: dict[str, str] | None = None,
 ) -> Path:
     """Per category (`key` = code; Figure 2) or per task (`key` = task; Figure 7): a box
     over the models under test, and every model's gap as a point, one colour per model
@@ -165,7 +172,7 @@ def gap_distribution(
                 "edgecolors": "dimgrey",
                 "marker": marker,
             }
-            label = f"{model} (baseline)"
+            label = reference_label(model, tags or {})
         else:
             style = {"color": palette(k % 10)}
             label = model

@@ -351,7 +351,10 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
         )
     )
     per_task = rt.gap_by_task_long(gap)
-    path = gap_distribution(per_task, out / "figures/gap_task_summary.png", refs, key="task")
+    tags = rt.model_tags(df)
+    path = gap_distribution(
+        per_task, out / "figures/gap_task_summary.png", refs, key="task", tags=tags
+    )
     section.blocks.append(
         Figure(
             f"figures/{path.name}",
@@ -362,7 +365,7 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
         )
     )
     per_category = rt.gap_by_category(df)
-    path = gap_distribution(per_category, out / "figures/gap_categories.png", refs)
+    path = gap_distribution(per_category, out / "figures/gap_categories.png", refs, tags=tags)
     section.blocks.append(
         Figure(
             f"figures/{path.name}",

@@ -182,7 +182,9 @@ def _who(benchmark: str, folder: str, data: dict[str, Any]) -> dict[str, Any]:
         "repo": encoder.get("arch"),
         # The probe grid's encoder without pretrained weights is a random initialisation.
         "revision": encoder.get("pretrained") or "none (random weights)",
-        "weights": _weights_text("real" if encoder.get("pretrained") else "random"),
+        # Not "answers are noise": a probe on an untrained encoder is the control the paper
+        # compares with, and may well be accurate (issue 39 saw "RANDOM" beside 100%).
+        "weights": "real" if encoder.get("pretrained") else UNTRAINED_ENCODER,
     }
 
 
@@ -194,6 +196,9 @@ def repo_text(repo: Any, env: Any = None) -> str | None:
         return repo if repo is None else str(repo)
     source = f" (from ${env})" if env else ""
     return f"local folder {Path(repo).name}{source}"
+
+
+UNTRAINED_ENCODER = "random (an untrained encoder: the control)"
 
 
 def _weights_text(weights: Any) -> str | None:

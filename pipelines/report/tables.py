@@ -478,13 +478,21 @@ def gap_summary(
 
 
 def pair_table(df: pl.DataFrame) -> pl.DataFrame:
-    """U-task pair consistency (%): rows (setup, task, pairs), one column per model."""
+    """U-task pair consistency (%): rows (setup, task, pairs), one column per model. `pairs`
+    is the number of complete pairs each model answered, or their range ("4-10") where the
+    models answered different numbers (a run with a smaller --per-task)."""
     pairs = pair_consistency(df)
     if pairs.is_empty():
         return pairs
     cells = pairs.with_columns(_percent(pl.col("pair_consistency")))
     wide = cells.pivot(on="model", index=["setup", "task"], values="pair_consistency")
-    counts = cells.group_by("setup", "task").agg(pl.col("pairs").max())
+    low, high = pl.col("pairs").min(), pl.col("pairs").max()
+    counts = cells.group_by("setup", "task").agg(
+        pl.when(low == high)
+        .then(low.cast(pl.String))
+        .otherwise(pl.format("{}-{}", low, high))
+        .alias("pairs")
+    )
     rank = {s: i for i, s in enumerate(SETUPS)}
     models = [m for m in model_order(pairs) if m in wide.columns]
     return (

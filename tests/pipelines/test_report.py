@@ -651,3 +651,19 @@ def test_results_and_report_files_get_the_umask_mode(report) -> None:
         assert len(modes) > 10 and all(m == expected for m in modes.values()), {
             str(p): oct(m) for p, m in modes.items() if m != expected
         }
+
+
+def test_runs_table_weights_of_the_solver_and_an_untrained_probe_tower() -> None:
+    """Issue 39: the GeoBuild solver's weights showed as "real" and an untrained probe
+    tower as "RANDOM (answers are noise)" beside its 100% probe."""
+    from pipelines.geobuild.engines import GEOBUILD_ENGINES
+    from pipelines.report import provenance as prov
+    from tests.conftest import SHARED
+
+    solver = GEOBUILD_ENGINES["solver"][0](str(SHARED / "geobuildbench"), None)
+    record = prov.Record("geobuild", "model=solver", {"model": solver.model_dump()})
+    assert prov.runs_table([record])["weights"].to_list() == ["none"]
+    grid = {"grid": {"encoder": {"arch": "ViT-B-32", "pretrained": None}}}
+    probe = prov.runs_table([prov.Record("probes", "model=clip-random", grid)])
+    assert probe["weights"].to_list() == [prov.UNTRAINED_ENCODER]
+    assert "noise" not in prov.UNTRAINED_ENCODER

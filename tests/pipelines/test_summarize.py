@@ -141,3 +141,33 @@ def test_a_group_whose_requests_all_failed_has_no_answered_accuracy() -> None:
     assert table["accuracy"][0] == 0.0  # over every item: the failed one is wrong
     assert table["answered_accuracy"][0] is None and table["invalid_rate"][0] is None
     assert pair_consistency(df).is_empty()
+
+
+def test_the_pair_table_gives_each_models_count_not_the_largest() -> None:
+    """Issue 39: a model that answered 1 pair beside one that answered 3 showed "pairs 3"."""
+    from pipelines.report.tables import pair_table
+
+    full = _frame()
+    one_pair = full.filter(pl.col("pair_id") == "p0").with_columns(model=pl.lit("short"))
+    table = pair_table(pl.concat([full, one_pair]))
+    assert table.select("pairs", "m", "short").row(0) == ("1-3", pytest.approx(33.3), 100.0)
+    alone = pair_table(full)
+    assert alone["pairs"].to_list() == ["3"]
+
+
+def test_the_gap_figure_labels_a_random_weight_model_as_such() -> None:
+    """Issue 39: the gap figure's legend called tiny-vlm, a random-weight model, a baseline."""
+    from pipelines.report.figures import reference_label
+    from pipelines.report.tables import WEIGHTS, model_tags
+
+    df = pl.DataFrame(
+        {
+            "model": ["tiny-vlm", "random", "smollm2"],
+            "engine": ["hf", "random", "hf"],
+            WEIGHTS: ["random", "real", "real"],
+        }
+    )
+    tags = model_tags(df)
+    assert reference_label("tiny-vlm", tags) == "tiny-vlm (random weights)"
+    assert reference_label("random", tags) == "random (baseline)"
+    assert "smollm2" not in tags
