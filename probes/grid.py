@@ -24,7 +24,6 @@ from typing import Literal
 
 import pyarrow as pa
 import torch
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch.utils.data import DataLoader
 
@@ -41,6 +40,7 @@ from probes.towers import PAPER_TOKEN_NORM, TokenNorm, load_tower, parse_arch
 from probes.train import TrainConfig, predict, train_probe
 from store.atomic import TMP_PREFIX, write_parquet_atomic
 from store.records import model_slug
+from store.yaml_file import load_bounded
 
 ProbeConfig = Literal["UF", "FF", "UD", "FD"]
 Regime = Literal["separate", "joint", "shuffled"]
@@ -124,8 +124,8 @@ class GridSpec(BaseModel):
 
 
 def load_grid(path: Path) -> GridSpec:
-    """Read and validate a grid YAML."""
-    return GridSpec.model_validate(yaml.safe_load(path.read_text()))
+    """Read (bounded: store.yaml_file) and validate a grid YAML."""
+    return GridSpec.model_validate(load_bounded(path))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ config of another kind of engine (`--engine random --model oracle` would store r
 answers as the oracle's): a baseline's config goes with that baseline only, an API
 model's with http, a weights model's with hf or vllm. A path ending in .yaml or .yml is
 always read as a config. Config files are bounded in size, nesting and every number
-(pipelines/yaml_file.py, the fields' limits), and a name is a plain slug: it becomes a
+(store/yaml_file.py, the fields' limits), and a name is a plain slug: it becomes a
 results folder.
 
 Sweep entries (`configs/models/*.yaml`) are the 45+ real models; `configs/models/local/`
@@ -42,7 +42,7 @@ from pipelines.engines.hub_model import HubError, HubId, download, fetch_config,
 from pipelines.engines.hub_model import resolve_commit as resolve_hub_commit
 from pipelines.engines.local_builds import MissingBuildError, local_repo
 from pipelines.suggest import did_you_mean
-from pipelines.yaml_file import YAMLBoundError, load_bounded
+from store.yaml_file import YAMLBoundError, load_bounded
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "models"
 # The engine table: every NoReGeo engine and its kind. `model` engines run a model from

@@ -26,6 +26,7 @@ from store.atomic import sweep_temporaries
 from store.errors import UsageError
 from store.records import write_run_record
 from store.storage import Location
+from store.yaml_file import YAMLBoundError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     """Check the grid and its weights, record the run, run the pending trials; exit code 0."""
     try:
         spec = load_grid(args.grid)
-    except (OSError, ValidationError, yaml.YAMLError) as err:
+    except (OSError, ValidationError, yaml.YAMLError, YAMLBoundError) as err:
         raise UsageError(f"--grid {args.grid}: {err}") from err
     except UnicodeDecodeError as err:
         raise UsageError(f"--grid {args.grid} is not UTF-8 text (byte {err.start})") from err

@@ -217,8 +217,11 @@ def table3_section(scored: pl.DataFrame, refs: list[str]) -> Section:
         "computations, this one reproduces the paper's Table 3 best from its printed Table 2 "
         "rows (docs/report.md gives the residuals). Counted: the models under test only; "
         "human, random-weight models and baselines are not. A cell of one value has no "
-        "spread: it prints ± –.",
-        _tables("table3", "Mean ± std over model × task values (%), the paper's Table 3",
+        "spread: it prints ± –. The ± is that spread, not an uncertainty: a cell of few items "
+        "can print ± 0.0 and still be far from certain (the bootstrap intervals section gives "
+        "the uncertainty; the long table below, the value, model and task counts).",
+        _tables("table3", "Mean ± std over model × task values (%; the ± is their spread, "
+                "not an uncertainty), the paper's Table 3",
                 rt.table3(long3), folded=False)
         + _tables("table3_long", "The paper's Table 3 as numbers, with value, model and task "
                   "counts", long3, folded=True),

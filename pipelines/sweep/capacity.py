@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from pipelines.sweep.cluster_image import image_mismatch
+from store.yaml_file import YAMLBoundError, load_bounded
 
 if TYPE_CHECKING:
     from pipelines.engines.model_config import ModelConfig
@@ -99,8 +100,8 @@ def from_yaml(path: Path) -> GPUCapacity:
     """GPU capacity of the node types a cluster description (cluster.yaml) lists; a config
     whose docker image is not the one the pins need is refused (ValueError)."""
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        config = load_bounded(path, aliases=True)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, YAMLBoundError) as err:
         raise ValueError(f"{path}: not a readable cluster-launcher YAML ({err})") from err
     if not isinstance(config, dict) or "available_node_types" not in config:
         raise ValueError(f"{path}: not a cluster-launcher config (no available_node_types)")

@@ -23,6 +23,7 @@ from probes.towers import EncoderError, check_encoder
 from store.errors import UsageError
 from store.records import write_run_record
 from store.storage import Location
+from store.yaml_file import YAMLBoundError
 
 DEFAULT_GRID = Path("configs/probes/vlm-towers.yaml")
 
@@ -42,7 +43,7 @@ def read_grid(path: Path) -> GridSpec:
     """The --probes grid, validated; a bad file is a usage error naming it."""
     try:
         return load_grid(path)
-    except (OSError, ValidationError, yaml.YAMLError) as err:
+    except (OSError, ValidationError, yaml.YAMLError, YAMLBoundError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise UsageError(f"--probes {path}: {first}") from err
     except UnicodeDecodeError as err:

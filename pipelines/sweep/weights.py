@@ -23,6 +23,7 @@ import yaml
 
 from pipelines.engines.model_config import ModelConfig
 from store.storage import Location
+from store.yaml_file import YAMLBoundError, load_bounded
 
 GB = 1e9
 GIB = 2**30
@@ -121,8 +122,8 @@ def caches_from_yaml(path: Path | None) -> dict[str, NodeCache]:
     if path is None or not path.is_file():
         return {}
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        config = load_bounded(path, aliases=True)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, YAMLBoundError):
         return {}  # capacity.from_yaml has already named a broken file
     return node_caches(config) if isinstance(config, dict) else {}
 

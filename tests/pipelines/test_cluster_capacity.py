@@ -226,3 +226,20 @@ def test_a_model_wider_than_every_node_is_refused_before_anything_is_written(
     fits = [c.name for c in load_configs(REPO / "configs" / "models") if c.name == "qwen3-32b"]
     args = ["sweep", "--out", str(out), "--per-task", "1", "--cluster-config", str(config)]
     assert cli.main([*args, "--dry-run", "--only", fits[0]]) == 0
+
+
+def test_a_deeply_nested_or_huge_cluster_config_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38: PyYAML recursed until a RecursionError traceback (`[[[[...`) and read a
+    10 MB file whole; the sweep's cluster config now goes through store.yaml_file."""
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("[" * 5000 + "]" * 5000)
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("a: " + "x" * (1 << 20) + "\n")
+    for bad, says in ((deep, "levels"), (huge, "bytes")):
+        args = ["sweep", "--dry-run", "--cluster-config", str(bad), "--out", str(tmp_path / "o")]
+        assert cli.main(args) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and str(bad) in err and says in err, err
+        assert "Traceback" not in err

@@ -158,3 +158,13 @@ def test_bad_grid_is_a_usage_error(tmp_path, capsys) -> None:
     bad = _tiny_grid(tmp_path, tasks=["N-ECL-PPT"])
     assert cli.main(["probe", "--grid", str(bad), "--out", str(tmp_path / "o")]) == 2
     assert "unknown probe tasks" in capsys.readouterr().err
+
+
+def test_a_deeply_nested_grid_is_one_line(tmp_path, capsys) -> None:
+    """Issue 38: the probe grid was read by PyYAML unbounded (a RecursionError traceback)."""
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("[" * 5000 + "]" * 5000)
+    assert cli.main(["probe", "--grid", str(deep), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "levels" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()

@@ -25,9 +25,16 @@ class YAMLBoundError(ValueError):
     """A YAML file past a bound of this module; the message says which and the limit."""
 
 
-def load_bounded(path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+def load_bounded(
+    path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH, aliases: bool = False
+) -> Any:
     """`path` parsed by yaml.safe_load, once its size and nesting are within bounds;
-    OSError, UnicodeDecodeError and yaml.YAMLError pass through as safe_load raises them."""
+    OSError, UnicodeDecodeError and yaml.YAMLError pass through as safe_load raises them.
+
+    `aliases` lets a file use them: a cluster-launcher config may (Ray's own readers take
+    them, and people share a node_config by anchor); safe_load shares the aliased node, so
+    only a reader that walks the whole tree pays for them, and the cluster-config readers
+    here take named keys only."""
     size = path.stat().st_size
     if size > max_bytes:
         raise YAMLBoundError(f"{size} bytes, more than the {max_bytes} a config may hold")
@@ -48,7 +55,7 @@ def load_bounded(path: Path, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DE
                 )
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
-        elif isinstance(event, yaml.AliasEvent):
+        elif isinstance(event, yaml.AliasEvent) and not aliases:
             # Aliases share one node many times over: a few lines of them make a tree that
             # validation walks in exponential time. No config needs them.
             raise YAMLBoundError("holds a YAML alias (*name); write the value out instead")
