@@ -1,5 +1,6 @@
-"""`python -m pipelines <command>`: the command-line entry (pipelines.cli)."""
+"""`python -m pipelines <command>`: the command-line entry (pipelines.console, then
+pipelines.cli)."""
 
-from pipelines.cli import entry
+from pipelines.console import entry
 
 entry()
