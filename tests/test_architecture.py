@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OURS = ("geometry", "store", "actors", "probes", "pipelines")
 
 # What each folder may import, from the floor table in docs/architecture.md. A pipelines
-# module is a wing module unless it is the command line itself (pipelines/cli.py, __main__.py).
+# module is a wing module unless it is the command line itself (pipelines/cli.py, console.py, __main__.py).
 ALLOWED: dict[str, set[str]] = {
     "geometry": {"geometry"},
     "store": {"geometry", "store"},
@@ -23,7 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"geometry", "store", "probes", "actors", "pipelines", "cli"},
 }
 # The top floor: the command line, which no other module may import.
-CLI_MODULES = {"pipelines.cli", "pipelines.__main__"}
+CLI_MODULES = {"pipelines.cli", "pipelines.console", "pipelines.__main__"}
 
 
 def module_name(path: Path) -> str:
