@@ -69,6 +69,7 @@ from pipelines.geobuild.settings import (
     default,
 )
 from pipelines.geobuild.stored_messages import with_images, without_images
+from pipelines.progress import Progress
 from store.errors import UsageError
 from store.records import model_dir, write_run_record
 from store.run_lock import RunLock
@@ -507,7 +508,16 @@ class Loop:
             compute=ray.data.ActorPoolStrategy(size=1),
             num_cpus=0.25,
         )
-        return sum(int(np.sum(b["rows"])) for b in ds.iter_batches(batch_size=None))
+        # A round of a CPU model can take minutes per conversation (issue 39: 2 minutes of
+        # silence for one problem): its count shows from the start, a bar on a terminal.
+        shown = Progress(len(requests), f"round {round_number}", "conversation")
+        written = 0
+        for batch in ds.iter_batches(batch_size=None, prefetch_batches=0):
+            rows = int(np.sum(batch["rows"]))
+            written += rows
+            shown.update(rows)
+        shown.close()
+        return written
 
 
 def _drop_messages(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

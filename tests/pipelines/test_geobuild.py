@@ -113,6 +113,17 @@ def _row(rows: pl.DataFrame, pid: str, k: int) -> dict:
     return rows.filter((pl.col("problem_id") == pid) & (pl.col("round") == k)).row(0, named=True)
 
 
+def test_each_round_shows_its_conversations_from_the_start(
+    ray_local, script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39: a round printed nothing until it ended (2 minutes of silence for one
+    problem of a CPU model). Off a terminal: its count at the start and at the end."""
+    assert _run(tmp_path / "out", script, "--ids", IDS, "--max-rounds", "2") == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[:2] == ["round 1: 0/3 conversations (0%)", "round 1: 3/3 conversations (100%)"]
+    assert lines[2:] == ["round 2: 0/2 conversations (0%)", "round 2: 2/2 conversations (100%)"]
+
+
 def test_right_at_round_one_stops(full_run: pl.DataFrame) -> None:
     rows = full_run.filter(pl.col("problem_id") == "367")
     assert rows["round"].to_list() == [1] and rows["success"].to_list() == [True]
