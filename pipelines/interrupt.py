@@ -120,10 +120,11 @@ def on_interrupt(describe_saved: Callable[[], str]) -> None:
 _keep: list[Callable[[], object]] = []
 
 
-def keep_on_exit(save: Callable[[], object]) -> None:
+def keep_on_exit(save: Callable[[], object] | None) -> None:
     """Register how to write what the driver holds (pipelines.noregeo.held_rows) before the
-    interrupted line counts what is saved; run from whichever thread ends the command."""
-    _keep[:] = [save]
+    interrupted line counts what is saved, run from whichever thread ends the command; None
+    once the rows are written."""
+    _keep[:] = [] if save is None else [save]
 
 
 def interrupted_line(stop_ray: bool = True) -> str:

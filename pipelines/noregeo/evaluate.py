@@ -425,6 +425,7 @@ def evaluate(
                 # However the run ends (done, an error, Ctrl-C), what was answered is kept.
                 if held is not None:
                     written += held.flush()
+                    keep_on_exit(None)
         shown.close()
         return written
 

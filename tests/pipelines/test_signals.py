@@ -38,10 +38,12 @@ def _command(items: Path, out: Path) -> list[str]:
     ]
 
 
-def _signalled(argv: list[str], sig: int, delay_s: float) -> tuple[Any, str]:
-    """Run `argv`, send `sig` `delay_s` after its first progress line (Ray is up, rows are
-    being written), and return its exit code (None: still running BOUND_S later, then
-    killed) and stderr."""
+def _signalled(
+    argv: list[str], sig: int, delay_s: float, started: str | None = "evaluate random:"
+) -> tuple[Any, str]:
+    """Run `argv`, send `sig` `delay_s` after its first line starting with `started` (Ray is
+    up, rows are being written; None: after the process starts), and return its exit code
+    (None: still running BOUND_S later, then killed) and stderr."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     process = subprocess.Popen(
         argv,
@@ -58,9 +60,11 @@ def _signalled(argv: list[str], sig: int, delay_s: float) -> tuple[Any, str]:
         assert process.stderr is not None
         for line in process.stderr:
             lines.append(line)
-            if line.startswith("evaluate random:"):
+            if started is not None and line.startswith(started):
                 running.set()
 
+    if started is None:
+        running.set()
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     running.wait(300)
@@ -79,14 +83,17 @@ def _signalled(argv: list[str], sig: int, delay_s: float) -> tuple[Any, str]:
     return code, "".join(lines)
 
 
-def _check(code: int | None, err: str, sig: int) -> bool:
-    """Whether a signalled run ended as it must; False when it finished before the signal."""
+def _check(code: int | None, err: str, sig: int, progress: tuple[str, ...] = ()) -> bool:
+    """Whether a signalled run ended as it must; False when it finished before the signal.
+    `progress`: the prefixes of the command's own progress lines, besides evaluate's."""
     if code == 0:
         return False  # the run was done before the signal came: nothing to check
     verb, expected = ("interrupted", 130) if sig == signal.SIGINT else ("terminated", 143)
-    said = [line for line in err.splitlines() if not line.startswith("evaluate random:")]
+    own = ("evaluate ", *progress)
+    said = [line for line in err.splitlines() if not line.startswith(own)]
     assert code == expected, (code, err)
-    assert len(said) == 1 and said[0].startswith(f"{verb}; "), err
+    # "interrupted; N rows saved ..." or, before the command started, "interrupted before".
+    assert len(said) == 1 and said[0].startswith((f"{verb}; ", f"{verb} before ")), err
     assert "***" not in err and "Traceback" not in err
     return True
 
@@ -133,3 +140,76 @@ def test_twenty_sigints_and_ten_sigterms_at_random_moments(
         for shard in (out / "noregeo").rglob("*.parquet"):  # start over for the next signal
             shard.unlink()
     print(f"{obeyed} of {len(signals)} signals landed in a running command and were obeyed")
+
+
+def _hf_command(items: Path, out: Path, model: Path) -> list[str]:
+    return [
+        *(sys.executable, "-m", "pipelines", "evaluate", "--items", str(items)),
+        *("--engine", "hf", "--model", str(model), *TASKS, "--out", str(out)),
+        *("--max-tokens", "8", "--batch-size", "2"),
+    ]
+
+
+def _geobuild_command(script: Path, out: Path) -> list[str]:
+    from tests.conftest import SHARED
+
+    return [
+        *(sys.executable, "-m", "pipelines", "geobuild"),
+        *("--dataset", str(SHARED / "geobuildbench")),
+        *("--engine", "programs", "--model", str(script), "--ids", "367,370,380"),
+        *("--max-rounds", "3", "--shard-rows", "1", "--out", str(out)),
+    ]
+
+
+@pytest.mark.stress
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("command", ["hf", "geobuild", "report"])
+def test_signals_at_random_moments_in_the_other_commands(
+    small_items: Path, tiny_llm_dir: Path, tmp_path: Path, command: str
+) -> None:
+    """Issue 38 asks for hf, geobuild and report too: per command 4 SIGINTs and 2 SIGTERMs at
+    random moments (0-3 s after its first progress line; the report's from its start), each
+    followed by the same command, which must end with every row once (a whole report)."""
+    import json
+
+    out = tmp_path / "results"
+    progress: tuple[str, ...] = ()
+    started: str | None = "evaluate "
+    if command == "hf":
+        argv = _hf_command(small_items, out, tiny_llm_dir)
+    elif command == "geobuild":
+        script = tmp_path / "scripted.jsonl"
+        replies = [{"id": i, "round": r, "text": "point : 0 0 -> O"} for i in
+                   ("367", "370", "380") for r in (1, 2, 3)]  # fmt: skip
+        script.write_text("\n".join(json.dumps(r) for r in replies) + "\n")
+        argv = _geobuild_command(script, out)
+        started, progress = "round ", ("round ", "GeoBuild", "wrote ")
+    else:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        first = subprocess.run(_command(small_items, out), env=env, capture_output=True)
+        assert first.returncode == 0, first.stderr
+        argv = [sys.executable, "-m", "pipelines", "report", str(out), "--out", str(tmp_path / "r")]
+        started = None
+    draw = random.Random(f"38-{command}")
+    signals = [signal.SIGINT] * 4 + [signal.SIGTERM] * 2
+    draw.shuffle(signals)
+    for sig in signals:
+        code, err = _signalled(argv, sig, draw.uniform(0.0, 3.0), started)
+        landed = _check(code, err, sig, progress)
+        verdict = "obeyed" if landed else "late"
+        print(f"{command} {signal.Signals(sig).name}: exit {code}, {verdict}")
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
+        assert done.returncode == 0, done.stderr
+        if command == "report":
+            assert (tmp_path / "r" / "index.html").read_text().rstrip().endswith("</html>")
+            continue
+        folder = "geobuild" if command == "geobuild" else "noregeo"
+        rows = pl.read_parquet(out / folder / "**" / "*.parquet")
+        assert rows["request_key"].n_unique() == rows.height
+        if command == "hf":
+            assert rows.height == ROWS
+        else:
+            assert rows.height == 9  # 3 problems x 3 rounds, never right
+        for shard in (out / folder).rglob("*.parquet"):  # start over for the next signal
+            shard.unlink()
