@@ -23,14 +23,20 @@ ONE_VALUE_SHARE = 0.8
 MIN_ITEMS = 5
 
 
-def wilson_low(correct: int, n: int) -> float:
-    """The lower end (%) of the 95% Wilson score interval of `correct` of `n`."""
+def wilson_interval(correct: int, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval (%) of `correct` of `n`; (0, 100) when n is 0."""
     if n == 0:
-        return 0.0
+        return 0.0, 100.0
     p = correct / n
     centre = p + Z95**2 / (2 * n)
     spread = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n))
-    return max(0.0, (centre - spread) / (1 + Z95**2 / n) * 100)
+    scale = 100 / (1 + Z95**2 / n)
+    return max(0.0, (centre - spread) * scale), min(100.0, (centre + spread) * scale)
+
+
+def wilson_low(correct: int, n: int) -> float:
+    """The lower end (%) of the 95% Wilson score interval of `correct` of `n`."""
+    return wilson_interval(correct, n)[0] if n else 0.0
 
 
 def chance_pct(rows: pl.DataFrame) -> float:

@@ -10,7 +10,12 @@ from geometry.item import SETUPS
 from pipelines.engines.model_config import BASELINES
 from pipelines.noregeo.summarize import every_item
 from pipelines.report import tables as rt
-from pipelines.report.chance import above_chance, one_value_lines, random_baselines
+from pipelines.report.chance import (
+    above_chance,
+    one_value_lines,
+    random_baselines,
+    wilson_interval,
+)
 from pipelines.report.html_page import Section
 from pipelines.report.html_page import table_blocks as _tables
 from pipelines.report.provenance import Record
@@ -63,11 +68,21 @@ def banner(tags: dict[str, str]) -> str:
 def key_table(df: pl.DataFrame) -> pl.DataFrame:
     """One row per model in model_order (real weights first, tagged rows last): weights,
     engine, accuracy (%) over every item per setup (README order; unanswered items wrong,
-    the paper's), and the items each setup has."""
+    the paper's), each with its 95% Wilson interval, and the items each setup has."""
     order = rt.model_order(df)
     scored = every_item(df)
-    cells = scored.group_by("model", "setup").agg((pl.col("correct").mean() * 100).round(1))
+    cells = scored.group_by("model", "setup").agg(
+        (pl.col("correct").mean() * 100).round(1),
+        pl.col("correct").sum().alias("right"),
+        pl.len().alias("n"),
+    )
     wide = cells.pivot(on="setup", index="model", values="correct")
+    # Each cell's 95% Wilson interval: a 100-item row beside a 500-item one reads as equally
+    # sure without it (issue 39).
+    spans = {
+        (model, setup): "[{:.1f}, {:.1f}]".format(*wilson_interval(right, n))
+        for model, setup, right, n in cells.select("model", "setup", "right", "n").iter_rows()
+    }
     setups = [s for s in SETUPS if s in wide.columns]
     counts = df.group_by("model", "setup").len()
     about = df.group_by("model").agg(
@@ -83,6 +98,8 @@ def key_table(df: pl.DataFrame) -> pl.DataFrame:
         found = wide.filter(pl.col("model") == model)
         for setup in setups:
             row[rt.SETUP_TITLES[setup] + " (%)"] = found[setup][0] if found.height else None
+        for setup in setups:
+            row[rt.SETUP_TITLES[setup] + ", 95% interval"] = spans.get((model, setup))
         n = sorted(set(counts.filter(pl.col("model") == model)["len"].to_list()))
         row["items per setup"] = str(n[0]) if len(n) == 1 else f"{n[0]}-{n[-1]}"
         rows.append(row)
@@ -183,7 +200,8 @@ def key_section(df: pl.DataFrame | None, lines: list[str]) -> Section:
     return Section(
         "Key results",
         intro,
-        _tables("key_results", "Accuracy (%) per model and setup", table, folded=False,
+        _tables("key_results", "Accuracy (%) per model and setup, each with its 95% Wilson "
+                "interval (over every item; the items per setup beside)", table, folded=False,
                 marks=marks),
         empty="no NoReGeo results",
     )  # fmt: skip
