@@ -6,8 +6,9 @@ images help and red where they hurt. MSE is drawn on a per-task scale (each task
 divided by that task's largest MSE): areas, lengths and coordinates differ by orders of
 magnitude, so one scale across tasks would colour only the task with the largest numbers.
 The cells always print the raw value. Every figure has a legend: a labelled colour bar, a
-grey patch for cells a model did not run and, where baselines are drawn, a note that their
-columns (italic, after the dashed line) are reference answerers, not models.
+grey patch for cells a model did not run and, where tagged rows are drawn, a note that their
+columns (italic, after the dashed line) are not models under test (random-weight models and
+baselines).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from matplotlib.colors import Normalize, TwoSlopeNorm  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 DPI = 110
+# The numbers in a heatmap's cells: 8 pt at DPI 110 is about 12 px.
+CELL_TEXT_PT = 8
 # Labels are model names and task IDs, not maths: `$` must stay a dollar sign (a name like
 # `a$\frac{$b` made mathtext raise), and TeX must never see them.
 PLAIN: dict[str, Any] = {"parse_math": False, "usetex": False}
@@ -84,8 +87,9 @@ def panel_heatmap(
                 if label in index:
                     values[p, r, c] = column[index[label]]
     cmap, norm, shade = _colours(kind, values)
-    width = max(4.5, 1.8 + len(panels) * (0.55 * len(models) + 0.9))
-    height = max(3.0, 1.6 + 0.24 * len(labels))
+    # Cells sized for CELL_TEXT_PT numbers (at 6 pt they were ~6 px tall; issue 39).
+    width = max(4.5, 1.8 + len(panels) * (0.7 * len(models) + 0.9))
+    height = max(3.0, 1.6 + 0.3 * len(labels))
     fig, axes = plt.subplots(
         1, len(panels), figsize=(width, height), sharey=True, squeeze=False, layout="constrained"
     )
@@ -96,7 +100,7 @@ def panel_heatmap(
         ax.set_xticks(range(len(models)), models, rotation=45, ha="right", fontsize=8, **PLAIN)
         for tick, model in zip(ax.get_xticklabels(), models, strict=True):
             tick.set_fontstyle("italic" if model in references else "normal")
-        ax.set_yticks(range(len(labels)), labels, fontsize=7, **PLAIN)
+        ax.set_yticks(range(len(labels)), labels, fontsize=8, **PLAIN)
         ax.set_title(name, fontsize=9, **PLAIN)
         shown = [m for m in models if m not in references]
         if references and shown:
@@ -106,7 +110,7 @@ def panel_heatmap(
                 text = f"{v:.0f}" if kind != "mse" else f"{v:.2g}"
                 red, green, blue, _ = image.cmap(norm(shade[p, r, c]))
                 dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # white on dark cells
-                ax.text(c, r, text, ha="center", va="center", fontsize=6,
+                ax.text(c, r, text, ha="center", va="center", fontsize=CELL_TEXT_PT,
                         color="w" if dark else "k")  # fmt: skip
     assert image is not None  # at least one panel: callers pass none empty
     bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.8, pad=0.01)
@@ -116,7 +120,8 @@ def panel_heatmap(
         where = "right of the dashed line" if len(references) < len(models) else "all columns"
         handles.append(
             Patch(facecolor="white", edgecolor="k", linestyle="--",
-                  label=f"italic, {where}: baselines (reference answerers)")
+                  label=f"italic, {where}: not models under test (random weights, "
+                        "baselines)")
         )  # fmt: skip
     fig.legend(
         handles=handles, loc="outside lower center", fontsize=7, ncols=len(handles), frameon=False
