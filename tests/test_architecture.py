@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OURS = ("geometry", "store", "actors", "probes", "pipelines")
 
 # What each folder may import, from the floor table in docs/architecture.md. A pipelines
-# module is a wing module unless it is the command line itself (pipelines/cli.py, console.py, __main__.py).
+# module is a wing module unless it is the command line itself (pipelines/cli.py,
+# console.py, __main__.py).
 ALLOWED: dict[str, set[str]] = {
     "geometry": {"geometry"},
     "store": {"geometry", "store"},
