@@ -69,6 +69,7 @@ from pipelines.geobuild.settings import (
     default,
 )
 from pipelines.geobuild.stored_messages import with_images, without_images
+from pipelines.interrupt import on_interrupt, saved_rows
 from pipelines.progress import Progress
 from store.errors import UsageError
 from store.records import model_dir, write_run_record
@@ -290,6 +291,7 @@ class Loop:
         from pipelines.engines.ray_session import ensure_ray
 
         check_settings(self.root, self.settings(), self.checked_settings())
+        on_interrupt(saved_rows(self.root))  # Ctrl-C's line counts the rows on disk
         by_id = {p.id: p for p in problems}
         pending = self.pending_round(by_id)
         canary = None
