@@ -37,6 +37,7 @@ class Use:
     values: tuple[object, ...] = ()
 
     def holds(self, action: argparse.Action, args: argparse.Namespace, given: set[str]) -> bool:
+        """Whether the parsed command line (`given`: the options it gave) meets this use."""
         if not self.values:
             return action.dest in given
         return getattr(args, action.dest) in self.values
@@ -153,8 +154,12 @@ def refuse_conflicts(
     command: str, parser: argparse.ArgumentParser, argv: list[str], args: argparse.Namespace
 ) -> None:
     """UsageError naming both options of the first rule of CONFLICTS that the parsed
-    command line `args` (from `argv`) breaks."""
-    rules = [rule for rule in CONFLICTS if command in rule.commands]
+    command line `args` (from `argv`) breaks: an `excludes` rule before a `needs` one, as
+    two options the user wrote that clash say more than one left out (`--feedback full
+    --protocol public` is about the feedback, not the missing --public-repo)."""
+    rules = sorted(
+        (rule for rule in CONFLICTS if command in rule.commands), key=lambda r: r.kind != "excludes"
+    )
     if not rules:
         return
     given = given_options(parser, argv)
