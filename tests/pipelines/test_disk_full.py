@@ -202,3 +202,6 @@ def test_a_full_tmpfs_mid_run_is_one_line_and_the_rerun_completes(
     errors = [line for line in err.splitlines() if not line.startswith("evaluate random: ")]
     assert len(errors) == 1 and errors[0].startswith("error: no space left on the device"), err
     assert str(mount) in errors[0] and "resume with: " in errors[0]
+    # A shard's bytes (about 13 KB): the write that found the disk full was one of them.
+    needed = re.search(r"; needs about (\d+) bytes", errors[0])
+    assert needed is not None and 4_000 < int(needed[1]) < 64_000, errors[0]
