@@ -11,6 +11,7 @@ size each test expects is the shard's, computed here (store.atomic.parquet_bytes
 from __future__ import annotations
 
 import errno
+import json
 import os
 import random
 import re
@@ -102,6 +103,25 @@ def test_main_says_one_line_with_the_resume_command(
         f"needs about {amount(shard_size())}, "
     )
     assert "free there; " in err and "resume with: " in err
+
+
+def test_a_journal_record_onto_a_full_disk_says_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # geobuild-solve's per-problem record (store.journal), its size as JSON plus a newline.
+    from store import journal
+
+    record = {"id": "367", "status": "solved", "program": "x" * 3000}
+    needed = len(json.dumps(record, ensure_ascii=False).encode()) + 1
+    monkeypatch.setattr(journal, "os", FullDisk())
+    log = journal.Journal(tmp_path / "audit" / "results.jsonl")
+    with log, pytest.raises(OSError) as raised:
+        log.append(record)
+    line = disk_failure(raised.value, [])
+    assert line is not None and line.startswith(
+        f"no space left on the device writing under {tmp_path / 'audit'}; "
+        f"needs about {amount(needed)}, "
+    )
 
 
 def test_a_full_disk_without_a_known_size_says_the_free_bytes_only(tmp_path: Path) -> None:
