@@ -175,7 +175,12 @@ def _parse(argv: list[str]) -> tuple[Any, argparse.Namespace]:
         sub.add_parser(name, help=help_text, add_help=False)
     args, rest = parser.parse_known_args(argv)
     module, command = command_parser(args.command)
-    return module, parse_command(args.command, command, rest)  # old flag names: a hint
+    parsed = parse_command(args.command, command, rest)  # old flag names: a hint
+    # Here, not at the top: it reads the engine tables, which `--help` has no use for.
+    from pipelines.cli_conflicts import refuse_conflicts
+
+    refuse_conflicts(args.command, command, rest, parsed)
+    return module, parsed
 
 
 def command_parser(name: str) -> tuple[Any, OneLineParser]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from store.errors import no_room
 from store.storage import Location, RemotePath
 
 # Temporary files start with this prefix; readers skip them and writers sweep old ones.
@@ -34,6 +35,17 @@ def write_bytes_atomic(path: Location, data: bytes, guard: Guard | None = None) 
     temporary is removed, nothing is written)."""
     if isinstance(path, RemotePath):
         return _put_object(path, data, guard)
+    try:
+        return _write_local(path, data, guard)
+    except OSError as err:
+        # A full disk: the line the user sees says how much this write needed.
+        full = no_room(err, path, len(data))
+        if full is None:
+            raise
+        raise full from err
+
+
+def _write_local(path: Path, data: bytes, guard: Guard | None) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=path.parent)
     try:

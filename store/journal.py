@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from store.errors import no_room
+
 Record = dict[str, Any]
 
 
@@ -61,9 +63,16 @@ class Journal:
 
     def append(self, record: Record) -> None:
         """Write one record as one line and make it durable."""
-        self._file.write(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+        try:
+            self._file.write(line)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as err:
+            full = no_room(err, self.path, len(line))  # the line the user sees says the size
+            if full is None:
+                raise
+            raise full from err
 
     def close(self) -> None:
         """Close the file (every record is already on disk)."""

@@ -542,8 +542,6 @@ def _resolve_model(
             f"unknown engine {engine!r}{did_you_mean(engine, ENGINES)}; valid: {', '.join(ENGINES)}"
         )
     if engine in BASELINES:
-        if trust_remote_code:
-            raise ModelConfigError(f"--trust-remote-code: --engine {engine} loads no model")
         named = _config_named(model)
         if named is not None:
             _check_pairing(engine, model, named)

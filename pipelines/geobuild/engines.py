@@ -151,8 +151,6 @@ def resolve_engine(
             f"program; engines for geobuild: {valid}"
         )
     if engine in GEOBUILD_ENGINES:
-        if trust_remote_code:
-            raise UsageError(f"--trust-remote-code: --engine {engine} loads no model")
         resolve, stage = GEOBUILD_ENGINES[engine]
         return Engine(resolve(model, revision), stage)
     if engine not in STAGES:

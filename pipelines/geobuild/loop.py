@@ -176,17 +176,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_protocol(args: argparse.Namespace) -> None:
-    """The protocol's and the sample's flags agree; UsageError naming the flag otherwise."""
-    if args.protocol == "public":
-        if args.public_repo is None:
-            raise UsageError("--protocol public needs --public-repo PATH (a GeoBuildBench clone)")
-        if args.feedback != default("feedback"):
-            raise UsageError("--feedback applies to --protocol geosee only")
+    """The public protocol's prompts and the prior run of a stratified sample are readable;
+    UsageError naming the flag otherwise. (Which of these flags go together is declared in
+    pipelines.cli_conflicts, which the CLI checks before this runs.)"""
+    if args.public_repo is not None:
         load_public_prompts(args.public_repo)  # a missing prompt file: before anything else
-    elif args.public_repo is not None:
-        raise UsageError("--public-repo applies to --protocol public only")
-    if (args.stratified_sample is None) != (args.stratify_from is None):
-        raise UsageError("--stratified-sample and --stratify-from go together")
     if args.stratify_from is not None:
         from pipelines.geobuild.stratified import prior_folder
 

@@ -280,7 +280,7 @@ def test_vision_off_sends_no_figure_and_says_so(
     ("extra", "message"),
     [
         (["--protocol", "public"], "--public-repo"),
-        (["--public-repo", "x"], "--protocol public only"),
+        (["--public-repo", "x"], "needs --protocol public"),
         (["--protocol", "public", "--public-repo", "{missing}"], "prompts/react_template.txt"),
         (["--protocol", "public", "--public-repo", "{ok}", "--feedback", "errors"], "--feedback"),
         (["--stratified-sample", "5"], "--stratify-from"),
