@@ -129,7 +129,7 @@ _keep: list[Callable[[], object]] = []
 
 
 def keep_on_exit(save: Callable[[], object] | None) -> None:
-    """Register how to write what the driver holds (pipelines.noregeo.held_rows) before the
+    """Register how to write what the driver holds (store.held_rows) before the
     interrupted line counts what is saved, run from whichever thread ends the command; None
     once the rows are written."""
     _keep[:] = [] if save is None else [save]

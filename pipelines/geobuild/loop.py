@@ -1,8 +1,9 @@
 """`geobuild`: the round-synchronous GeoBuild agent loop on Ray Data.
 
 Round k sends every unsolved conversation through the engine stage, then through a pool of
-DSL-executor actors (execute, validate, render, feedback), then writes one row per problem
-under `<out>/geobuild/model=<slug>/round=<k>/part-*.parquet`. The conversations of round
+DSL-executor actors (execute, validate, render, feedback); the driver writes one row per
+problem under `<out>/geobuild/model=<slug>/round=<k>/part-*.parquet` (store.held_rows: a
+shard at a time, the rest however the round ends). The conversations of round
 k+1 are rebuilt from the rows of round k on disk (messages with images by sha256, the
 reply, the feedback and its figure), so a killed run started again resumes at the first
 unfinished round, skips the problems that round already holds, and ends with the rows of
@@ -69,9 +70,10 @@ from pipelines.geobuild.settings import (
     default,
 )
 from pipelines.geobuild.stored_messages import with_images, without_images
-from pipelines.interrupt import on_interrupt, saved_rows
+from pipelines.interrupt import keep_on_exit, on_interrupt, saved_rows
 from pipelines.progress import Progress
 from store.errors import UsageError
+from store.held_rows import KEEP_WAIT_S, HeldRows
 from store.records import model_dir, write_run_record
 from store.run_lock import RunLock
 from store.settings import SETTINGS_FILE, check_settings, write_settings
@@ -459,7 +461,8 @@ class Loop:
         }
 
     def run_round(self, round_number: int, requests: list[dict[str, Any]]) -> int:
-        """Engine -> DSL executors -> shard writer for one round; returns rows written."""
+        """Engine -> DSL executors -> the driver's shard writer for one round; returns rows
+        written."""
         import ray
 
         from actors.dsl_executor import DSLExecutor
@@ -487,31 +490,35 @@ class Loop:
         )
         if self.prompts is not None:
             ds = ds.map_batches(restore_reply, batch_format="pyarrow", num_cpus=LIGHT_CPUS)
-        ds = ds.map_batches(
-            RoundWriter,
-            fn_constructor_kwargs={
-                "directory": str(round_dir(self.root, round_number).resolve()),
-                "lock_folder": str(self.root.resolve()),
-                "token": self.token,
-                "constants": {
-                    "model": self.cfg.name,
-                    "revision": self.cfg.revision,
-                    "engine": self.cfg.engine,
-                    "feedback_mode": self.feedback,
-                },
+        writer = RoundWriter(
+            directory=str(round_dir(self.root, round_number).resolve()),
+            lock_folder=str(self.root.resolve()),
+            token=self.token,
+            constants={
+                "model": self.cfg.name,
+                "revision": self.cfg.revision,
+                "engine": self.cfg.engine,
+                "feedback_mode": self.feedback,
             },
-            batch_size=self.shard_rows,
-            compute=ray.data.ActorPoolStrategy(size=1),
-            num_cpus=0.25,
         )
+        # The driver writes the shards, each full one at once and the rest however the round
+        # ends: Ctrl-C keeps every conversation the executors finished (issue 39; a Ray step
+        # of --shard-rows lost up to that many).
+        held = HeldRows(writer, self.shard_rows)
+        keep_on_exit(lambda: held.flush(wait_s=KEEP_WAIT_S))
         # A round of a CPU model can take minutes per conversation (issue 39: 2 minutes of
         # silence for one problem): its count shows from the start, a bar on a terminal.
         shown = Progress(len(requests), f"round {round_number}", "conversation")
         written = 0
-        for batch in ds.iter_batches(batch_size=None, prefetch_batches=0):
-            rows = int(np.sum(batch["rows"]))
-            written += rows
-            shown.update(rows)
+        try:
+            batches = ds.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0)
+            for batch in batches:
+                rows = writer.rows(batch)
+                written += held.add(rows)
+                shown.update(len(rows))
+        finally:
+            written += held.flush()
+            keep_on_exit(None)
         shown.close()
         return written
 

@@ -76,7 +76,9 @@ def read_round(root: Location, round_number: int, with_images: bool = False) -> 
 
 
 class RoundWriter:
-    """Ray Data step: writes each batch as one atomic shard named by its request keys."""
+    """Writes a round's rows as atomic shards named by their request keys: the loop's driver
+    converts each batch (`rows`) and writes shards of held rows (`write_rows`); calling it
+    writes a batch as one shard."""
 
     def __init__(
         self,
@@ -92,9 +94,12 @@ class RoundWriter:
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Write the batch as one shard; how many rows were written (0 for a dead run's)."""
-        n = len(batch["problem_id"])
+        return {"rows": np.array([self.write_rows(self.rows(batch))], dtype=np.int64)}
+
+    def rows(self, batch: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+        """The batch's conversations as the shard's rows."""
         rows = []
-        for i in range(n):
+        for i in range(len(batch["problem_id"])):
             row = {
                 name: null_if_nan(plain(batch[name][i]))
                 for name in RESULT_SCHEMA.names
@@ -103,8 +108,15 @@ class RoundWriter:
             row.update(self.constants)
             row["sampling_params"] = json.dumps(plain(batch["sampling_params"][i]), sort_keys=True)
             rows.append(row)
+        return rows
+
+    def write_rows(self, rows: list[dict[str, Any]]) -> int:
+        """Write the rows as one shard named by their request keys; the rows written (0 for
+        a dead run's)."""
+        if not rows:
+            return 0
         keys = sorted(str(r["request_key"]) for r in rows)
         name = hashlib.sha256("".join(keys).encode()).hexdigest()[:24]
         table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
         written = write_parquet_atomic(self.directory / f"part-{name}.parquet", table, self.guard)
-        return {"rows": np.array([n if written else 0], dtype=np.int64)}
+        return len(rows) if written else 0

@@ -75,7 +75,6 @@ from pipelines.noregeo.generate import (
     parse_list,
     read_manifest,
 )
-from pipelines.noregeo.held_rows import HeldRows
 from pipelines.noregeo.results import ShardWriter
 from pipelines.noregeo.run_health import run_health
 from pipelines.noregeo.run_settings import (
@@ -87,6 +86,7 @@ from pipelines.noregeo.sample_log import check_sample_dir, write_sample_logs
 from pipelines.noregeo.task_selection import TASKS_HELP, select_tasks
 from pipelines.progress import Progress
 from store.errors import UsageError
+from store.held_rows import KEEP_WAIT_S, HeldRows
 from store.records import RETRY_ERRORS, finished_keys, model_dir, model_slug, write_run_record
 from store.run_lock import RunLock
 from store.settings import write_settings
@@ -98,9 +98,6 @@ BENCHMARK = "noregeo"
 # Prompts the pre-flight check renders per setup kind (text, image): the longest by
 # characters, since token counts follow characters closely but not exactly.
 PREFLIGHT_PROMPTS = 4
-# Seconds the signal watcher waits for a shard write under way before it writes the rows
-# held (pipelines.interrupt.GRACE_S + this stays within the 10 s a person waits).
-KEEP_WAIT_S = 2.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -419,7 +416,7 @@ def evaluate(
                         written += rows
                     else:
                         rows = batch.num_rows
-                        written += held.add(batch)
+                        written += held.add(batch.to_pylist())
                     shown.update(rows)
             finally:
                 # However the run ends (done, an error, Ctrl-C), what was answered is kept.

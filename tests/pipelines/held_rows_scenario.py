@@ -1,7 +1,7 @@
 """`python -m tests.pipelines.held_rows_scenario MARKER EVALUATE-ARGS...`: the `geosee`
 console command (pipelines.cli.entry, its signal handling included) running evaluate with
 the oracle answering in an actor pool, as a model engine does (its rows go to the driver,
-pipelines.noregeo.held_rows), not as the baseline's write-in-step task. MARKER is created
+store.held_rows), not as the baseline's write-in-step task. MARKER is created
 once the driver has counted answered rows, so a test signals the run when answered rows
 are held and none may yet be on disk (test_held_rows.py)."""
 

@@ -1,5 +1,5 @@
 """Answered rows held by the driver until a shard's worth is in, and written however the
-run ends.
+run ends (NoReGeo's evaluate, GeoBuild's rounds).
 
 An engine's scored rows reach the driver one engine batch at a time. Written by a Ray step
 with `batch_size=shard_rows`, they waited in Ray's buffers until a whole shard was in, and
@@ -13,27 +13,36 @@ when the main thread is stuck inside Ray). Only rows still inside the engine are
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Protocol
 
-import pyarrow as pa
+# Seconds the signal watcher waits for a shard write under way before it writes the rows
+# held (pipelines.interrupt.GRACE_S + this stays within the 10 s a person waits).
+KEEP_WAIT_S = 2.0
 
-from pipelines.noregeo.results import ShardWriter
+
+class RowWriter(Protocol):
+    """Writes rows as one shard (pipelines.noregeo.results.ShardWriter, GeoBuild's
+    RoundWriter)."""
+
+    def write_rows(self, rows: list[dict[str, Any]], /) -> int:
+        """Write the rows as one atomic shard; the rows written (0 for a dead run's)."""
+        ...
 
 
 class HeldRows:
     """Rows to write in shards of `shard_rows`; thread-safe, so the signal watcher can
     write what is held while the main thread is blocked."""
 
-    def __init__(self, writer: ShardWriter, shard_rows: int) -> None:
+    def __init__(self, writer: RowWriter, shard_rows: int) -> None:
         self.writer, self.shard_rows = writer, shard_rows
         self._rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    def add(self, batch: pa.Table) -> int:
-        """Hold the batch's rows; write each full shard. The rows written."""
+    def add(self, rows: list[dict[str, Any]]) -> int:
+        """Hold the rows; write each full shard. The rows written."""
         written = 0
         with self._lock:
-            self._rows.extend(batch.to_pylist())
+            self._rows.extend(rows)
             while len(self._rows) >= self.shard_rows:
                 shard, self._rows = self._rows[: self.shard_rows], self._rows[self.shard_rows :]
                 written += self.writer.write_rows(shard)
