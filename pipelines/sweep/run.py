@@ -47,8 +47,10 @@ from pipelines.cli_args import (
     seconds_float,
     seed_int,
 )
+from pipelines.engines.config_yaml import load_configs
+from pipelines.engines.engine_kinds import BASELINES
 from pipelines.engines.gpu_request import GPURequest
-from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, load_configs
+from pipelines.engines.model_schema import ModelConfig, ModelConfigError
 from pipelines.engines.requests import SamplingConfig, add_sampling_arguments
 from pipelines.engines.stages import EngineOptions
 from pipelines.noregeo.generate import MANIFEST, MIN_IMAGE_SIZE, parse_list, read_manifest
