@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from actors.baselines import OracleEngine
 from geometry.item import SETUPS
 from geometry.tasks.registry import all_tasks
-from pipelines.engines.model_config import resolve_model
+from pipelines.engines.model_resolution import resolve_model
 from pipelines.engines.ray_session import ensure_ray
 from pipelines.engines.requests import SamplingConfig, add_requests
 from pipelines.engines.stages import EngineOptions, oracle_actor_stage

@@ -95,7 +95,7 @@ def main() -> None:
 
     from geometry.item import SETUPS
     from geometry.tasks.registry import all_tasks
-    from pipelines.engines.model_config import resolve_model
+    from pipelines.engines.model_resolution import resolve_model
     from pipelines.engines.tiny_model import build_tiny_model
     from pipelines.noregeo.generate import generate
 

@@ -50,7 +50,8 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import pyarrow.parquet as pq  # noqa: E402
 
 from geometry.tasks.registry import all_tasks  # noqa: E402
-from pipelines.engines.model_config import ModelConfig, resolve_model  # noqa: E402
+from pipelines.engines.model_resolution import resolve_model  # noqa: E402
+from pipelines.engines.model_schema import ModelConfig  # noqa: E402
 from pipelines.engines.ray_session import ensure_ray  # noqa: E402
 from pipelines.engines.requests import SamplingConfig, add_requests  # noqa: E402
 from pipelines.engines.stages import LIGHT_CPUS, EngineOptions  # noqa: E402

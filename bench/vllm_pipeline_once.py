@@ -21,7 +21,7 @@ import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
 from geometry.tasks.registry import all_tasks  # noqa: E402
-from pipelines.engines.model_config import resolve_model  # noqa: E402
+from pipelines.engines.model_resolution import resolve_model  # noqa: E402
 from pipelines.engines.ray_session import ensure_ray  # noqa: E402
 from pipelines.engines.requests import SamplingConfig  # noqa: E402
 from pipelines.engines.stages import EngineOptions  # noqa: E402

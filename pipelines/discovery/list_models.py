@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.cli_args import existing_dir
-from pipelines.engines.model_config import CONFIG_DIR, ModelConfigError, load_configs
+from pipelines.engines.config_yaml import CONFIG_DIR, load_configs
+from pipelines.engines.model_schema import ModelConfigError
 from pipelines.terminal_output import add_format_argument, print_rows
 from store.errors import UsageError
 

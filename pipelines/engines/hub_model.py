@@ -5,7 +5,7 @@ HF_ENDPOINT, HF_HOME and HF_HUB_OFFLINE):
 
 1. the revision (default `main`) to the commit it points to now (the model-info API);
 2. that commit's `config.json`, so that a model needing remote code is refused before its
-   weights are fetched (`pipelines.engines.model_config` builds the config from it);
+   weights are fetched (`pipelines.engines.config_from_checkpoint` builds the config from it);
 3. that commit's snapshot (config, tokenizer and processor files and one weights format)
    into the Hugging Face cache: the engines load from that local folder.
 

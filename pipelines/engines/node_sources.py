@@ -18,7 +18,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.engines.model_config import ModelConfig, hub_revision
+from pipelines.engines.model_revisions import hub_revision
+from pipelines.engines.model_schema import ModelConfig
 from store.errors import UsageError
 from store.model_mirror import (
     MIRRORS,

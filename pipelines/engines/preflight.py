@@ -27,7 +27,8 @@ from typing import Any
 from jinja2 import TemplateError
 
 from pipelines.engines.checkpoint_files import needs_remote_code
-from pipelines.engines.model_config import ModelConfig, hub_revision
+from pipelines.engines.model_revisions import hub_revision
+from pipelines.engines.model_schema import ModelConfig
 
 # Engines that load a checkpoint on our workers; http and the baselines skip these checks.
 # How each engine treats a row whose prompt + max_tokens exceeds the context. hf: ours

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.model_schema import ModelConfig
 
 # Request rows checked per setup (text, dotted, full; GeoBuild's text or image rows).
 CANARY_ROWS = 2

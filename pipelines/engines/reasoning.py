@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.engines.model_config import REASONING_END, ModelConfig
+from pipelines.engines.model_fields import REASONING_END
+from pipelines.engines.model_schema import ModelConfig
 
 # Result column: the row ran out of its budget (null for models that do not reason).
 OUT_OF_BUDGET = "out_of_budget"

@@ -23,7 +23,7 @@ from pipelines.cli_args import (
     seed_int,
     temperature_float,
 )
-from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.model_schema import ModelConfig
 
 # Sampling fields that only some models set (their authors' advice, a thinking budget): left
 # out of the dumps while unset, so request keys and settings records of every other model

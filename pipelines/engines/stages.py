@@ -20,7 +20,9 @@ import pyarrow as pa
 
 from actors.api_key import BadKeyError, checked_key
 from actors.contract import ENGINE_OUTPUT, numpy_columns, object_array, prompt_ids_digest
-from pipelines.engines.model_config import BASELINES, ModelConfig, api_model, hub_revision
+from pipelines.engines.engine_kinds import BASELINES
+from pipelines.engines.model_revisions import api_model, hub_revision
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.placement_groups import use_strict_pack
 from pipelines.engines.reasoning import (
     OUT_OF_BUDGET,
@@ -317,7 +319,7 @@ def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
     """Ray's processor for the model (not yet applied to a dataset)."""
     from ray.data.llm import build_processor
 
-    from pipelines.engines.model_config import REASONING_END
+    from pipelines.engines.model_fields import REASONING_END
 
     config = vllm_processor_config(cfg, opts, has_images=cfg.modality == "image-text")
     end = REASONING_END[cfg.reasoning_parser] if cfg.reasoning_parser else None

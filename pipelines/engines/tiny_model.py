@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.cli_args import output_dir, seed_int
-from pipelines.engines.model_config import PROVENANCE_FILE
+from pipelines.engines.config_from_checkpoint import PROVENANCE_FILE
 from store.errors import UsageError
 
 KINDS = ("llm", "vlm", "thinking")

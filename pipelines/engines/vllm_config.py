@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipelines.engines.model_config import ModelConfig, hub_revision
+from pipelines.engines.model_revisions import hub_revision
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.node_sources import NodeSources
 from pipelines.engines.plain_tokenizer import TOKENIZER_FILES, plain_tokenizer, staged_copy
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ray.llm._internal.batch.stages.base import StatefulStageUDF
 
-from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.placement_groups import made_count, remove_made_since
 from pipelines.engines.stages import (
     LIGHT_CPUS,

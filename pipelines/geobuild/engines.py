@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, resolve_model
+from pipelines.engines.engine_kinds import BASELINES
+from pipelines.engines.model_resolution import resolve_model
+from pipelines.engines.model_schema import ModelConfig, ModelConfigError
 from pipelines.engines.stages import STAGES, EngineOptions, MissingKeyError, api_key
 from pipelines.suggest import did_you_mean
 from store.errors import UsageError

@@ -33,12 +33,8 @@ from pipelines.cli_args import (
     replicas_int,
     seed_int,
 )
-from pipelines.engines.model_config import (
-    ModelConfig,
-    ModelConfigError,
-    add_model_arguments,
-    config_engine,
-)
+from pipelines.engines.model_resolution import add_model_arguments, config_engine
+from pipelines.engines.model_schema import ModelConfig, ModelConfigError
 from pipelines.engines.node_sources import check_shared_results, node_sources
 from pipelines.engines.prompt_canary import CanaryError, check_model_prompts
 from pipelines.engines.requests import add_sampling_arguments
@@ -548,7 +544,7 @@ def sweep_model(
     """
     import os
 
-    from pipelines.engines.model_config import BASELINES
+    from pipelines.engines.engine_kinds import BASELINES
 
     if cfg.engine in BASELINES:
         print(f"GeoBuild not run for {cfg.name}: {cfg.engine} is a NoReGeo answer baseline")

@@ -29,16 +29,9 @@ from pipelines.cli_args import (
     seconds_float,
     share,
 )
-from pipelines.engines.model_config import (
-    BASELINES,
-    CHECKPOINT_ENGINES,
-    ENGINES,
-    ModelConfig,
-    ModelConfigError,
-    add_model_arguments,
-    config_engine,
-    resolve_model,
-)
+from pipelines.engines.engine_kinds import BASELINES, CHECKPOINT_ENGINES, ENGINES
+from pipelines.engines.model_resolution import add_model_arguments, config_engine, resolve_model
+from pipelines.engines.model_schema import ModelConfig, ModelConfigError
 from pipelines.engines.placement_groups import removed_when_done
 from pipelines.engines.preflight import PreflightError, check_model
 from pipelines.engines.prompt_canary import CanaryError

@@ -10,7 +10,7 @@ from typing import Any
 
 from geometry.answers import grammar_for
 from geometry.tasks.options import DEFAULT_OPTIONS
-from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.requests import SamplingConfig
 from pipelines.noregeo.run_settings import recorded_settings
 from store.errors import UsageError

@@ -4,7 +4,7 @@ Static HTML pages of 10 (DIR/index.html, DIR/page-NNN.html) with a CSV download,
 as the paper ran its evaluation: a training page, an examination page, control items mixed
 into every page from their own pool, 10 minutes per page and 3 annotators per item; the
 answer key and the item roles outside DIR (`--key`, default DIR.key.json); see
-pipelines/noregeo/human.py and pipelines/noregeo/human_quality.py.
+pipelines/noregeo/human_export_pages.py and pipelines/noregeo/human_quality.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from pipelines.cli_args import (
     share,
     share_below_one,
 )
-from pipelines.noregeo.human import default_key, export_pages
+from pipelines.noregeo.human_export_pages import export_pages
+from pipelines.noregeo.human_key import default_key
 from pipelines.noregeo.human_quality import (
     DEFAULT_OVERLAP,
     DEFAULT_PAGE_TIME_LIMIT,

@@ -4,7 +4,7 @@ Annotators checked on the examination and control items of `--key` (the export's
 who failed the examination is excluded, and the import says so), the votes of each scored
 item aggregated over the annotators kept (numeric answers within +-0.5 agree; ties reported),
 scored like a model and stored as the model `human` (dotted setup); see
-pipelines/noregeo/human.py, human_quality.py and human_votes.py.
+pipelines/noregeo/human_import_votes.py, human_quality.py and human_votes.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from pipelines.cli_args import existing_dir, existing_file, output_dir, share
-from pipelines.noregeo.human import ImportSummary, import_annotations
+from pipelines.noregeo.human_import_votes import ImportSummary, import_annotations
 from pipelines.noregeo.human_quality import (
     DEFAULT_MIN_CONTROL_ACCURACY,
     DEFAULT_QUALIFICATION_PASS,

@@ -3,14 +3,14 @@ training, an examination, control tasks, 10 items and 10 minutes per page, sever
 annotators per item.
 
 Export: the scored items are the models' items: every dotted item of `--items`, shuffled,
-none set aside. Training, examination and control items come from their own pool, drawn
-with another seed by the same generators and stratified by task (pipelines/noregeo/human.py
-builds it): a training page of PAGE_SIZE items whose answers are shown, an examination page
-of PAGE_SIZE items an annotator must pass before their pages count, and control items,
-round(S x PAGE_SIZE) slots of every page (at least 1 when S > 0), cycled through the pool in
-task order and placed at random positions, so a control looks like any other item. None of
-them is ever scored as the human result. The roles and the page plan go to the key file,
-outside the pages.
+none set aside. Training, examination and control items come from their own pool, drawn with
+another seed by the same generators and stratified by task
+(pipelines/noregeo/human_export_pages.py builds it): a training page of PAGE_SIZE items
+whose answers are shown, an examination page of PAGE_SIZE items an annotator must pass
+before their pages count, and control items, round(S x PAGE_SIZE) slots of every page (at
+least 1 when S > 0), cycled through the pool in task order and placed at random positions,
+so a control looks like any other item. None of them is ever scored as the human result. The
+roles and the page plan go to the key file, outside the pages.
 
 Import: an annotator whose examination accuracy is below the pass mark (or who took no
 examination when the export had one) is excluded, and so is one whose control accuracy is

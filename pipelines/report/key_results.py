@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from geometry.item import SETUPS
-from pipelines.engines.model_config import BASELINES
+from pipelines.engines.engine_kinds import BASELINES
 from pipelines.noregeo.summarize import every_item
 from pipelines.report import tables as rt
 from pipelines.report.chance import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from geometry.item import SETUPS
-from pipelines.engines.model_config import BASELINES
+from pipelines.engines.engine_kinds import BASELINES
 from pipelines.engines.reasoning import OUT_OF_BUDGET
 from pipelines.noregeo.summarize import accuracy_table, answered, pair_consistency
 from pipelines.report.chance import above_chance, random_baselines

@@ -15,7 +15,9 @@ import numpy as np
 import pyarrow as pa
 
 from geometry.item import IMAGE_SETUPS, SETUPS
-from pipelines.engines.model_config import BASELINES, OUTPUT_TOKENS_PER_ROW, ModelConfig
+from pipelines.engines.engine_kinds import BASELINES
+from pipelines.engines.model_fields import OUTPUT_TOKENS_PER_ROW
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.requests import SamplingConfig, add_requests
 from pipelines.sweep.capacity import GPUCapacity
 from store.records import model_dir

@@ -47,12 +47,15 @@ from pipelines.cli_args import (
     seconds_float,
     seed_int,
 )
+from pipelines.engines.config_yaml import load_configs
+from pipelines.engines.engine_kinds import BASELINES
 from pipelines.engines.gpu_request import GPURequest
-from pipelines.engines.model_config import BASELINES, ModelConfig, ModelConfigError, load_configs
+from pipelines.engines.model_schema import ModelConfig, ModelConfigError
 from pipelines.engines.requests import SamplingConfig, add_sampling_arguments
 from pipelines.engines.stages import EngineOptions
 from pipelines.noregeo.generate import MANIFEST, MIN_IMAGE_SIZE, parse_list, read_manifest
 from pipelines.noregeo.run_settings import EvaluateSettings
+from pipelines.noregeo.task_selection import TASKS_HELP, select_tasks
 from pipelines.sweep.capacity import (
     BOOTSTRAP_CONFIG,
     GPUCapacity,
@@ -98,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--items", type=output_location, help="item dir (default RESULTS/items)")
     parser.add_argument("--per-task", type=per_task_int, default=100, help="items per task")
-    parser.add_argument("--tasks", default="all", help="comma-separated task IDs, or all")
+    parser.add_argument("--tasks", default="all", help=TASKS_HELP)
     parser.add_argument(
         "--image-size", type=image_size_int(MIN_IMAGE_SIZE), default=448,
         help="image side in pixels of generated items",
@@ -400,7 +403,6 @@ def _start_ray(out: Location) -> None:
 def run(args: argparse.Namespace) -> int:
     """Plan, generate or reuse items, run what can run here, report the rest."""
     benchmarks = parse_list(args.benchmarks, BENCHMARKS, "benchmarks")
-    tasks = parse_list(args.tasks, list(all_tasks()), "task IDs")
     configs = _select_configs(args.models, args.only)
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
@@ -408,6 +410,13 @@ def run(args: argparse.Namespace) -> int:
     if items.exists() and not items.is_dir():
         raise UsageError(f"--items {items} is a file; give a directory")
     manifest, files = _items_state(items, args.per_task)
+    # As `evaluate` reads --tasks: from the items there are, or from every task when the
+    # sweep generates them (the plan counts rows per task of the manifest).
+    tasks = (
+        select_tasks(args.tasks, manifest["tasks"], str(items))
+        if manifest
+        else select_tasks(args.tasks, list(all_tasks()))
+    )
     limit = args.per_task if manifest and args.per_task < manifest["per_task"] else None
     sampling = SamplingConfig.from_args(args)
     probe_grid = read_grid(args.probes) if args.probes else None

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.model_schema import ModelConfig
 from store.storage import Location
 from store.yaml_file import YAMLBoundError, load_bounded
 

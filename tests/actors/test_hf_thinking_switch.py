@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from actors.hf_engine import PromptRenderer
-from pipelines.engines.model_config import load_config
+from pipelines.engines.config_yaml import load_config
 from pipelines.engines.stages import EngineOptions, hf_engine_kwargs
 from tests.conftest import REPO
 

@@ -341,7 +341,7 @@ def test_unknown_constraint_is_refused_by_name() -> None:
 
 
 def test_http_stage_passes_the_configs_constraint_to_the_engine(ray_local: Any) -> None:
-    from pipelines.engines.model_config import ModelConfig
+    from pipelines.engines.model_schema import ModelConfig
     from pipelines.engines.stages import EngineOptions, http_stage
 
     class Recorder:
@@ -370,7 +370,7 @@ def test_http_stage_passes_the_configs_constraint_to_the_engine(ray_local: Any) 
 
 def _recorded_stage(monkeypatch: pytest.MonkeyPatch, key: str | None) -> dict[str, Any]:
     """The map_batches arguments http_stage gives Ray, with $KEY_ENV set to `key`."""
-    from pipelines.engines.model_config import ModelConfig
+    from pipelines.engines.model_schema import ModelConfig
     from pipelines.engines.stages import EngineOptions, http_stage
 
     if key is None:

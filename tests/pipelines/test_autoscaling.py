@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.engines.model_config import load_configs
+from pipelines.engines.config_yaml import load_configs
 from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.tiny_model import build_tiny_model
 from pipelines.noregeo.generate import MANIFEST

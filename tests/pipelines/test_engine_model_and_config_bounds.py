@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.engines.model_config import ModelConfigError, load_config, resolve_model
+from pipelines.engines.config_yaml import load_config
+from pipelines.engines.model_resolution import resolve_model
+from pipelines.engines.model_schema import ModelConfigError
 from pipelines.noregeo.generate import MANIFEST
 from tests.conftest import REPO
 

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from pipelines.cli import main
-from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.stages import (
     KEPT_PARAMS,
     KEPT_PROMPT,
@@ -275,7 +275,7 @@ def test_paper_qwen3_answers_one_shot_with_its_grammar_from_the_first_token(
 ) -> None:
     """The paper's protocol: thinking off by Qwen3's template switch, no reasoning parser (so
     the grammar is not deferred past a reasoning block), no thinking budget on the request."""
-    from pipelines.engines.model_config import load_config
+    from pipelines.engines.config_yaml import load_config
     from pipelines.engines.requests import SamplingConfig, sampling_params
 
     cfg = load_config(REPO / "configs" / "models" / f"{name}.yaml")

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines.cli import main
-from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.preflight import ContextReport
 from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.stages import LIGHT_CPUS, baseline_stage

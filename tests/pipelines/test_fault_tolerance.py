@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from geometry.item import SETUPS
-from pipelines.engines.model_config import resolve_model
+from pipelines.engines.model_resolution import resolve_model
 from pipelines.engines.ray_reaper import descendants
 from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.stages import EngineOptions, oracle_actor_stage

@@ -11,7 +11,7 @@ import pytest
 import pipelines.engines.gpu_request as gpu_request
 import pipelines.engines.stages as stages
 import pipelines.sweep.capacity as capacity
-from pipelines.engines.model_config import load_configs
+from pipelines.engines.config_yaml import load_configs
 from pipelines.sweep.capacity import GPUCapacity
 from tests.conftest import REPO
 

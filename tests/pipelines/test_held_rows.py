@@ -119,8 +119,9 @@ def test_ctrl_c_keeps_the_finished_conversations_of_a_geobuild_round(tmp_path: P
     from tests.conftest import SHARED
 
     out, marker = tmp_path / "out", tmp_path / "answered"
-    args = ["--dataset", str(SHARED / "geobuildbench"), "--engine", "solver"]
-    args += ["--model", str(SHARED / "geobuildbench"), "--first", str(GEOBUILD_PROBLEMS), "--max-rounds", "1"]
+    data = str(SHARED / "geobuildbench")
+    args = ["--dataset", data, "--engine", "solver", "--model", data]
+    args += ["--first", str(GEOBUILD_PROBLEMS), "--max-rounds", "1"]
     args += ["--batch-size", "1", "--shard-rows", "1000", "--out", str(out)]
     command = [sys.executable, "-m", "tests.pipelines.geobuild_held_scenario", str(marker)]
     code, stderr = _signal_once_answered([*command, *args], marker, signal.SIGINT)

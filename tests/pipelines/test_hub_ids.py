@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.engines.hub_model import HubId, parse_hub_id
-from pipelines.engines.model_config import ModelConfigError, resolve_model
+from pipelines.engines.model_resolution import resolve_model
+from pipelines.engines.model_schema import ModelConfigError
 from pipelines.engines.tiny_model import MAX_POSITIONS
 from tests.conftest import REPO
 from tests.pipelines.fake_hub import FakeHub, fake_hub

@@ -21,14 +21,9 @@ import pytest
 
 from geometry.answers import parse_answer, score_answer
 from pipelines import cli
-from pipelines.noregeo.human import (
-    COLUMNS,
-    default_key,
-    dotted_items,
-    normalise,
-    question_text,
-    read_annotations,
-)
+from pipelines.noregeo.human_answers import COLUMNS, normalise, read_annotations
+from pipelines.noregeo.human_items import dotted_items, question_text
+from pipelines.noregeo.human_key import default_key
 from pipelines.noregeo.human_pages import QUALIFICATION_PAGE, TRAINING_PAGE
 from pipelines.noregeo.human_quality import (
     CONTROL,

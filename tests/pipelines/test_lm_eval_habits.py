@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -15,6 +16,7 @@ from pipelines import cli
 from pipelines.engines import local_builds
 from pipelines.noregeo.sample_log import write_sample_logs
 from pipelines.noregeo.task_selection import select_tasks
+from pipelines.sweep import run as sweep_run
 from store.errors import UsageError
 
 IDS = list(all_tasks())
@@ -74,6 +76,68 @@ def test_tasks_that_select_nothing_of_the_items_are_one_line_and_nothing_is_writ
     assert cli.main([*argv, "--tasks", "U-", "--out", str(out)]) == 2
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and "--tasks U- selects no task of" in lines[0], lines
+    assert not out.exists()
+
+
+def _sweep_plans(tasks: str, out: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The task ids a dry-run `sweep --tasks TASKS` plans for (no Ray, nothing written)."""
+    planned: list[list[str]] = []
+    real_plan = sweep_run.plan
+
+    def recording_plan(*args: Any, **kwargs: Any) -> Any:
+        planned.append(list(args[3]))  # plan(configs, manifest, files, tasks, ...)
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr(sweep_run, "plan", recording_plan)
+    argv = ["sweep", "--out", str(out), "--only", "oracle", "--gpus", "0", "--dry-run"]
+    assert cli.main([*argv, "--per-task", "1", "--tasks", tasks]) == 0
+    (tasks_planned,) = planned
+    return tasks_planned
+
+
+def test_sweep_tasks_take_names_and_categories_as_evaluate_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recomputed from the registry's own fields, not from the id prefixes the selection
+    reads: a name is one task, a category its kind and category."""
+    registry = all_tasks().items()
+    (midpoint,) = [t for t, task in registry if task.name == "midpoint"]
+    n_bct = [
+        t for t, task in registry
+        if task.kind == "numeric" and task.category == "Basic coordinate tasks"
+    ]  # fmt: skip
+    assert _sweep_plans("midpoint", tmp_path / "a", monkeypatch) == [midpoint]
+    assert _sweep_plans("N-BCT", tmp_path / "b", monkeypatch) == n_bct
+    assert _sweep_plans("collinearity,N-BCT", tmp_path / "c", monkeypatch) == [
+        "C-BCT-CT", *n_bct,
+    ]  # fmt: skip
+    assert not any((tmp_path / d).exists() for d in "abc")
+
+
+@pytest.mark.parametrize(
+    ("tasks", "says"),
+    [
+        ("colinearity", "did you mean collinearity"),  # names are suggested, not only ids
+        ("U-PAP-PT", "--tasks U-PAP-PT selects no task of"),  # a task the items lack
+    ],
+)
+def test_sweep_tasks_that_select_nothing_are_one_line_before_ray_or_any_write(
+    tasks: str,
+    says: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_ray(_out: object) -> None:
+        raise AssertionError("Ray started before --tasks was checked")
+
+    monkeypatch.setattr(sweep_run, "_start_ray", no_ray)
+    items = _items(tmp_path / "items", ["C-BCT-CT"])
+    out = tmp_path / "out"
+    argv = ["sweep", "--out", str(out), "--items", str(items), "--only", "oracle"]
+    assert cli.main([*argv, "--gpus", "0", "--per-task", "1", "--tasks", tasks]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and says in lines[0], lines
     assert not out.exists()
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from pipelines import cli
 from pipelines.engines import local_builds
-from pipelines.engines.model_config import resolve_model
+from pipelines.engines.model_resolution import resolve_model
 
 REAL = "smollm2-135m-instruct"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from geometry.item import SETUPS
-from pipelines.engines.model_config import load_configs
+from pipelines.engines.config_yaml import load_configs
 from pipelines.engines.ray_reaper import descendants
 from pipelines.engines.requests import SamplingConfig
 from pipelines.noregeo.generate import MANIFEST

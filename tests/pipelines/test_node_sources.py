@@ -17,7 +17,8 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.engines import node_sources as ns
-from pipelines.engines.model_config import ModelConfig, checkpoint_config
+from pipelines.engines.config_from_checkpoint import checkpoint_config
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.stages import EngineOptions, build_vllm_processor
 from store.model_mirror import MANIFEST, MIRRORS, MirrorError, folder_files, read_manifest
 from store.storage import RemotePath, location

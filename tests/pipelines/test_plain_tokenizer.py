@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.plain_tokenizer import adds_special_tokens, plain_tokenizer
 from pipelines.engines.tiny_model import BOS, EOS, IMAGE, PAD, TEXT_CHAT_TEMPLATE, byte_bpe
 from pipelines.engines.vllm_config import processor_config

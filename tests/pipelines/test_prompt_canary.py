@@ -13,7 +13,7 @@ import pytest
 
 from actors.contract import image_part
 from pipelines.cli import main
-from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.prompt_canary import (
     CanaryError,
     Expected,

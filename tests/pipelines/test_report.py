@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from pipelines import cli
-from pipelines.noregeo.human import dotted_items
+from pipelines.noregeo.human_items import dotted_items
 from pipelines.noregeo.summarize import load_results
 
 BASELINES = ("oracle", "random", "constant")

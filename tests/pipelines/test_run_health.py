@@ -6,7 +6,7 @@ import json
 
 import polars as pl
 
-from pipelines.engines.model_config import ModelConfig
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.requests import SamplingConfig
 from pipelines.noregeo.run_health import run_health
 

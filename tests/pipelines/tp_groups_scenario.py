@@ -49,7 +49,7 @@ def main(folder: Path) -> None:
     import ray
     import torch
 
-    from pipelines.engines.model_config import checkpoint_config
+    from pipelines.engines.config_from_checkpoint import checkpoint_config
     from pipelines.engines.tiny_model import build_tiny_model
     from pipelines.noregeo.evaluate import evaluate
     from pipelines.noregeo.generate import generate

@@ -39,7 +39,8 @@ from typing import Any
 
 import pytest
 
-from pipelines.engines.model_config import CONFIG_DIR, ModelConfig, load_configs
+from pipelines.engines.config_yaml import CONFIG_DIR, load_configs
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.prompt_canary import expected, failed_check
 from tests.conftest import REPO
 

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from pipelines.engines.model_config import CONFIG_DIR, ModelConfig, load_configs
+from pipelines.engines.config_yaml import CONFIG_DIR, load_configs
+from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.vllm_config import processor_config, tokenizer_source
 
 # What a SentencePiece-style conversion puts where Tekken splits with its regex.

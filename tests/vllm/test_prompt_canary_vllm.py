@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pipelines.cli as cli
-from pipelines.engines.model_config import resolve_model
+from pipelines.engines.model_resolution import resolve_model
 from pipelines.engines.prompt_canary import CanaryError, check_model_prompts
 from pipelines.engines.requests import SamplingConfig, add_requests
 from pipelines.engines.stages import EngineOptions

