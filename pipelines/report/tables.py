@@ -17,7 +17,8 @@ from geometry.item import SETUPS
 from pipelines.engines.model_config import BASELINES
 from pipelines.engines.reasoning import OUT_OF_BUDGET
 from pipelines.noregeo.summarize import accuracy_table, answered, pair_consistency
-from pipelines.report.chance import above_chance, random_baselines
+from pipelines.report.chance import above_chance, interval_text, random_baselines
+from pipelines.report.html_page import INTERVAL_SUFFIX
 from store.shards import ERROR_COLUMN
 
 HUMAN = "human"
@@ -147,6 +148,33 @@ def table2(df: pl.DataFrame) -> pl.DataFrame:
         .sort("_s", "_m")
         .drop("_s", "_m")
     )
+
+
+def table2_with_intervals(table: pl.DataFrame, df: pl.DataFrame) -> pl.DataFrame:
+    """`table` (table2 of `df`) with each accuracy column followed by `<column>, 95%
+    interval`: the cell's 95% Wilson interval over its items, "[low, high]" (%). Rows stay
+    in `table`'s order, so table2_marks' (row, column) keys hold for it."""
+    groups = table.columns[2:]
+    coded = with_codes(df)
+    parts = [coded]
+    if NSCP_WITHOUT_TTT in groups:
+        without = coded.filter((pl.col("group") == "N-SCP") & (pl.col("task") != TRIANGLE_TYPE))
+        parts.append(without.with_columns(group=pl.lit(NSCP_WITHOUT_TTT)))
+    counts = (
+        pl.concat([p.select("setup", "model", "group", "correct") for p in parts])
+        .drop_nulls("correct")  # the same rows table2's mean counts
+        .group_by("setup", "model", "group")
+        .agg(pl.col("correct").sum().alias("right"), pl.len().alias("n"))
+    )
+    spans = counts.with_columns(
+        pl.struct("right", "n")
+        .map_elements(lambda c: interval_text(c["right"], c["n"]), return_dtype=pl.String)
+        .alias("span")
+    ).pivot(on="group", index=["setup", "model"], values="span")
+    spans = spans.rename({g: g + INTERVAL_SUFFIX for g in groups if g in spans.columns})
+    joined = table.join(spans, on=["setup", "model"], how="left", maintain_order="left")
+    ordered = [c for g in groups for c in (g, g + INTERVAL_SUFFIX) if c in joined.columns]
+    return joined.select("setup", "model", *ordered)
 
 
 def table2_marks(
