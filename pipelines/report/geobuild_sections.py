@@ -23,7 +23,7 @@ import polars as pl  # noqa: E402
 
 from geometry.dsl.dataset import NOTHING_TO_JUDGE  # noqa: E402
 from pipelines.cli_args import read_utf8  # noqa: E402
-from pipelines.report.figures import DPI, PLAIN  # noqa: E402
+from pipelines.report.figures import DPI, MIN_TEXT_PT, PLAIN  # noqa: E402
 from pipelines.report.html_page import Figure, Heading, Section  # noqa: E402
 from pipelines.report.html_page import table_blocks as _tables  # noqa: E402
 from store.errors import UsageError  # noqa: E402
@@ -294,7 +294,9 @@ def success_by_round_figure(by_round: pl.DataFrame, path: Path) -> Path:
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
     ax.set_title("GeoBuild: success by round (solid: ours; dashed: public rule)", fontsize=9)
-    legend = ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    legend = ax.legend(
+        fontsize=MIN_TEXT_PT, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False
+    )
     for text in legend.get_texts():
         text.set(**PLAIN)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")

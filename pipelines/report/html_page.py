@@ -33,6 +33,11 @@ FOLD_ROWS = 12
 # doubled a wide table's width); the CSV and Markdown copies keep it as its own column.
 INTERVAL_SUFFIX = ", 95% interval"
 
+# The widest a figure is shown in a 1280 px window (measured in Chromium: the body's
+# max-width and 1em padding, the figure's 1.5em right margin); a wider PNG is scaled down to
+# it (img max-width 100%), a narrower one shown at its natural size.
+FIGURE_MAX_PX = 1224
+
 # Column heads as the page prints them; the CSV and Markdown copies keep the names programs
 # read. A head not listed prints as it is (task IDs, model names, prose already).
 HEADINGS = {
