@@ -103,12 +103,12 @@ def panel_heatmap(
     cmap, norm, shade = _colours(kind, values)
     # Cells sized for CELL_TEXT_PT numbers (at 6 pt they were ~6 px tall; issue 39).
     across = len(panels)
-    column = min(COLUMN_IN[1], (MAX_WIDTH_IN - 1.8 - 0.9 * across) / (across * len(models)))
-    if column < COLUMN_IN[0]:  # too many models to set the setups side by side
+    column_in = min(COLUMN_IN[1], (MAX_WIDTH_IN - 1.8 - 0.9 * across) / (across * len(models)))
+    if column_in < COLUMN_IN[0]:  # too many models to set the setups side by side
         across = 1
-        column = max(0.3, min(COLUMN_IN[1], (MAX_WIDTH_IN - 2.7) / len(models)))
+        column_in = max(0.3, min(COLUMN_IN[1], (MAX_WIDTH_IN - 2.7) / len(models)))
     down = len(panels) // across
-    width = max(4.5, 1.8 + across * (column * len(models) + 0.9))
+    width = max(4.5, 1.8 + across * (column_in * len(models) + 0.9))
     # 0.3 in a task row; a stacked panel adds its title and gap (1.2 in).
     height = max(3.0, 1.6 + down * 0.3 * len(labels) + (down - 1) * 1.2)
     fig, axes = plt.subplots(
