@@ -74,8 +74,10 @@ def panel_heatmap(
     path: Path,
     kind: str,
     references: list[str] | tuple[str, ...] = (),
+    tags: dict[str, str] | None = None,
 ) -> Path:
     """One heatmap panel per entry of `panels` (panel title -> wide frame), side by side.
+    The references' columns come last, italic, labelled with their tag (reference_label).
 
     Every frame has the row labels (task IDs) in its first column and one column per model;
     rows and models are aligned across panels (a model or task a panel lacks is grey).
@@ -119,7 +121,8 @@ def panel_heatmap(
     for p, (name, ax) in enumerate(zip(panels, axes.flat, strict=True)):
         image = ax.imshow(np.ma.masked_invalid(shade[p]), cmap=cmap, norm=norm, aspect="auto")
         ax.set_facecolor(MISSING)  # a model that did not run the task stays grey
-        ax.set_xticks(range(len(models)), models, rotation=45, ha="right", fontsize=MIN_TEXT_PT,
+        names = [reference_label(m, tags or {}) if m in references else m for m in models]
+        ax.set_xticks(range(len(models)), names, rotation=45, ha="right", fontsize=MIN_TEXT_PT,
                       **PLAIN)  # fmt: skip
         for tick, model in zip(ax.get_xticklabels(), models, strict=True):
             tick.set_fontstyle("italic" if model in references else "normal")

@@ -19,7 +19,10 @@ TAG_MEANINGS = {
     rt.RANDOM_WEIGHTS: "config weights: random, a randomly initialised model whose answers "
     "are noise",
     rt.BASELINE: "a reference answerer, not a model (oracle = upper bound, random = chance, "
-    "constant = one fixed answer, solver = GeoBuild's numerical solver)",
+    "constant = one fixed answer)",
+    rt.SOLVER_TAG: "GeoBuild's numerical solver, its programs run through the agent loop: "
+    "the upper bound, not a model",
+    rt.REPLAY_TAG: "scripted GeoBuild replies replayed through the agent loop, not a model",
 }
 
 

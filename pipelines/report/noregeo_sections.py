@@ -279,7 +279,12 @@ def task_figure_section(scored: pl.DataFrame, out: Path, refs: list[str], value:
     if not panels:
         return section
     path = panel_heatmap(
-        panels, f"{what}: tasks x models per setup", out / f"figures/{value}_tasks.png", value, refs
+        panels,
+        f"{what}: tasks x models per setup",
+        out / f"figures/{value}_tasks.png",
+        value,
+        refs,
+        rt.model_tags(scored),
     )
     section.blocks.append(
         Figure(
@@ -347,6 +352,7 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
         out / "figures/gap_tasks.png",
         "gap",
         refs,
+        rt.model_tags(df),
     )
     section.blocks.append(
         Figure(

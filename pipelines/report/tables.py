@@ -26,6 +26,9 @@ HUMAN = "human"
 WEIGHTS = "weights"
 RANDOM_WEIGHTS = "random weights"
 BASELINE = "baseline"
+# GeoBuild's rows that are no model: the numerical solver's programs and scripted replies.
+SOLVER_TAG = "solver"
+REPLAY_TAG = "program replay"
 KIND_PREFIX = {"classification": "C", "numeric": "N", "unstable": "U"}
 SETUP_TITLES = {
     "text": "Text",

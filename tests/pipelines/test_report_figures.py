@@ -102,3 +102,24 @@ def test_every_figure_text_is_legible_at_1280_px(
         if shown < MIN_TEXT_PX:
             small[path.name] = f"{text!r}: {pt:g} pt, {width} px wide -> {shown:.1f} px"
     assert not small, small
+
+
+def test_heatmap_columns_of_references_say_what_they_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 39: a heatmap's random-weight and baseline columns were only italic; their
+    labels now carry the tag, as the gap figure's legend does (figures.reference_label)."""
+    labels: list[str] = []
+    original = matplotlib.figure.Figure.savefig
+
+    def savefig(fig: matplotlib.figure.Figure, path: Any, **kwargs: Any) -> None:
+        labels.extend(t.get_text() for t in fig.axes[0].get_xticklabels())
+        original(fig, path, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
+    panels = {"Text": _wide("task", TASKS[:3], MODELS, 1.0)}
+    figures.panel_heatmap(panels, "Accuracy", tmp_path / "a.png", "accuracy", REFERENCES, TAGS)
+    assert labels == [
+        *UNDER_TEST, "tiny-vlm (random weights)", "oracle (baseline)", "random (baseline)",
+        "constant (baseline)",
+    ]  # fmt: skip
