@@ -292,9 +292,15 @@ def table3_over_tasks(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# Table 3's setup columns: the head says what the ± is (the spread across models and tasks,
+# not an uncertainty; issue 39: "50.0 ± 0.0" from 8 items read as certain), so the CSV and
+# Markdown copies, which have no caption, say it too.
+TABLE3_SPREAD = ": mean ± sd over model × task"
+
+
 def table3(long: pl.DataFrame) -> pl.DataFrame:
     """Paper Table 3 layout: one row per category, `mean ± std` per setup (from
-    table3_over_tasks)."""
+    table3_over_tasks), each setup's head ending in TABLE3_SPREAD."""
     if long.is_empty():
         return pl.DataFrame()
     cells = long.with_columns(
@@ -308,7 +314,8 @@ def table3(long: pl.DataFrame) -> pl.DataFrame:
     )
     wide = cells.pivot(on="setup", index="Task category", values="cell").sort("Task category")
     present = [s for s in SETUPS if s in wide.columns]
-    return wide.select("Task category", *present).rename({s: SETUP_TITLES[s] for s in present})
+    heads = {s: SETUP_TITLES[s] + TABLE3_SPREAD for s in present}
+    return wide.select("Task category", *present).rename(heads)
 
 
 def paper_headline(cells: pl.DataFrame) -> pl.DataFrame:
