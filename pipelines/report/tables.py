@@ -314,7 +314,7 @@ def table3(long: pl.DataFrame) -> pl.DataFrame:
     )
     wide = cells.pivot(on="setup", index="Task category", values="cell").sort("Task category")
     present = [s for s in SETUPS if s in wide.columns]
-    heads = {s: SETUP_TITLES[s] + TABLE3_SPREAD for s in present}
+    heads: dict[str, str] = {s: SETUP_TITLES[s] + TABLE3_SPREAD for s in present}
     return wide.select("Task category", *present).rename(heads)
 
 
