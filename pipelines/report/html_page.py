@@ -2,8 +2,9 @@
 
 No network assets: the CSS is inline, figures are relative PNG files, and the only script is
 inline. It marks `<body data-images-loaded="N/M" data-images-ok="true|false"
-data-height="PX">` once the page has loaded, so a headless browser can check that every
-figure decoded and how tall the page is (folded parts closed).
+data-height="PX" data-widest-image="PX">` once the page has loaded, so a headless browser
+can check that every figure decoded, how tall the page is (folded parts closed) and how wide
+it shows the widest figure.
 Every table is also written as `tables/<name>.csv` and `tables/<name>.md`; text in all
 three is escaped (pipelines/report/escape.py), so a model called `<script>` stays text.
 
@@ -325,6 +326,8 @@ window.addEventListener("load", function () {
   document.body.dataset.imagesLoaded = ok + "/" + images.length;
   document.body.dataset.imagesOk = String(ok === images.length);
   document.body.dataset.height = String(document.documentElement.scrollHeight);
+  var widths = images.map(function (i) { return i.clientWidth; });
+  document.body.dataset.widestImage = String(Math.max.apply(null, widths.concat([0])));
 });
 """
 
