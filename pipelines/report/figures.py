@@ -111,11 +111,11 @@ def panel_heatmap(
         column_in = max(0.3, min(COLUMN_IN[1], (MAX_WIDTH_IN - 2.7) / len(models)))
     down = len(panels) // across
     width = max(4.5, 1.8 + across * (column_in * len(models) + 0.9))
-    # 0.3 in a task row; a stacked panel adds its title and gap (1.2 in).
-    height = max(3.0, 1.6 + down * 0.3 * len(labels) + (down - 1) * 1.2)
+    # 0.3 in a task row; a stacked panel adds its title and its own model names (1.6 in).
+    height = max(3.0, 1.6 + down * 0.3 * len(labels) + (down - 1) * 1.6)
     fig, axes = plt.subplots(
-        down, across, figsize=(width, height), sharey=across > 1, sharex=down > 1,
-        squeeze=False, layout="constrained",
+        down, across, figsize=(width, height), sharey=across > 1, squeeze=False,
+        layout="constrained",
     )  # fmt: skip
     image = None
     for p, (name, ax) in enumerate(zip(panels, axes.flat, strict=True)):

@@ -3,7 +3,8 @@ shows it in a 1280 px window (issue 39: Figure 1's cell numbers were about 6 px)
 shows a figure at its natural size up to FIGURE_MAX_PX wide and scales a wider one down
 (html_page), so a text of `pt` points in a PNG `width` pixels wide saved at `dpi` shows
 pt / 72 * dpi * min(1, FIGURE_MAX_PX / width) pixels tall. Drawn at the demo's size (25
-tasks, 3 setups, 6 models; 8 probe tasks in 8 panels) from frames in memory."""
+tasks, 3 setups, 6 models; 8 probe tasks in 8 panels) and a sweep's (16 models), from frames
+in memory."""
 
 from __future__ import annotations
 
@@ -45,11 +46,17 @@ def _long_gaps(key: str, keys: list[str]) -> pl.DataFrame:
 def _draw_every_figure(out: Path) -> None:
     setups = ["Text", "Text with dotted images", "Text with full images"]
     accuracy = {s: _wide("task", TASKS, MODELS, 1.0) for s in setups}
-    figures.panel_heatmap(accuracy, "Accuracy", out / "accuracy.png", "accuracy", REFERENCES)
+    figures.panel_heatmap(accuracy, "Accuracy", out / "accuracy.png", "accuracy", REFERENCES, TAGS)
+    # A sweep's 16 models: too many to set the setups side by side, so the panels stack.
+    sweep = [f"sweep-model-{i:02d}" for i in range(12)] + REFERENCES
+    many = {s: _wide("task", TASKS, sweep, 1.0) for s in setups}
+    figures.panel_heatmap(
+        many, "Accuracy", out / "accuracy_sweep.png", "accuracy", REFERENCES, TAGS
+    )
     mse = {s: _wide("task", TASKS[:10], MODELS, 3.7) for s in setups}
-    figures.panel_heatmap(mse, "MSE", out / "mse.png", "mse", REFERENCES)
+    figures.panel_heatmap(mse, "MSE", out / "mse.png", "mse", REFERENCES, TAGS)
     gap = _wide("task", [*TASKS, "mean"], MODELS, 0.4)
-    figures.panel_heatmap({"full - dotted": gap}, "Gap", out / "gap.png", "gap", REFERENCES)
+    figures.panel_heatmap({"full - dotted": gap}, "Gap", out / "gap.png", "gap", REFERENCES, TAGS)
     per_task = _long_gaps("task", TASKS)
     figures.gap_distribution(per_task, out / "gap_tasks.png", REFERENCES, "task", TAGS)
     codes = sorted({t.split("-")[1] for t in TASKS})
@@ -93,7 +100,7 @@ def test_every_figure_text_is_legible_at_1280_px(
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
     _draw_every_figure(tmp_path)
-    assert len(saved) == 7, [p.name for p, *_ in saved]  # every figure function drawn
+    assert len(saved) == 8, [p.name for p, *_ in saved]  # every figure function drawn
     small = {}
     for path, pt, text, dpi in saved:
         with Image.open(path) as image:
