@@ -240,7 +240,7 @@ def _table_html(table: Table, number: int, tags: dict[str, str]) -> str:
             kind = "num" if isinstance(v, int | float) else "txt"
             ref = " ref" if column in tags else ""
             tds.append(f'<td class="{kind}{ref}{_mark(table, r, column)}">{text}</td>')
-        reference = model_at is not None and list(row.values())[model_at] in tags
+        reference = model_at is not None and row["model"] in tags
         rows.append(
             f'<tr class="ref">{"".join(tds)}</tr>' if reference else f"<tr>{''.join(tds)}</tr>"
         )
