@@ -35,12 +35,12 @@ from pipelines.cli_args import (
 from pipelines.noregeo.summarize import load_results
 from pipelines.report.geobuild_sections import (
     AUDIT_PATH,
-    SOLVER,
     audit_section,
     found_audit,
     geobuild_lines,
     geobuild_section,
     geobuild_tables,
+    geobuild_tags,
     read_audit,
     solver_in_loop,
 )
@@ -50,7 +50,7 @@ from pipelines.report.noregeo_sections import missing_section, noregeo_sections,
 from pipelines.report.probe_sections import probe_sections
 from pipelines.report.provenance import run_records
 from pipelines.report.samples import samples_page
-from pipelines.report.tables import BASELINE, model_tags
+from pipelines.report.tables import model_tags
 from store.errors import UsageError
 from store.storage import Location
 
@@ -158,10 +158,9 @@ def _write_report(
         audit_note = ""
     geobuild = geobuild_tables(results)
     solver_ran = solver_in_loop(geobuild)
-    if solver_ran:
-        tags[SOLVER] = BASELINE
+    tags |= geobuild_tags(records, geobuild)
     sections += [
-        geobuild_section(results, out, geobuild),
+        geobuild_section(results, out, geobuild, tags),
         audit_section(audit, audit_note, solver_ran),
         *probe_sections(results, min_accuracy, out),
         provenance_section(records),

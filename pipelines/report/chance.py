@@ -34,6 +34,11 @@ def wilson_interval(correct: int, n: int) -> tuple[float, float]:
     return max(0.0, (centre - spread) * scale), min(100.0, (centre + spread) * scale)
 
 
+def interval_text(correct: int, n: int) -> str:
+    """The 95% Wilson interval of `correct` of `n` as a table prints it: "[low, high]" (%)."""
+    return "[{:.1f}, {:.1f}]".format(*wilson_interval(correct, n))
+
+
 def wilson_low(correct: int, n: int) -> float:
     """The lower end (%) of the 95% Wilson score interval of `correct` of `n`."""
     return wilson_interval(correct, n)[0] if n else 0.0

@@ -26,9 +26,23 @@ import polars as pl  # noqa: E402
 from matplotlib.colors import Normalize, TwoSlopeNorm  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from pipelines.report.html_page import FIGURE_MAX_PX  # noqa: E402
+
 DPI = 110
+# Legible on the page in a 1280 px window (issue 39: cell numbers once showed about 6 px):
+# the page scales a PNG wider than FIGURE_MAX_PX down to it, so text of `pt` points shows
+# pt / 72 * min(DPI, FIGURE_MAX_PX / width in inches) px tall. No text is smaller than
+# MIN_TEXT_PT and no figure wider than MAX_WIDTH_IN, where MIN_TEXT_PT still shows
+# MIN_TEXT_PX (5% spare: bbox_inches="tight" may add a little); tests/pipelines/
+# test_report_figures.py checks every figure.
+MIN_TEXT_PX = 10
+MIN_TEXT_PT = 8
+MAX_WIDTH_IN = 0.95 * MIN_TEXT_PT / 72 * FIGURE_MAX_PX / MIN_TEXT_PX
 # The numbers in a heatmap's cells: 8 pt at DPI 110 is about 12 px.
-CELL_TEXT_PT = 8
+CELL_TEXT_PT = MIN_TEXT_PT
+# A heatmap column per model: 0.7 in, narrowed to fit MAX_WIDTH_IN down to 0.4 in (three
+# digits at CELL_TEXT_PT); narrower than that, the panels are stacked instead of side by side.
+COLUMN_IN = (0.4, 0.7)
 # Labels are model names and task IDs, not maths: `$` must stay a dollar sign (a name like
 # `a$\frac{$b` made mathtext raise), and TeX must never see them.
 PLAIN: dict[str, Any] = {"parse_math": False, "usetex": False}
@@ -60,8 +74,10 @@ def panel_heatmap(
     path: Path,
     kind: str,
     references: list[str] | tuple[str, ...] = (),
+    tags: dict[str, str] | None = None,
 ) -> Path:
     """One heatmap panel per entry of `panels` (panel title -> wide frame), side by side.
+    The references' columns come last, italic, labelled with their tag (reference_label).
 
     Every frame has the row labels (task IDs) in its first column and one column per model;
     rows and models are aligned across panels (a model or task a panel lacks is grey).
@@ -88,19 +104,29 @@ def panel_heatmap(
                     values[p, r, c] = column[index[label]]
     cmap, norm, shade = _colours(kind, values)
     # Cells sized for CELL_TEXT_PT numbers (at 6 pt they were ~6 px tall; issue 39).
-    width = max(4.5, 1.8 + len(panels) * (0.7 * len(models) + 0.9))
-    height = max(3.0, 1.6 + 0.3 * len(labels))
+    across = len(panels)
+    column_in = min(COLUMN_IN[1], (MAX_WIDTH_IN - 1.8 - 0.9 * across) / (across * len(models)))
+    if column_in < COLUMN_IN[0]:  # too many models to set the setups side by side
+        across = 1
+        column_in = max(0.3, min(COLUMN_IN[1], (MAX_WIDTH_IN - 2.7) / len(models)))
+    down = len(panels) // across
+    width = max(4.5, 1.8 + across * (column_in * len(models) + 0.9))
+    # 0.3 in a task row; a stacked panel adds its title and its own model names (1.6 in).
+    height = max(3.0, 1.6 + down * 0.3 * len(labels) + (down - 1) * 1.6)
     fig, axes = plt.subplots(
-        1, len(panels), figsize=(width, height), sharey=True, squeeze=False, layout="constrained"
-    )
+        down, across, figsize=(width, height), sharey=across > 1, squeeze=False,
+        layout="constrained",
+    )  # fmt: skip
     image = None
-    for p, (name, ax) in enumerate(zip(panels, axes[0], strict=True)):
+    for p, (name, ax) in enumerate(zip(panels, axes.flat, strict=True)):
         image = ax.imshow(np.ma.masked_invalid(shade[p]), cmap=cmap, norm=norm, aspect="auto")
         ax.set_facecolor(MISSING)  # a model that did not run the task stays grey
-        ax.set_xticks(range(len(models)), models, rotation=45, ha="right", fontsize=8, **PLAIN)
+        names = [reference_label(m, tags or {}) if m in references else m for m in models]
+        ax.set_xticks(range(len(models)), names, rotation=45, ha="right", fontsize=MIN_TEXT_PT,
+                      **PLAIN)  # fmt: skip
         for tick, model in zip(ax.get_xticklabels(), models, strict=True):
             tick.set_fontstyle("italic" if model in references else "normal")
-        ax.set_yticks(range(len(labels)), labels, fontsize=8, **PLAIN)
+        ax.set_yticks(range(len(labels)), labels, fontsize=MIN_TEXT_PT, **PLAIN)
         ax.set_title(name, fontsize=9, **PLAIN)
         shown = [m for m in models if m not in references]
         if references and shown:
@@ -113,8 +139,8 @@ def panel_heatmap(
                 ax.text(c, r, text, ha="center", va="center", fontsize=CELL_TEXT_PT,
                         color="w" if dark else "k")  # fmt: skip
     assert image is not None  # at least one panel: callers pass none empty
-    bar = fig.colorbar(image, ax=list(axes[0]), shrink=0.8, pad=0.01)
-    bar.set_label(COLOURBAR_LABELS[kind], fontsize=8)
+    bar = fig.colorbar(image, ax=list(axes.flat), shrink=0.8, pad=0.01)
+    bar.set_label(COLOURBAR_LABELS[kind], fontsize=MIN_TEXT_PT)
     handles = [Patch(facecolor=MISSING, edgecolor="grey", label="grey: not run")]
     if references:
         where = "right of the dashed line" if len(references) < len(models) else "all columns"
@@ -124,8 +150,9 @@ def panel_heatmap(
                         "baselines)")
         )  # fmt: skip
     fig.legend(
-        handles=handles, loc="outside lower center", fontsize=7, ncols=len(handles), frameon=False
-    )
+        handles=handles, loc="outside lower center", fontsize=MIN_TEXT_PT, ncols=len(handles),
+        frameon=False,
+    )  # fmt: skip
     fig.suptitle(title, fontsize=10, **PLAIN)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
@@ -155,7 +182,9 @@ def gap_distribution(
     (legend); baselines as hollow grey markers, outside the box."""
     codes = sorted(per_category[key].unique().to_list())
     models = sorted(m for m in per_category["model"].unique().to_list() if m not in references)
-    fig, ax = plt.subplots(figsize=(max(6.0, (0.8 if key == "code" else 0.45) * len(codes) + 3), 4))
+    # 0.8 in a category, 0.45 in a task, narrowed to fit MAX_WIDTH_IN (the legend goes below).
+    step = min(0.8 if key == "code" else 0.45, (MAX_WIDTH_IN - 3) / len(codes))
+    fig, ax = plt.subplots(figsize=(max(6.0, step * len(codes) + 3), 4), layout="constrained")
     tested = [
         per_category.filter((pl.col(key) == c) & pl.col("model").is_in(models))["gap"].to_numpy()
         for c in codes
@@ -182,7 +211,7 @@ def gap_distribution(
             style = {"color": palette(k % 10)}
             label = model
         ax.scatter(x, part["gap"].to_numpy(), s=16, alpha=0.8, label=label, **style)
-    slanted = {"rotation": 60, "ha": "right", "fontsize": 7}  # task IDs are long
+    slanted = {"rotation": 60, "ha": "right", "fontsize": MIN_TEXT_PT}  # task IDs are long
     rotation: dict[str, Any] = {} if key == "code" else slanted
     ax.set_xticks(range(1, len(codes) + 1), codes, **rotation, **PLAIN)
     ax.axhline(0, color="grey", linewidth=0.8)
@@ -195,7 +224,11 @@ def gap_distribution(
     )
     per = "category" if key == "code" else "task"
     ax.set_title(f"Full-minus-dotted gap per {per}; {box}", fontsize=9)
-    legend = ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    # Below the plot, not beside it: beside, it widened a 25-task figure past MAX_WIDTH_IN.
+    legend = fig.legend(
+        fontsize=MIN_TEXT_PT, loc="outside lower center", ncols=min(4, len(ax.collections)),
+        frameon=False,
+    )  # fmt: skip
     for text in legend.get_texts():
         text.set(**PLAIN)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
@@ -214,9 +247,10 @@ def transfer_heatmap(panels: dict[str, pl.DataFrame], title: str, path: Path) ->
     columns: list[str] = []
     for frame in frames:
         columns += [c for c in frame.columns[1:] if c not in columns]
-    across = min(4, len(panels))
-    down = -(-len(panels) // across)
     side = 1.2 + 0.42 * max(len(rows_of), len(columns))
+    # As many panels a row as fit MAX_WIDTH_IN (at most four), at least one.
+    across = max(1, min(4, len(panels), int((MAX_WIDTH_IN - 1.2) // side)))
+    down = -(-len(panels) // across)
     fig, axes = plt.subplots(
         down, across, figsize=(across * side + 1.2, down * side + 0.8), squeeze=False,
         layout="constrained",
@@ -234,22 +268,23 @@ def transfer_heatmap(panels: dict[str, pl.DataFrame], title: str, path: Path) ->
                         values[r, c] = data[index[label]]
         image = ax.imshow(np.ma.masked_invalid(values), cmap="RdYlGn", norm=norm, aspect="auto")
         ax.set_facecolor(MISSING)
-        ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right", fontsize=7, **PLAIN)
-        ax.set_yticks(range(len(rows_of)), rows_of, fontsize=7, **PLAIN)
+        ax.set_xticks(range(len(columns)), columns, rotation=60, ha="right", fontsize=MIN_TEXT_PT,
+                      **PLAIN)  # fmt: skip
+        ax.set_yticks(range(len(rows_of)), rows_of, fontsize=MIN_TEXT_PT, **PLAIN)
         ax.set_title(name, fontsize=9, **PLAIN)
-        ax.set_xlabel("test task", fontsize=7)
-        ax.set_ylabel("training task", fontsize=7)
+        ax.set_xlabel("test task", fontsize=MIN_TEXT_PT)
+        ax.set_ylabel("training task", fontsize=MIN_TEXT_PT)
         for (r, c), v in np.ndenumerate(values):
             if np.isfinite(v):
                 red, green, blue, _ = image.cmap(norm(v))
                 dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
-                ax.text(c, r, f"{v:.0f}", ha="center", va="center", fontsize=6,
+                ax.text(c, r, f"{v:.0f}", ha="center", va="center", fontsize=CELL_TEXT_PT,
                         color="w" if dark else "k")  # fmt: skip
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     assert image is not None  # callers pass at least one panel
     bar = fig.colorbar(image, ax=list(axes.flat), shrink=0.8, pad=0.01)
-    bar.set_label("accuracy (%)", fontsize=8)
+    bar.set_label("accuracy (%)", fontsize=MIN_TEXT_PT)
     fig.suptitle(title, fontsize=10, **PLAIN)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)

@@ -23,9 +23,11 @@ import polars as pl  # noqa: E402
 
 from geometry.dsl.dataset import NOTHING_TO_JUDGE  # noqa: E402
 from pipelines.cli_args import read_utf8  # noqa: E402
-from pipelines.report.figures import DPI, PLAIN  # noqa: E402
+from pipelines.report.figures import DPI, MIN_TEXT_PT, PLAIN, reference_label  # noqa: E402
 from pipelines.report.html_page import Figure, Heading, Section  # noqa: E402
 from pipelines.report.html_page import table_blocks as _tables  # noqa: E402
+from pipelines.report.provenance import Record  # noqa: E402
+from pipelines.report.tables import REPLAY_TAG, SOLVER_TAG  # noqa: E402
 from store.errors import UsageError  # noqa: E402
 from store.storage import Location  # noqa: E402
 
@@ -99,7 +101,10 @@ def geobuild_tables(results: Location) -> GeoBuildTables | str:
 
 
 def geobuild_section(
-    results: Location, out: Path, tables: GeoBuildTables | str | None = None
+    results: Location,
+    out: Path,
+    tables: GeoBuildTables | str | None = None,
+    tags: dict[str, str] | None = None,
 ) -> Section:
     """GeoBuild success (both verdicts, both denominators), self-correction (tables and the
     success-by-round figure under `out`/figures, or one sentence when no round after the
@@ -142,7 +147,7 @@ def geobuild_section(
             digits=DIGITS.get(name),
         )  # fmt: skip
         if name == "success_by_round" and not tables[name].is_empty():
-            path = success_by_round_figure(tables[name], out / "figures/geobuild_rounds.png")
+            path = success_by_round_figure(tables[name], out / "figures/geobuild_rounds.png", tags)
             section.blocks.append(
                 Figure(
                     f"figures/{path.name}",
@@ -266,27 +271,50 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}%"
 
 
+# The tag of a GeoBuild run by the engine its run record names (not models under test).
+ENGINE_TAGS = {"solver": SOLVER_TAG, "programs": REPLAY_TAG}
+
+
+def geobuild_tags(records: list[Record], tables: GeoBuildTables | str) -> dict[str, str]:
+    """Model -> tag for the GeoBuild rows that are no model: the solver (`solver`, also when
+    its run records are gone but its row is there) and scripted replies (`program replay`),
+    by the engine their run records name."""
+    tags = {SOLVER: SOLVER_TAG} if solver_in_loop(tables) else {}
+    for record in records:
+        model = record.data.get("model")
+        if record.benchmark != "geobuild" or not isinstance(model, dict):
+            continue
+        if model.get("engine") in ENGINE_TAGS:
+            name = model.get("name") or record.folder.removeprefix("model=")
+            tags[str(name)] = ENGINE_TAGS[model["engine"]]
+    return tags
+
+
 def solver_in_loop(tables: GeoBuildTables | str) -> bool:
     """Whether the GeoBuild results hold the solver's run through the agent loop."""
     return not isinstance(tables, str) and SOLVER in tables["overall"]["model"].to_list()
 
 
-def success_by_round_figure(by_round: pl.DataFrame, path: Path) -> Path:
+def success_by_round_figure(
+    by_round: pl.DataFrame, path: Path, tags: dict[str, str] | None = None
+) -> Path:
     """Cumulative success % by round, one colour per model, our rule solid and the public
-    rule dashed (the shown `success_by_round` table)."""
+    rule dashed (the shown `success_by_round` table); a tagged row (geobuild_tags: the
+    solver, scripted replies) is labelled with its tag."""
     fig, ax = plt.subplots(figsize=(6.0, 3.6), layout="constrained")
     palette = plt.get_cmap("tab10")
     for k, model in enumerate(sorted(by_round["model"].unique().to_list())):
         part = by_round.filter(pl.col("model") == model).sort("round")
         colour = palette(k % 10)
+        label = reference_label(model, tags) if tags and model in tags else model
         rounds = part["round"].to_list()
         ours, public = part["success % by round (all)"], part["public success % by round (all)"]
         # A rule the run did not stop on has no numbers (summarize.reported_rules): no line.
         if ours.null_count() < part.height:
-            ax.plot(rounds, ours.to_list(), marker="o", color=colour, label=model)
+            ax.plot(rounds, ours.to_list(), marker="o", color=colour, label=label)
         if public.null_count() < part.height:
             ax.plot(rounds, public.to_list(), linestyle="--", marker="x", color=colour,
-                    label=f"{model} (public rule)")  # fmt: skip
+                    label=f"{label} (public rule)")  # fmt: skip
     last = int(by_round["round"].max() or 1)  # type: ignore[arg-type]
     ax.set_xticks(range(1, last + 1))
     ax.set_xlabel("round")
@@ -294,7 +322,9 @@ def success_by_round_figure(by_round: pl.DataFrame, path: Path) -> Path:
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
     ax.set_title("GeoBuild: success by round (solid: ours; dashed: public rule)", fontsize=9)
-    legend = ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    legend = ax.legend(
+        fontsize=MIN_TEXT_PT, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False
+    )
     for text in legend.get_texts():
         text.set(**PLAIN)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")

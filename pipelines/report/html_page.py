@@ -2,8 +2,9 @@
 
 No network assets: the CSS is inline, figures are relative PNG files, and the only script is
 inline. It marks `<body data-images-loaded="N/M" data-images-ok="true|false"
-data-height="PX">` once the page has loaded, so a headless browser can check that every
-figure decoded and how tall the page is (folded parts closed).
+data-height="PX" data-widest-image="PX">` once the page has loaded, so a headless browser
+can check that every figure decoded, how tall the page is (folded parts closed) and how wide
+it shows the widest figure.
 Every table is also written as `tables/<name>.csv` and `tables/<name>.md`; text in all
 three is escaped (pipelines/report/escape.py), so a model called `<script>` stays text.
 
@@ -27,6 +28,16 @@ from store.atomic import write_bytes_atomic
 # Tables longer than this are folded (<details>) unless told otherwise: the page stays
 # short, and the summary line says what opens.
 FOLD_ROWS = 12
+
+# A column named `X, 95% interval` beside a column X holds X's 95% interval, "[low, high]":
+# the page prints it inside X's cell, under the value (beside it as a column of its own, it
+# doubled a wide table's width); the CSV and Markdown copies keep it as its own column.
+INTERVAL_SUFFIX = ", 95% interval"
+
+# The widest a figure is shown in a 1280 px window (measured in Chromium: the body's
+# max-width and 1em padding, the figure's 1.5em right margin); a wider PNG is scaled down to
+# it (img max-width 100%), a narrower one shown at its natural size.
+FIGURE_MAX_PX = 1224
 
 # Column heads as the page prints them; the CSV and Markdown copies keep the names programs
 # read. A head not listed prints as it is (task IDs, model names, prose already).
@@ -197,28 +208,39 @@ def tag_html(name: str, tags: dict[str, str]) -> str:
     return f'{text} <span class="tag">{html.escape(tag)}</span>' if tag else text
 
 
+def interval_columns(columns: list[str]) -> dict[str, str]:
+    """Column -> the column holding its 95% interval (INTERVAL_SUFFIX), where both exist."""
+    return {c: c + INTERVAL_SUFFIX for c in columns if c + INTERVAL_SUFFIX in columns}
+
+
 def _table_html(table: Table, number: int, tags: dict[str, str]) -> str:
     columns = table.frame.columns
+    spans = interval_columns(columns)
+    printed = [c for c in columns if c not in spans.values()]
     head = "".join(
         f"<th class=ref>{tag_html(c, tags)}</th>"
         if c in tags
         else f"<th>{html.escape(heading(c))}</th>"
-        for c in columns
+        for c in printed
     )
     model_at = columns.index("model") if "model" in columns else None
     rows = []
-    for r, row in enumerate(table.frame.iter_rows()):
+    for r, row in enumerate(table.frame.iter_rows(named=True)):
         tds = []
-        for i, v in enumerate(row):
+        for i, (column, v) in enumerate(row.items()):
+            if column not in printed:
+                continue
             text = (
                 tag_html(v, tags)
                 if i == model_at and isinstance(v, str)
                 else html.escape(shown(v, table.digits))
             )
+            if column in spans and row[spans[column]]:
+                text += f' <span class="ci">{html.escape(str(row[spans[column]]))}</span>'
             kind = "num" if isinstance(v, int | float) else "txt"
-            ref = " ref" if columns[i] in tags else ""
-            tds.append(f'<td class="{kind}{ref}{_mark(table, r, columns[i])}">{text}</td>')
-        reference = model_at is not None and row[model_at] in tags
+            ref = " ref" if column in tags else ""
+            tds.append(f'<td class="{kind}{ref}{_mark(table, r, column)}">{text}</td>')
+        reference = model_at is not None and row["model"] in tags
         rows.append(
             f'<tr class="ref">{"".join(tds)}</tr>' if reference else f"<tr>{''.join(tds)}</tr>"
         )
@@ -230,7 +252,7 @@ def _table_html(table: Table, number: int, tags: dict[str, str]) -> str:
     title = f"Table {number}. {prose(table.title)}"
     folded = table.folded if table.folded is not None else table.frame.height > FOLD_ROWS
     if folded:
-        size = f"{table.frame.height} rows × {len(columns)} columns"
+        size = f"{table.frame.height} rows × {len(printed)} columns"
         return (
             f'<details class="table" id="{table.name}"><summary>{title} '
             f'<span class="links">({size}; {links})</span></summary>{note}{body}</details>'
@@ -275,6 +297,7 @@ margin:1.6em 0 .4em}h3{font-size:1em;margin:1em 0 .3em}p{margin:.3em 0}
 table{border-collapse:collapse;font-size:.8em;margin:.3em 0 .8em}
 th,td{border:1px solid #ccc;padding:.15em .45em}th{background:#f3f3f3;position:sticky;top:0}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
+.ci{display:block;font-size:.8em;color:#666;white-space:nowrap}
 td.best{font-weight:700}td.second{text-decoration:underline}
 td.overall{outline:2px solid #444;outline-offset:-3px}
 tr.ref td,td.ref,th.ref{font-style:italic;color:#666;background:#f7f7f2}
@@ -303,6 +326,8 @@ window.addEventListener("load", function () {
   document.body.dataset.imagesLoaded = ok + "/" + images.length;
   document.body.dataset.imagesOk = String(ok === images.length);
   document.body.dataset.height = String(document.documentElement.scrollHeight);
+  var widths = images.map(function (i) { return i.clientWidth; });
+  document.body.dataset.widestImage = String(Math.max.apply(null, widths.concat([0])));
 });
 """
 

@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from geometry.item import SETUPS
 from pipelines.engines.engine_kinds import BASELINES
 from pipelines.noregeo.summarize import every_item
 from pipelines.report import tables as rt
-from pipelines.report.chance import (
-    above_chance,
-    one_value_lines,
-    random_baselines,
-    wilson_interval,
-)
-from pipelines.report.html_page import Section
+from pipelines.report.chance import above_chance, interval_text, one_value_lines, random_baselines
+from pipelines.report.html_page import INTERVAL_SUFFIX, Section
 from pipelines.report.html_page import table_blocks as _tables
 from pipelines.report.provenance import Record
 
@@ -25,7 +19,10 @@ TAG_MEANINGS = {
     rt.RANDOM_WEIGHTS: "config weights: random, a randomly initialised model whose answers "
     "are noise",
     rt.BASELINE: "a reference answerer, not a model (oracle = upper bound, random = chance, "
-    "constant = one fixed answer, solver = GeoBuild's numerical solver)",
+    "constant = one fixed answer)",
+    rt.SOLVER_TAG: "GeoBuild's numerical solver, its programs run through the agent loop: "
+    "the upper bound, not a model",
+    rt.REPLAY_TAG: "scripted GeoBuild replies replayed through the agent loop, not a model",
 }
 
 
@@ -67,24 +64,19 @@ def banner(tags: dict[str, str]) -> str:
 
 def key_table(df: pl.DataFrame) -> pl.DataFrame:
     """One row per model in model_order (real weights first, tagged rows last): weights,
-    engine, accuracy (%) over every item per setup (README order; unanswered items wrong,
-    the paper's), each with its 95% Wilson interval, and the items each setup has."""
+    engine, then per setup (README order) the accuracy (%) over every item (unanswered items
+    wrong, the paper's), its 95% Wilson interval and the items it is over."""
     order = rt.model_order(df)
     scored = every_item(df)
     cells = scored.group_by("model", "setup").agg(
-        (pl.col("correct").mean() * 100).round(1),
+        (pl.col("correct").mean() * 100).round(1).alias("accuracy"),
         pl.col("correct").sum().alias("right"),
         pl.len().alias("n"),
     )
-    wide = cells.pivot(on="setup", index="model", values="correct")
-    # Each cell's 95% Wilson interval: a 100-item row beside a 500-item one reads as equally
-    # sure without it (issue 39).
-    spans = {
-        (model, setup): "[{:.1f}, {:.1f}]".format(*wilson_interval(right, n))
-        for model, setup, right, n in cells.select("model", "setup", "right", "n").iter_rows()
-    }
-    setups = [s for s in SETUPS if s in wide.columns]
-    counts = df.group_by("model", "setup").len()
+    # Each cell's interval and item count: a 100-item row beside a 500-item one read as
+    # equally sure without them (issue 39).
+    found = {(m, s): (a, r, n) for m, s, a, r, n in cells.iter_rows()}
+    setups = rt.setup_order(df)
     about = df.group_by("model").agg(
         pl.col(rt.WEIGHTS).first() if rt.WEIGHTS in df.columns else pl.lit(None).alias(rt.WEIGHTS),
         pl.col("engine").first(),
@@ -95,13 +87,12 @@ def key_table(df: pl.DataFrame) -> pl.DataFrame:
         info = about.filter(pl.col("model") == model).row(0, named=True)
         row["weights"] = _weights_text(model, info[rt.WEIGHTS], info["engine"])
         row["engine"] = info["engine"]
-        found = wide.filter(pl.col("model") == model)
         for setup in setups:
-            row[rt.SETUP_TITLES[setup] + " (%)"] = found[setup][0] if found.height else None
-        for setup in setups:
-            row[rt.SETUP_TITLES[setup] + ", 95% interval"] = spans.get((model, setup))
-        n = sorted(set(counts.filter(pl.col("model") == model)["len"].to_list()))
-        row["items per setup"] = str(n[0]) if len(n) == 1 else f"{n[0]}-{n[-1]}"
+            title = rt.SETUP_TITLES[setup]
+            accuracy, right, n = found.get((model, setup), (None, 0, None))
+            row[f"{title} (%)"] = accuracy
+            row[f"{title} (%){INTERVAL_SUFFIX}"] = None if n is None else interval_text(right, n)
+            row[f"{title}, items"] = n
         rows.append(row)
     return pl.DataFrame(rows, infer_schema_length=None)
 
@@ -200,8 +191,9 @@ def key_section(df: pl.DataFrame | None, lines: list[str]) -> Section:
     return Section(
         "Key results",
         intro,
-        _tables("key_results", "Accuracy (%) per model and setup, each with its 95% Wilson "
-                "interval (over every item; the items per setup beside)", table, folded=False,
+        _tables("key_results", "Accuracy (%) per model and setup, over every item; under each "
+                "accuracy its 95% Wilson interval [low, high] (the uncertainty from the number "
+                "of items), and beside it the items it is over", table, folded=False,
                 marks=marks),
         empty="no NoReGeo results",
     )  # fmt: skip

@@ -113,7 +113,9 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
         "Accuracy per category, setup and model (the paper's Table 2)",
         "Columns are kind-category (C: classification, N: numeric, U: unstable; the category "
         "code is the middle of the task ID). Cells: accuracy (%) over the group's items, "
-        "every item counted (unanswered ones wrong). N-SCP holds triangle_type (N-SCP-TTT), "
+        "every item counted (unanswered ones wrong), and under it its 95% Wilson interval "
+        "[low, high]: the uncertainty from the number of items (the CSV and Markdown copies "
+        "give it as the column beside). N-SCP holds triangle_type (N-SCP-TTT), "
         "a three-way choice (acute, right, obtuse: a third right by chance) that the paper "
         "files as numeric; N-SCP w/o TTT is the column without it. Bold: the best model of "
         "the setup in that column, underlined: the second best, framed: the best across all "
@@ -122,8 +124,8 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
         "above chance and the random baseline)." + human + baselines,
         _tables(
             "table2",
-            "Accuracy per category (%), the paper's Table 2",
-            table2,
+            "Accuracy per category (%), each with its 95% Wilson interval, the paper's Table 2",
+            rt.table2_with_intervals(table2, scored),
             folded=False,
             marks=rt.merged_marks(best, overall),
         ),
@@ -277,7 +279,12 @@ def task_figure_section(scored: pl.DataFrame, out: Path, refs: list[str], value:
     if not panels:
         return section
     path = panel_heatmap(
-        panels, f"{what}: tasks x models per setup", out / f"figures/{value}_tasks.png", value, refs
+        panels,
+        f"{what}: tasks x models per setup",
+        out / f"figures/{value}_tasks.png",
+        value,
+        refs,
+        rt.model_tags(scored),
     )
     section.blocks.append(
         Figure(
@@ -345,6 +352,7 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
         out / "figures/gap_tasks.png",
         "gap",
         refs,
+        rt.model_tags(df),
     )
     section.blocks.append(
         Figure(

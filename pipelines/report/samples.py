@@ -2,8 +2,10 @@
 model's answer, filterable by task, setup and model, shown a page of PAGE_ROWS rows at a time.
 
 Per sample row: the item's image as a small thumbnail (DIR/samples/<hash>.png, read from the
-item table the run records name; none for the text setup), the prompt, the model's output,
-the gold answer and the verdict (right, wrong, invalid output, engine error).
+item table the run records name; none for the text setup), the whole prompt (wrapped at full
+height: a scroll box once hid its end mid-sentence, issue 39; the system prompt, the same on
+most rows, folded above it), the model's output, the gold answer and the verdict (right,
+wrong, invalid output, engine error).
 
 Filters are three selects and a pager driven by one inline script; the choice lives in the
 URL hash (`samples.html#task=C-ACM-PST&setup=dotted&model=oracle&page=2`), so a link (or a
@@ -87,7 +89,8 @@ CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1400px;color:#222;padding:0 1em}
 table{border-collapse:collapse;font-size:.8em}th,td{border:1px solid #ccc;padding:.2em .4em;
 vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
-.prompt{max-height:9em;overflow:auto;white-space:pre-wrap;max-width:38em}
+.prompt{white-space:pre-wrap;max-width:38em;word-break:break-word}
+.prompt summary{cursor:pointer;color:#555}
 .out{white-space:pre-wrap;max-width:22em;word-break:break-word}
 .right{background:#e6f4e6}.wrong{background:#fbe9e7}.invalid{background:#fff4d6}
 .error{background:#eee}img{width:THUMBpx;border:1px solid #ddd}label{margin-right:1em}
@@ -158,6 +161,21 @@ def thumbnails(
     return found, note
 
 
+def prompt_html(system: object, prompt: object) -> str:
+    """The prompt cell: the whole user prompt, escaped and wrapped (never in a scroll box),
+    and the system prompt whole inside a folded <details> above it."""
+    parts = []
+    if system:
+        text = str(system)
+        parts.append(
+            f"<details><summary>system prompt ({len(text):,} characters)</summary>"
+            f"{html.escape(text)}</details>"
+        )
+    if prompt:
+        parts.append(html.escape(str(prompt)))
+    return f'<div class="prompt">{"".join(parts)}</div>'
+
+
 def _options(name: str, values: list[str]) -> str:
     options = "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in values)
     return (
@@ -179,7 +197,6 @@ def samples_page(df: pl.DataFrame, records: list[Record], out: Path) -> Path:
         image = found.get((row["item_id"], row["setup"]))
         picture = f'<img src="{image}" alt="item image">' if image else ""
         result = verdict(row)
-        prompt = "\n\n".join(p for p in (row.get("system_prompt"), row.get("prompt")) if p)
         output = row.get("generated_text") or row.get(ERROR_COLUMN) or ""
         if len(output) > OUTPUT_CHARS:
             output = output[:OUTPUT_CHARS] + " …"
@@ -191,7 +208,7 @@ def samples_page(df: pl.DataFrame, records: list[Record], out: Path) -> Path:
             f"{html.escape(row['task'])}<br>{html.escape(row['setup'])}<br>"
             f"<small>{html.escape(row['item_id'])}</small>",
             tag_html(row["model"], tags),
-            f'<div class="prompt">{html.escape(prompt)}</div>',
+            prompt_html(row.get("system_prompt"), row.get("prompt")),
             f'<div class="out">{html.escape(output)}</div>',
             f'<div class="out">{html.escape(row.get("answer") or "")}</div>',
             html.escape(result),

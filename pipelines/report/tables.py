@@ -17,7 +17,8 @@ from geometry.item import SETUPS
 from pipelines.engines.engine_kinds import BASELINES
 from pipelines.engines.reasoning import OUT_OF_BUDGET
 from pipelines.noregeo.summarize import accuracy_table, answered, pair_consistency
-from pipelines.report.chance import above_chance, random_baselines
+from pipelines.report.chance import above_chance, interval_text, random_baselines
+from pipelines.report.html_page import INTERVAL_SUFFIX
 from store.shards import ERROR_COLUMN
 
 HUMAN = "human"
@@ -25,6 +26,9 @@ HUMAN = "human"
 WEIGHTS = "weights"
 RANDOM_WEIGHTS = "random weights"
 BASELINE = "baseline"
+# GeoBuild's rows that are no model: the numerical solver's programs and scripted replies.
+SOLVER_TAG = "solver"
+REPLAY_TAG = "program replay"
 KIND_PREFIX = {"classification": "C", "numeric": "N", "unstable": "U"}
 SETUP_TITLES = {
     "text": "Text",
@@ -149,6 +153,33 @@ def table2(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def table2_with_intervals(table: pl.DataFrame, df: pl.DataFrame) -> pl.DataFrame:
+    """`table` (table2 of `df`) with each accuracy column followed by `<column>, 95%
+    interval`: the cell's 95% Wilson interval over its items, "[low, high]" (%). Rows stay
+    in `table`'s order, so table2_marks' (row, column) keys hold for it."""
+    groups = table.columns[2:]
+    coded = with_codes(df)
+    parts = [coded]
+    if NSCP_WITHOUT_TTT in groups:
+        without = coded.filter((pl.col("group") == "N-SCP") & (pl.col("task") != TRIANGLE_TYPE))
+        parts.append(without.with_columns(group=pl.lit(NSCP_WITHOUT_TTT)))
+    counts = (
+        pl.concat([p.select("setup", "model", "group", "correct") for p in parts])
+        .drop_nulls("correct")  # the same rows table2's mean counts
+        .group_by("setup", "model", "group")
+        .agg(pl.col("correct").sum().alias("right"), pl.len().alias("n"))
+    )
+    spans = counts.with_columns(
+        pl.struct("right", "n")
+        .map_elements(lambda c: interval_text(c["right"], c["n"]), return_dtype=pl.String)
+        .alias("span")
+    ).pivot(on="group", index=["setup", "model"], values="span")
+    spans = spans.rename({g: g + INTERVAL_SUFFIX for g in groups if g in spans.columns})
+    joined = table.join(spans, on=["setup", "model"], how="left", maintain_order="left")
+    ordered = [c for g in groups for c in (g, g + INTERVAL_SUFFIX) if c in joined.columns]
+    return joined.select("setup", "model", *ordered)
+
+
 def table2_marks(
     table: pl.DataFrame, references: list[str], scored: pl.DataFrame | None = None
 ) -> dict[tuple[int, str], str]:
@@ -261,9 +292,15 @@ def table3_over_tasks(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# Table 3's setup columns: the head says what the ± is (the spread across models and tasks,
+# not an uncertainty; issue 39: "50.0 ± 0.0" from 8 items read as certain), so the CSV and
+# Markdown copies, which have no caption, say it too.
+TABLE3_SPREAD = ": mean ± sd over model × task"
+
+
 def table3(long: pl.DataFrame) -> pl.DataFrame:
     """Paper Table 3 layout: one row per category, `mean ± std` per setup (from
-    table3_over_tasks)."""
+    table3_over_tasks), each setup's head ending in TABLE3_SPREAD."""
     if long.is_empty():
         return pl.DataFrame()
     cells = long.with_columns(
@@ -277,7 +314,8 @@ def table3(long: pl.DataFrame) -> pl.DataFrame:
     )
     wide = cells.pivot(on="setup", index="Task category", values="cell").sort("Task category")
     present = [s for s in SETUPS if s in wide.columns]
-    return wide.select("Task category", *present).rename({s: SETUP_TITLES[s] for s in present})
+    heads: dict[str, str] = {s: SETUP_TITLES[s] + TABLE3_SPREAD for s in present}
+    return wide.select("Task category", *present).rename(heads)
 
 
 def paper_headline(cells: pl.DataFrame) -> pl.DataFrame:

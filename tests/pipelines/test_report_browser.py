@@ -148,3 +148,16 @@ def test_sample_browser_filter_from_the_address(
     second = _visible_samples(dom)
     assert second == everything_rows[PAGE_ROWS : 2 * PAGE_ROWS]
     assert _attr(dom[dom.index("<body") :], "data-page") == "2"
+
+
+def test_a_wide_figure_is_shown_at_figure_max_px_in_a_1280_px_window(tmp_path: Path) -> None:
+    """The width the legibility bound (test_report_figures) assumes: a PNG wider than the
+    page is scaled down to FIGURE_MAX_PX, whatever its caption."""
+    from pipelines.report.html_page import FIGURE_MAX_PX, Figure, Section, write_report
+
+    (tmp_path / "figures").mkdir()
+    Image.new("RGB", (3000, 300), "white").save(tmp_path / "figures" / "wide.png")
+    figure = Figure("figures/wide.png", "A wide figure", "A long note on how to read it. " * 20)
+    index = write_report(tmp_path, "report", "", [Section("Figures", "", [figure])])
+    dom = _chromium(tmp_path, "--dump-dom", f"--window-size={WIDTH},900", index.as_uri()).stdout
+    assert _attr(dom[dom.index("<body") :], "data-widest-image") == str(FIGURE_MAX_PX)

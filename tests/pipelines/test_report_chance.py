@@ -11,6 +11,7 @@ import polars as pl
 from pipelines.noregeo.summarize import answered
 from pipelines.report import tables as rt
 from pipelines.report.chance import wilson_interval, wilson_low
+from pipelines.report.html_page import INTERVAL_SUFFIX
 from pipelines.report.key_results import key_marks, key_section, key_table
 
 ITEMS = 40
@@ -80,8 +81,8 @@ def test_the_key_table_gives_each_cell_its_interval() -> None:
     assert wilson_interval(0, 0) == (0.0, 100.0)
     df = _results(good=True)
     table = key_table(df)
-    column = next(c for c in table.columns if c.endswith("95% interval"))
+    column = next(c for c in table.columns if c.endswith(INTERVAL_SUFFIX))
     for row in table.iter_rows(named=True):
         low, high = (float(v) for v in row[column].strip("[]").split(", "))
-        percent = row[column.replace(", 95% interval", " (%)")]
+        percent = row[column.removesuffix(INTERVAL_SUFFIX)]
         assert low <= percent <= high

@@ -3,6 +3,7 @@ and figure, and the audit's upper bound, from hand-built results (no Ray)."""
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import polars as pl
@@ -187,3 +188,30 @@ def test_columns_where_both_rules_agree_collapse_to_one() -> None:
         "model", "solved (both rules)", "success % (all)", "public success % (all)"
     ]  # fmt: skip
     assert shown["solved (both rules)"].to_list() == [3, 1]
+
+
+def test_solver_and_scripted_replies_are_tagged_as_what_they_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 39: every row says what it is. The solver's row was tagged "baseline" and a run
+    of scripted replies (`--engine programs`) looked like a model under test."""
+    from pipelines.report.build import build_report
+    from store.records import write_run_record
+
+    models = {
+        SOLVER: (self_correction.ROWS_A, ["p1", "p2", "p3", "p4"], 3),
+        "replies": (self_correction.ROWS_B, ["q1", "q2", "q3", "q4"], 2),
+        "model-x": (self_correction.ROWS_B, ["q1", "q2", "q3", "q4"], 2),
+    }
+    monkeypatch.setattr(self_correction, "MODELS", models)
+    results = write_results(tmp_path / "results")
+    replies = {"name": "replies", "engine": "programs", "weights": "none"}
+    write_run_record(results / "geobuild" / "model=replies", {"model": replies})
+    page = build_report(results, tmp_path / "report").read_text()
+    overall = page[page.index('id="geobuild_overall"') :].split("</table>")[0]
+    assert f'<td class="txt">{SOLVER} <span class="tag">solver</span></td>' in overall
+    assert '<td class="txt">replies <span class="tag">program replay</span></td>' in overall
+    assert '<td class="txt">model-x</td>' in overall  # a model under test: no tag
+    banner = html.unescape(page.split('<p class="banner">')[1].split("</p>")[0])
+    assert f"{SOLVER}: tagged solver (GeoBuild's numerical solver" in banner
+    assert "replies: tagged program replay (scripted GeoBuild replies" in banner

@@ -6,7 +6,9 @@ hand-built rows."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -205,7 +207,7 @@ def test_table3_over_tasks_counts_models_under_test_only() -> None:
     assert bct["mean"] == pytest.approx(round(float(np.mean(values)), 1))
     assert bct["std"] == pytest.approx(round(float(np.std(values, ddof=1)), 1))
     shown = rt.table3(long).filter(pl.col("Task category").str.contains("BCT"))
-    assert shown["Text with dotted images"][0] == f"{bct['mean']} ± {bct['std']}"
+    assert shown["Text with dotted images" + rt.TABLE3_SPREAD][0] == f"{bct['mean']} ± {bct['std']}"
 
 
 def test_paper_headline_on_hand_built_rows() -> None:
@@ -417,3 +419,36 @@ def test_page_numbers_one_decimal_or_significant_digits(value, digits, text) -> 
     from pipelines.report.html_page import shown
 
     assert shown(value, digits) == text
+
+
+def _tables_of(html_page: str) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(caption, column heads, rows of cell texts) of every table on a page."""
+    found = []
+    for part in html_page.split("<table>")[1:]:
+        caption = re.findall(r"(?:<figcaption>|<summary>)(Table \d+\..*?)<span", html_page)
+        heads = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<th[^>]*>(.*?)</th>", part)]
+        body = part.split("</table>")[0].split("</thead>")[-1]
+        rows = [
+            [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            for row in body.split("<tr")[1:]
+        ]
+        found.append((caption[len(found)] if len(caption) > len(found) else "", heads, rows))
+    return found
+
+
+def test_every_plus_minus_says_what_it_is(tmp_path: Path) -> None:
+    """Issue 39: Table 3's "50.0 ± 0.0" (8 items) read as an uncertainty; it is the spread
+    across models and tasks. Every column that prints ± names it in its head (the CSV and
+    Markdown copies have no caption), and its caption says it is a spread."""
+    from pipelines.report.noregeo_sections import table3_section
+
+    section = table3_section(_results(), ["oracle"])
+    text = page("report", "", [section])
+    checked = 0
+    for caption, heads, rows in _tables_of(html.unescape(text)):
+        for i, head in enumerate(heads):
+            if any("±" in row[i] for row in rows if i < len(row)):
+                checked += 1
+                assert "± sd" in head or "interval" in head, head
+                assert "spread" in caption, caption
+    assert checked == 2  # Table 3's text and dotted columns
