@@ -135,7 +135,7 @@ def geobuild_section(
     for name, title in GEOBUILD_TITLES.items():
         if name in SELF_CORRECTION and not changed:
             continue
-        frame, agree = collapse_agreeing(readable(tables[name]))
+        frame, agree = collapse_agreeing(readable(tagged_last(tables[name], tags or {})))
         note = (
             f"Our rule and the public one agree on every row for {', '.join(agree)}: one "
             "column shows both."
@@ -161,6 +161,15 @@ def geobuild_section(
         section.blocks.append(Heading("Self-correction", self_correction_sentence(tables)))
     section.empty = "the GeoBuild results hold no rows"
     return section
+
+
+def tagged_last(frame: pl.DataFrame, tags: dict[str, str]) -> pl.DataFrame:
+    """The rows of tagged models (the solver, scripted replies) after the models under test,
+    as the report's banner says; each group in its own order."""
+    if not tags or "model" not in frame.columns:
+        return frame
+    order = frame.with_row_index("_row")
+    return order.sort(pl.col("model").is_in(list(tags)), "_row").drop("_row")
 
 
 def readable(frame: pl.DataFrame) -> pl.DataFrame:

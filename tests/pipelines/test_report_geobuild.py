@@ -201,7 +201,7 @@ def test_solver_and_scripted_replies_are_tagged_as_what_they_are(
     models = {
         SOLVER: (self_correction.ROWS_A, ["p1", "p2", "p3", "p4"], 3),
         "replies": (self_correction.ROWS_B, ["q1", "q2", "q3", "q4"], 2),
-        "model-x": (self_correction.ROWS_B, ["q1", "q2", "q3", "q4"], 2),
+        "zz-model": (self_correction.ROWS_B, ["q1", "q2", "q3", "q4"], 2),
     }
     monkeypatch.setattr(self_correction, "MODELS", models)
     results = write_results(tmp_path / "results")
@@ -211,7 +211,14 @@ def test_solver_and_scripted_replies_are_tagged_as_what_they_are(
     overall = page[page.index('id="geobuild_overall"') :].split("</table>")[0]
     assert f'<td class="txt">{SOLVER} <span class="tag">solver</span></td>' in overall
     assert '<td class="txt">replies <span class="tag">program replay</span></td>' in overall
-    assert '<td class="txt">model-x</td>' in overall  # a model under test: no tag
+    assert '<td class="txt">zz-model</td>' in overall  # a model under test: no tag
+    # The banner says tagged rows come after the models under test: in every GeoBuild
+    # table, though the model under test sorts last by name.
+    for table in page.split('id="geobuild_')[1:]:
+        rows = table.split("</table>")[0]
+        if "zz-model" in rows and SOLVER in rows:
+            assert rows.index("zz-model") < rows.index(f"{SOLVER} <span")
+            assert rows.index("zz-model") < rows.index("replies <span")
     banner = html.unescape(page.split('<p class="banner">')[1].split("</p>")[0])
     assert f"{SOLVER}: tagged solver (GeoBuild's numerical solver" in banner
     assert "replies: tagged program replay (scripted GeoBuild replies" in banner
