@@ -120,10 +120,12 @@ test-vllm: setup-vllm real-model
 test-walks: setup setup-vllm real-model
 	$(PY) -m pytest $(WALKS)
 
-# Fault scenarios repeated many times (kill-and-resume x20) and each GeoBuild program judged
-# 100 times; not part of `make test`.
+# Fault scenarios repeated many times (kill-and-resume x20; 30 signals at random moments of
+# evaluate, 6 each of hf, geobuild and report; a disk that fills mid-run) and each GeoBuild
+# program judged 100 times; not part of `make test` (~1 h on two cores).
 stress: setup
-	$(PY) -m pytest -m stress tests/pipelines/test_stress.py tests/geometry/dsl/test_determinism.py
+	$(PY) -m pytest -m stress tests/pipelines/test_stress.py tests/pipelines/test_signals.py \
+		tests/pipelines/test_disk_full.py tests/geometry/dsl/test_determinism.py
 
 # The rest of the walk through a cluster whose worker node shares no disk with the head
 # (a tiny VLM, the real model, a GeoBuild round, a two-model sweep; ~15 min); `make test`
