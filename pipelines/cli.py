@@ -24,6 +24,7 @@ from pipelines.interrupt import (
     EXIT_TERMINATED,
     Terminated,
     finish,
+    shut_down_ray,
     take_signals,
 )
 from pipelines.logs import add_logging_arguments, configure
@@ -215,6 +216,7 @@ def entry() -> None:
     try:
         code = main()
         sys.stdout.flush()
+        shut_down_ray()
     except BrokenPipeError:
         # The reader stopped early (`geosee list-tasks | head`): no traceback. Python's
         # recipe: point stdout at devnull so the flush at exit cannot fail again.

@@ -83,6 +83,24 @@ def retake_signals() -> None:
         take_signals()
 
 
+def shut_down_ray() -> None:
+    """End the Ray this command started or joined, where a signal still ends the command
+    with its line (called once the command is done): left to Ray's own exit hook, a Ctrl-C
+    during its shutdown printed a KeyboardInterrupt traceback and exited 0 (issue 39). Any
+    signal after it ends the process with the line at once: nothing is left to unwind."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(signum) is _raise:
+                signal.signal(signum, _finish_now)
+
+
+def _finish_now(signum: int, frame: FrameType | None) -> None:
+    finish(128 + signum)
+
+
 def _raise(signum: int, frame: FrameType | None) -> None:
     if signum == signal.SIGINT:
         raise KeyboardInterrupt

@@ -118,6 +118,35 @@ def test_sigterm_and_sigint_mid_run_end_it_in_one_line_and_the_rerun_completes(
     _every_row_once(argv, out)
 
 
+def test_ctrl_c_while_ray_shuts_down_after_the_work_is_one_line_and_130(
+    small_items: Path, tmp_path: Path
+) -> None:
+    """Issue 39: Ctrl-C during Ray's shutdown after a finished run printed a KeyboardInterrupt
+    traceback (Ray's exit hook) and exited 0. The shutdown is made 3 s slower to land in."""
+    marker = tmp_path / "shutting-down"
+    argv = _command(small_items, tmp_path / "results")
+    argv[1:3] = ["-m", "tests.pipelines.shutdown_signal_scenario", str(marker)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 600
+        while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), "Ray's shutdown never started"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=BOUND_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1].startswith(f"interrupted; {ROWS} rows saved in "), err
+
+
 @pytest.mark.stress
 @pytest.mark.timeout(3600)  # 30 runs and 30 resumes: about 15-30 min on two busy cores
 def test_twenty_sigints_and_ten_sigterms_at_random_moments(
