@@ -43,9 +43,10 @@ from store.storage import Location, parquet_file
 # 128 + the signal, as a shell reports a command that the signal ended.
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_TERMINATED = 128 + signal.SIGTERM
-# Seconds the main thread has to end the command after a signal before the watcher does;
-# within the 10 s a person (or a scheduler's kill timeout) waits.
-GRACE_S = 6.0
+# Seconds the main thread has to end the command after a signal before the watcher does:
+# with store.held_rows.KEEP_WAIT_S, within the 5 s issue 39 asks of a Ctrl-C (the main
+# thread's own unwinding takes well under a second when it is not stuck inside Ray).
+GRACE_S = 3.0
 _lock = threading.Lock()
 _signalled: list[int] = []
 
