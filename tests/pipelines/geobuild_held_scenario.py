@@ -14,7 +14,7 @@ import numpy as np
 
 import pipelines.geobuild.loop as loop_module
 from pipelines import cli
-from pipelines.progress import Progress
+from tests.pipelines.held_rows_scenario import mark_once_counted
 
 drop_messages = loop_module._drop_messages
 
@@ -28,14 +28,7 @@ def slow_drop_messages(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def main() -> None:
     marker, sys.argv[1:] = Path(sys.argv[1]), ["geobuild", *sys.argv[2:]]
     loop_module._drop_messages = slow_drop_messages
-    update = Progress.update
-
-    def update_and_mark(self: Progress, n: int = 1) -> None:
-        update(self, n)
-        if self.done > 0:
-            marker.touch()
-
-    Progress.update = update_and_mark  # type: ignore[method-assign]
+    mark_once_counted(marker)
     cli.entry()
 
 

@@ -16,9 +16,8 @@ from pipelines.engines.stages import oracle_actor_stage
 from pipelines.progress import Progress
 
 
-def main() -> None:
-    marker, sys.argv[1:] = Path(sys.argv[1]), ["evaluate", *sys.argv[2:]]
-    evaluate_module.STAGES = {**evaluate_module.STAGES, "oracle": oracle_actor_stage}
+def mark_once_counted(marker: Path) -> None:
+    """From now on, create `marker` once any progress count is above 0."""
     update = Progress.update
 
     def update_and_mark(self: Progress, n: int = 1) -> None:
@@ -27,6 +26,12 @@ def main() -> None:
             marker.touch()
 
     Progress.update = update_and_mark  # type: ignore[method-assign]
+
+
+def main() -> None:
+    marker, sys.argv[1:] = Path(sys.argv[1]), ["evaluate", *sys.argv[2:]]
+    evaluate_module.STAGES = {**evaluate_module.STAGES, "oracle": oracle_actor_stage}
+    mark_once_counted(marker)
     cli.entry()
 
 
