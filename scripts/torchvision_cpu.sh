@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Usage: scripts/torchvision_cpu.sh VENV_PYTHON [WHEEL]
 #
-# Gives the CPU-vLLM venv (torch 2.13.0+cpu) a torchvision its image-text models can import.
-# vLLM 0.29's Qwen2-VL and Idefics3 modules import transformers' image processors, which
-# import `torchvision.transforms.v2`. The only torchvision 0.28.0 (the release paired with
+# Gives a torch 2.13.0+cpu venv (.venv and .venv-vllm) a torchvision it can import: open_clip
+# (the probes) imports `torchvision.transforms`; vLLM 0.29's Qwen2-VL and Idefics3 modules and
+# the hf engine's image-text models import transformers' image processors, which import
+# `torchvision.transforms.v2`. The only torchvision 0.28.0 (the release paired with
 # torch 2.13) this machine can reach is PyPI's CUDA build: its `_C.so` links libtorch_cuda,
 # libc10_cuda and libcudart, cannot load beside torch+cpu, and `import torchvision` then
 # fails at `register_fake("torchvision::nms")` ("operator torchvision::nms does not exist").

