@@ -2,8 +2,8 @@
 
 `print_rows` prints one list of rows (list-tasks, list-models). `print_tables` prints named
 polars tables (the summarize commands): in `table` format every row and column in full,
-each under a `## NAME` title; in `json` one object keyed by table name whose values are
-lists of row objects; in `csv` one table as plain CSV on stdout, or, with `--csv-dir DIR`,
+each under a `## NAME` title (a table wider than FIT_CHARS folded into blocks of columns);
+in `json` one object keyed by table name whose values are lists of row objects; in `csv` one table as plain CSV on stdout, or, with `--csv-dir DIR`,
 each table to `DIR/NAME.csv` (several tables in one CSV stream would load in no CSV reader).
 All three formats show the same values, so a number read from the text table is the number a
 program gets.
@@ -33,9 +33,11 @@ MAX_CELL = 60
 # Decimals of a percentage everywhere one is shown; other floats keep PLAIN_DECIMALS.
 PERCENT_DECIMALS = 1
 PLAIN_DECIMALS = 3
-# `print_tables` draws each table at its full width (no cell wrapped or cut): a terminal
-# narrower than that wraps the lines, `less -S` scrolls them.
+# `print_tables` draws each table whole (no cell wrapped or cut), and a table wider than
+# FIT_CHARS folded into blocks of columns that fit, each repeating the row's key columns:
+# the demo's tables were 244 characters wide (issue 39), wrapped by every terminal.
 FULL_WIDTH = 65_535  # the widest polars takes (u16)
+FIT_CHARS = 100
 
 
 def add_format_argument(parser: argparse.ArgumentParser) -> None:
@@ -187,9 +189,48 @@ def ranked(table: pl.DataFrame, orders: Mapping[str, Sequence[Any]]) -> pl.DataF
 
 
 def _text_table(table: pl.DataFrame) -> str:
-    """The whole table as polars draws it: no row, column or cell is cut."""
+    """The whole table as polars draws it (no row, column or cell is cut), folded into
+    blocks of columns when it is wider than FIT_CHARS."""
     if table.is_empty():
         return "(none)"
+    whole = _drawn(table)
+    if _width(whole) <= FIT_CHARS:
+        return whole
+    keys = _key_columns(table)
+    blocks: list[list[str]] = [[]]
+    for column in (c for c in table.columns if c not in keys):
+        trial = [*keys, *blocks[-1], column]
+        if blocks[-1] and _width(_drawn(table.select(trial))) > FIT_CHARS:
+            blocks.append([])
+        blocks[-1].append(column)
+    if len(blocks) == 1:
+        return whole  # one column beside the keys is already too wide: folding cannot help
+    return "\n".join(
+        f"(columns, part {k} of {len(blocks)}: {', '.join(keys)} repeated)\n"
+        + _drawn(table.select([*keys, *block]))
+        for k, block in enumerate(blocks, start=1)
+    )
+
+
+def _key_columns(table: pl.DataFrame) -> list[str]:
+    """The leading text columns that name a row (model, task, setup), at most half the
+    width; at least the first column."""
+    keys = [table.columns[0]]
+    for column in table.columns[1:]:
+        if table.schema[column] not in (pl.String, pl.Categorical):
+            break
+        if _width(_drawn(table.select([*keys, column]))) > FIT_CHARS // 2:
+            break
+        keys.append(column)
+    return keys
+
+
+def _width(text: str) -> int:
+    return max(len(line) for line in text.splitlines())
+
+
+def _drawn(table: pl.DataFrame) -> str:
+    """The table as polars draws it, every row, column and character."""
     with pl.Config(
         tbl_rows=-1,
         tbl_cols=-1,

@@ -192,6 +192,29 @@ def test_a_wide_table_is_printed_whole() -> None:
     assert all(f"task-{i} " in text for i in range(300))
 
 
+def test_a_wide_table_is_folded_into_blocks_that_fit_100_columns_keys_repeated() -> None:
+    """Issue 39: the demo's tables were 244 characters wide. Every line fits 100 columns,
+    every value is there once per block, and each block repeats the row's key columns."""
+    models, tasks = ["model-a", "model-b"], ["C-BCT-CT", "U-PAP-PT"]
+    wide = pl.DataFrame(
+        {
+            "model": [m for m in models for _ in tasks],
+            "task": tasks * 2,
+            **{f"setup {i} accuracy %": [10.5 * i + k for k in range(4)] for i in range(12)},
+        }
+    )
+    text = table_text({"wide": wide}, "table")
+    assert max(len(line) for line in text.splitlines()) <= 100
+    blocks = text.split("(columns, part ")[1:]
+    assert len(blocks) >= 2
+    for block in blocks:
+        assert all(name in block for name in [*models, *tasks])  # keys in every block
+    for i in range(12):  # each value column in exactly one block, with its values
+        holding = [b for b in blocks if f"setup {i} accuracy %" in b]
+        assert len(holding) == 1
+        assert all(f"{10.5 * i + k}" in holding[0] for k in range(4))
+
+
 def _probe_rows(out: Path) -> None:
     """One encoder's trial rows, joint and separate probes on two tasks (fractions)."""
     rows = []
