@@ -3,10 +3,10 @@
 `print_rows` prints one list of rows (list-tasks, list-models). `print_tables` prints named
 polars tables (the summarize commands): in `table` format every row and column in full,
 each under a `## NAME` title (a table wider than FIT_CHARS folded into blocks of columns);
-in `json` one object keyed by table name whose values are lists of row objects; in `csv` one table as plain CSV on stdout, or, with `--csv-dir DIR`,
-each table to `DIR/NAME.csv` (several tables in one CSV stream would load in no CSV reader).
-All three formats show the same values, so a number read from the text table is the number a
-program gets.
+in `json` one object keyed by table name whose values are lists of row objects; in `csv`
+one table as plain CSV on stdout, or, with `--csv-dir DIR`, each table to `DIR/NAME.csv`
+(several tables in one CSV stream would load in no CSV reader). All three formats show the
+same values, so a number read from the text table is the number a program gets.
 """
 
 from __future__ import annotations
