@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.cli_args import existing_file, output_dir
+from pipelines.command_line.args import existing_file, output_dir
 from pipelines.engines.config_from_checkpoint import PROVENANCE_FILE
 from store.errors import UsageError
 from store.model_mirror import sha256_of

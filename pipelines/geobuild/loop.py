@@ -26,7 +26,7 @@ import polars as pl
 from actors.contract import chat_message, image_part, text_part
 from geometry.dsl.dataset import Problem, load_problems
 from geometry.dsl.prompts import FEEDBACK_MODES, problem_prompt, system_prompt
-from pipelines.cli_args import (
+from pipelines.command_line.args import (
     image_size_int,
     output_location,
     positive_int,
@@ -66,8 +66,8 @@ from pipelines.geobuild.settings import (
     default,
 )
 from pipelines.geobuild.stored_messages import with_images, without_images
-from pipelines.interrupt import keep_on_exit, on_interrupt, saved_rows
-from pipelines.progress import Progress
+from pipelines.terminal.interrupt import keep_on_exit, on_interrupt, saved_rows
+from pipelines.terminal.progress import Progress
 from store.errors import UsageError
 from store.held_rows import KEEP_WAIT_S, HeldRows
 from store.records import model_dir, write_run_record

@@ -14,7 +14,7 @@ import numpy as np
 
 import pipelines.geobuild.loop as loop_module
 from pipelines import cli
-from pipelines.progress import Progress
+from pipelines.terminal.progress import Progress
 
 drop_messages = loop_module._drop_messages
 
