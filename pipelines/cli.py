@@ -16,10 +16,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pipelines.cli_args import VALID_RANGE
-from pipelines.cli_renames import parse_command
-from pipelines.disk_failure import disk_failure
-from pipelines.interrupt import (
+from pipelines.command_line.args import VALID_RANGE
+from pipelines.command_line.disk_failure import disk_failure
+from pipelines.command_line.renames import parse_command
+from pipelines.terminal.interrupt import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
     Terminated,
@@ -27,9 +27,9 @@ from pipelines.interrupt import (
     shut_down_ray,
     take_signals,
 )
-from pipelines.logs import add_logging_arguments, configure
-from pipelines.native_stderr import hold_ray_native_lines
-from pipelines.suggest import did_you_mean
+from pipelines.terminal.logs import add_logging_arguments, configure
+from pipelines.terminal.native_stderr import hold_ray_native_lines
+from pipelines.terminal.suggest import did_you_mean
 from store.errors import UsageError
 from store.storage import RemotePath, storage_failure
 
@@ -111,8 +111,8 @@ EPILOG = "`geosee COMMAND --help` shows a command's options; README.md walks thr
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """argparse's help, with each numeric option's range (its validator's, see
-    pipelines.cli_args) and its default shown, unless its help already says what the default
-    is, or there is none to show (flags, no value)."""
+    pipelines.command_line.args) and its default shown, unless its help already says what the
+    default is, or there is none to show (flags, no value)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
@@ -178,7 +178,7 @@ def _parse(argv: list[str]) -> tuple[Any, argparse.Namespace]:
     module, command = command_parser(args.command)
     parsed = parse_command(args.command, command, rest)  # old flag names: a hint
     # Here, not at the top: it reads the engine tables, which `--help` has no use for.
-    from pipelines.cli_conflicts import refuse_conflicts
+    from pipelines.command_line.conflicts import refuse_conflicts
 
     refuse_conflicts(args.command, command, rest, parsed)
     return module, parsed

@@ -1,7 +1,7 @@
 """The `geosee` console script and `python -m pipelines`: a Ctrl-C or SIGTERM obeyed from
 the first moment.
 
-pipelines.cli installs its signal handling (pipelines.interrupt) once its own imports are
+pipelines.cli installs its signal handling (pipelines.terminal.interrupt) once its own imports are
 done, which takes a second or more; a signal in that window printed Python's
 KeyboardInterrupt traceback through the import machinery (issue 38). Nothing has started
 then (no Ray, no file), so this module, which imports nothing of the project, answers such

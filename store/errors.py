@@ -10,7 +10,8 @@ from pathlib import Path
 # A write refused for want of room: no space, over quota, past the largest file size.
 NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 # How `no_room` says the bytes a write needed, in the error's own text: a Ray worker's
-# OSError reaches the driver as traceback text only (pipelines.disk_failure reads it back).
+# OSError reaches the driver as traceback text only (pipelines.command_line.disk_failure
+# reads it back).
 _NEEDED = re.compile(r"; needs (?P<bytes>\d+) bytes")
 
 

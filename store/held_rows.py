@@ -16,7 +16,7 @@ import threading
 from typing import Any, Protocol
 
 # Seconds the signal watcher waits for a shard write under way before it writes the rows
-# held (pipelines.interrupt.GRACE_S + this stays within the 5 s a Ctrl-C may take).
+# held (pipelines.terminal.interrupt.GRACE_S + this stays within the 5 s a Ctrl-C may take).
 KEEP_WAIT_S = 1.5
 
 

@@ -17,14 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.progress import PLAIN_EVERY_S
+from pipelines.terminal.progress import PLAIN_EVERY_S
 from tests.conftest import REPO, SHARED
 
 # Lines one step may print between its "== step N: ..." and "== step N done" lines, its
 # progress lines apart. The largest is an evaluate's summary: 25 task rows and 3 setup rows
 # in two boxed tables (37 lines) and 6 lines around them (43 in a full demo, measured).
 STEP_CEILING = 45
-# Progress lines (pipelines.progress): one at the start, one per PLAIN_EVERY_S, one at the end.
+# Progress lines (pipelines.terminal.progress): one at the start, one per PLAIN_EVERY_S, one at
+# the end.
 PROGRESS = re.compile(r"^[\w.-]+( [\w.-]+)*: \d+(/\d+)? [a-z]+s( \(\d+%\))?$")
 # The demo's 15 steps (with GeoBuild's data, which tests have), their headers, the closing
 # table and the report line.

@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pipelines.cli_args import existing_dir
+from pipelines.command_line.args import existing_dir
 from pipelines.engines.config_yaml import CONFIG_DIR, load_configs
 from pipelines.engines.model_schema import ModelConfigError
-from pipelines.terminal_output import add_format_argument, print_rows
+from pipelines.terminal.output import add_format_argument, print_rows
 from store.errors import UsageError
 
 COLUMNS = ("name", "engine", "modality", "setups", "gpus", "verified", "blocked", "repo")

@@ -7,7 +7,7 @@ from typing import Any
 
 from geometry.items import build_items
 from geometry.tasks.registry import all_tasks
-from pipelines.terminal_output import add_format_argument, print_rows
+from pipelines.terminal.output import add_format_argument, print_rows
 
 COLUMNS = ("id", "name", "category", "kind", "answer_type", "options", "example_prompt")
 

@@ -19,7 +19,7 @@ from geometry.item import IMAGE_SETUPS, SETUPS
 from geometry.items import build_items, task_draws
 from geometry.render import render_png
 from geometry.tasks.registry import all_tasks
-from pipelines.cli_args import (
+from pipelines.command_line.args import (
     any_location,
     image_size_int,
     output_dir,
@@ -27,8 +27,8 @@ from pipelines.cli_args import (
     seed_int,
 )
 from pipelines.noregeo.generate import MIN_IMAGE_SIZE, read_manifest
-from pipelines.suggest import did_you_mean
-from pipelines.terminal_output import FORMATS
+from pipelines.terminal.output import FORMATS
+from pipelines.terminal.suggest import did_you_mean
 from store.errors import UsageError
 from store.storage import Location, read_table
 

@@ -22,14 +22,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from geometry.item import SETUPS
-from pipelines.cli_args import name_text
+from pipelines.command_line.args import name_text
 from pipelines.engines.config_from_checkpoint import checkpoint_config, hub_config
 from pipelines.engines.config_yaml import CONFIG_DIR, load_config
 from pipelines.engines.engine_kinds import BASELINES, CHECKPOINT_ENGINES, ENGINE_KINDS, ENGINES
 from pipelines.engines.hub_model import parse_hub_id
 from pipelines.engines.local_builds import MissingBuildError, local_repo
 from pipelines.engines.model_schema import ModelConfig, ModelConfigError
-from pipelines.suggest import did_you_mean
+from pipelines.terminal.suggest import did_you_mean
 
 
 def _read_config(folder: Path) -> dict[str, Any]:

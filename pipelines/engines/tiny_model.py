@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipelines.cli_args import output_dir, seed_int
+from pipelines.command_line.args import output_dir, seed_int
 from pipelines.engines.config_from_checkpoint import PROVENANCE_FILE
 from store.errors import UsageError
 

@@ -21,7 +21,7 @@ from geometry.dsl.dataset import Problem
 from geometry.dsl.executor import execute
 from geometry.dsl.public_judge import public_verdict
 from geometry.dsl.validator import validate
-from pipelines.cli_args import existing_file, read_utf8
+from pipelines.command_line.args import existing_file, read_utf8
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
 
 

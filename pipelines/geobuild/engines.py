@@ -17,7 +17,7 @@ from pipelines.engines.engine_kinds import BASELINES
 from pipelines.engines.model_resolution import resolve_model
 from pipelines.engines.model_schema import ModelConfig, ModelConfigError
 from pipelines.engines.stages import STAGES, EngineOptions, MissingKeyError, api_key
-from pipelines.suggest import did_you_mean
+from pipelines.terminal.suggest import did_you_mean
 from store.errors import UsageError
 
 StageBuilder = Callable[[Any, ModelConfig, EngineOptions], Any]

@@ -26,7 +26,7 @@ import polars as pl
 from actors.contract import chat_message, image_part, text_part
 from geometry.dsl.dataset import Problem, load_problems
 from geometry.dsl.prompts import FEEDBACK_MODES, problem_prompt, system_prompt
-from pipelines.cli_args import (
+from pipelines.command_line.args import (
     image_size_int,
     output_location,
     positive_int,
@@ -66,8 +66,8 @@ from pipelines.geobuild.settings import (
     default,
 )
 from pipelines.geobuild.stored_messages import with_images, without_images
-from pipelines.interrupt import keep_on_exit, on_interrupt, saved_rows
-from pipelines.progress import Progress
+from pipelines.terminal.interrupt import keep_on_exit, on_interrupt, saved_rows
+from pipelines.terminal.progress import Progress
 from store.errors import UsageError
 from store.held_rows import KEEP_WAIT_S, HeldRows
 from store.records import model_dir, write_run_record
@@ -176,7 +176,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_protocol(args: argparse.Namespace) -> None:
     """The public protocol's prompts and the prior run of a stratified sample are readable;
     UsageError naming the flag otherwise. (Which of these flags go together is declared in
-    pipelines.cli_conflicts, which the CLI checks before this runs.)"""
+    pipelines.command_line.conflicts, which the CLI checks before this runs.)"""
     if args.public_repo is not None:
         load_public_prompts(args.public_repo)  # a missing prompt file: before anything else
     if args.stratify_from is not None:

@@ -8,7 +8,7 @@ same per category and per difficulty; the final-round error categories (count, %
 problems, the public benchmark's kind); and `self_correction`: success % by round, round-1
 failures fixed later, and the outcome transitions between consecutive rounds. `config` holds
 the model, sampling and loop settings (with the run's `protocol`) and `provenance` the run
-record's (pipelines.results_file). A rule's counts and rates are null where the run stopped on
+record's (store.results_file). A rule's counts and rates are null where the run stopped on
 the other rule (geobuild-summarize: `reported_rules`).
 `geobuild` rewrites it at the end of every run, over all the rows the folder holds.
 """
@@ -20,13 +20,13 @@ from typing import Any
 import polars as pl
 
 from pipelines.geobuild.summarize import BENCHMARK, summary_tables
-from pipelines.results_file import (
+from store.records import model_dir
+from store.results_file import (
     latest_run_record,
     percent_or_none,
     provenance,
     write_results_file,
 )
-from store.records import model_dir
 from store.storage import Location
 
 # The run-record fields copied into `config`.

@@ -43,10 +43,10 @@ from typing import Any
 from geometry.dsl.dataset import Problem
 from geometry.dsl.public_judge import public_verdict
 from geometry.dsl.solver import MAX_NFEV, Budget, SolveResult, solve_problem
-from pipelines.cli_args import output_dir, positive_int, replicas_int
+from pipelines.command_line.args import output_dir, positive_int, replicas_int
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
 from pipelines.geobuild.problem_selection import select_problems
-from pipelines.progress import Progress
+from pipelines.terminal.progress import Progress
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
 from store.journal import Journal, Record, read_journal

@@ -33,11 +33,11 @@ import polars as pl
 
 from geometry.dsl.public_categories import PUBLIC_KIND
 from geometry.dsl.validator import CONDITION_WEIGHT, OBJECT_WEIGHT, PUBLIC_SUCCESS_THRESHOLD
-from pipelines.cli_args import results_location
+from pipelines.command_line.args import results_location
 from pipelines.geobuild.error_accounting import error_accounting
 from pipelines.geobuild.rows import RESULT_SCHEMA
-from pipelines.terminal_output import add_table_arguments, chosen_tables, percent
-from pipelines.terminal_output import print_tables as print_output
+from pipelines.terminal.output import add_table_arguments, chosen_tables, percent
+from pipelines.terminal.output import print_tables as print_output
 from store.errors import UsageError
 from store.settings import read_settings
 from store.shards import read_shards
@@ -486,7 +486,8 @@ def print_tables(
     names: Sequence[str] = HEADLINE,
     csv_dir: Path | None = None,
 ) -> None:
-    """Print the tables named `names` in the format `fmt` (terminal_output.print_tables)."""
+    """Print the tables named `names` in the format `fmt`
+    (pipelines.terminal.output.print_tables)."""
     shown = shown_tables(tables)
     print_output({n: shown[n] for n in names}, fmt, titles=TITLES, csv_dir=csv_dir)
     if fmt == "table" and len(names) < len(TITLES):

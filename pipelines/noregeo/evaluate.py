@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from geometry.item import IMAGE_SETUPS, SETUPS
-from pipelines.cli_args import (
+from pipelines.command_line.args import (
     any_location,
     output_location,
     per_task_int,
@@ -53,7 +53,6 @@ from pipelines.engines.stages import (
     api_key,
     check_gpus,
 )
-from pipelines.interrupt import keep_on_exit, on_interrupt, saved_rows
 from pipelines.noregeo.baseline_step import AnswerScoreWrite, baseline_engine, score_block
 from pipelines.noregeo.folder_settings import (
     ITEM_PREFIX,
@@ -77,7 +76,8 @@ from pipelines.noregeo.run_settings import (
 )
 from pipelines.noregeo.sample_log import check_sample_dir, write_sample_logs
 from pipelines.noregeo.task_selection import TASKS_HELP, select_tasks
-from pipelines.progress import Progress
+from pipelines.terminal.interrupt import keep_on_exit, on_interrupt, saved_rows
+from pipelines.terminal.progress import Progress
 from store.errors import UsageError
 from store.held_rows import KEEP_WAIT_S, HeldRows
 from store.records import RETRY_ERRORS, finished_keys, model_dir, model_slug, write_run_record
@@ -293,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from err
     from pipelines.noregeo.results_json import write_results_json
     from pipelines.noregeo.summarize import HEADLINE, load_results, summary_tables
-    from pipelines.terminal_output import print_tables
+    from pipelines.terminal.output import print_tables
 
     results = load_results(args.out, model=cfg.name)
     root = model_dir(args.out, BENCHMARK, cfg.name)

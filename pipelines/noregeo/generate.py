@@ -32,7 +32,7 @@ from geometry.tasks.options import (
     GeneratorOptions,
 )
 from geometry.tasks.registry import all_tasks
-from pipelines.cli_args import (
+from pipelines.command_line.args import (
     VALID_RANGE,
     image_size_int,
     output_location,
@@ -41,7 +41,7 @@ from pipelines.cli_args import (
     seed_int,
 )
 from pipelines.noregeo.task_selection import TASKS_HELP, select_tasks
-from pipelines.suggest import did_you_mean
+from pipelines.terminal.suggest import did_you_mean
 from store.atomic import parquet_bytes, write_bytes_atomic
 from store.errors import UsageError
 from store.shards import wrong_types

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from geometry.answers import parse_answer, read_number
-from pipelines.cli_args import read_utf8
+from pipelines.command_line.args import read_utf8
 from pipelines.noregeo.human_items import SETUP
 from pipelines.noregeo.human_quality import Answer
 from pipelines.noregeo.scoring import score_row

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipelines.cli_args import (
+from pipelines.command_line.args import (
     SECONDS_MAX,
     existing_dir,
     int_in,

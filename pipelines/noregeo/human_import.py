@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipelines.cli_args import existing_dir, existing_file, output_dir, share
+from pipelines.command_line.args import existing_dir, existing_file, output_dir, share
 from pipelines.noregeo.human_import_votes import ImportSummary, import_annotations
 from pipelines.noregeo.human_quality import (
     DEFAULT_MIN_CONTROL_ACCURACY,

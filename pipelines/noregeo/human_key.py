@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.cli_args import read_json_object
+from pipelines.command_line.args import read_json_object
 from pipelines.noregeo.human_quality import DEFAULT_QUALIFICATION_PASS, ROLES, SCORED
 from store.errors import UsageError
 

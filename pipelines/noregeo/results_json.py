@@ -20,14 +20,14 @@ from geometry.item import SETUPS
 from pipelines.noregeo.generate import MANIFEST, read_manifest
 from pipelines.noregeo.run_settings import recorded_expectations
 from pipelines.noregeo.summarize import accuracy_table, task_order
-from pipelines.results_file import (
+from pipelines.terminal.output import ranked
+from store.records import model_dir
+from store.results_file import (
     latest_run_record,
     percent_or_none,
     provenance,
     write_results_file,
 )
-from pipelines.terminal_output import ranked
-from store.records import model_dir
 from store.storage import Location
 
 BENCHMARK = "noregeo"

@@ -24,11 +24,11 @@ import numpy as np
 import polars as pl
 
 from geometry.item import SETUPS
-from pipelines.cli_args import path_component, results_location
+from pipelines.command_line.args import path_component, results_location
 from pipelines.engines.reasoning import OUT_OF_BUDGET
 from pipelines.noregeo.results import RESULT_SCHEMA
 from pipelines.noregeo.run_settings import recorded_expectations, recorded_model_name
-from pipelines.terminal_output import (
+from pipelines.terminal.output import (
     add_table_arguments,
     chosen_tables,
     percent,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from geometry.tasks.registry import all_tasks
-from pipelines.suggest import did_you_mean
+from pipelines.terminal.suggest import did_you_mean
 from store.errors import UsageError
 
 TASKS_HELP = (

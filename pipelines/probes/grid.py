@@ -18,8 +18,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from pipelines.cli_args import existing_file, name_text, output_dir, positive_int
-from pipelines.progress import progress
+from pipelines.command_line.args import existing_file, name_text, output_dir, positive_int
+from pipelines.terminal.progress import progress
 from probes.grid import GridSpec, Trial, encoder_dir, expand, load_grid, run_trial, trial_path
 from probes.towers import TOKEN_NORMS, EncoderError, check_encoder
 from store.atomic import sweep_temporaries

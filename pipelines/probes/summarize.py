@@ -12,9 +12,9 @@ import argparse
 
 import polars as pl
 
-from pipelines.cli_args import binary_accuracy_percent, existing_dir
-from pipelines.terminal_output import PERCENT_DECIMALS, add_table_arguments, chosen_tables
-from pipelines.terminal_output import print_tables as print_output
+from pipelines.command_line.args import binary_accuracy_percent, existing_dir
+from pipelines.terminal.output import PERCENT_DECIMALS, add_table_arguments, chosen_tables
+from pipelines.terminal.output import print_tables as print_output
 from probes.tables import summarize
 from store.errors import UsageError
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.cli_args import (
+from pipelines.command_line.args import (
     binary_accuracy_percent,
     existing_file,
     output_dir,

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
 from geometry.dsl.dataset import NOTHING_TO_JUDGE  # noqa: E402
-from pipelines.cli_args import read_utf8  # noqa: E402
+from pipelines.command_line.args import read_utf8  # noqa: E402
 from pipelines.report.figures import DPI, MIN_TEXT_PT, PLAIN, reference_label  # noqa: E402
 from pipelines.report.html_page import Figure, Heading, Section  # noqa: E402
 from pipelines.report.html_page import table_blocks as _tables  # noqa: E402

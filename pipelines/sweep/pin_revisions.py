@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipelines.cli_args import existing_dir
+from pipelines.command_line.args import existing_dir
 from pipelines.engines.config_yaml import load_config
 from pipelines.engines.model_schema import ModelConfigError
 from pipelines.noregeo.generate import parse_list

@@ -34,7 +34,7 @@ from typing import Any
 
 from geometry.item import SETUPS
 from geometry.tasks.registry import all_tasks
-from pipelines.cli_args import (
+from pipelines.command_line.args import (
     existing_dir,
     existing_file,
     image_size_int,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pipelines.noregeo.evaluate as evaluate_module
 from pipelines import cli
 from pipelines.engines.stages import oracle_actor_stage
-from pipelines.progress import Progress
+from pipelines.terminal.progress import Progress
 
 
 def mark_once_counted(marker: Path) -> None:

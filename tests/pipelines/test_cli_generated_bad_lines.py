@@ -1,5 +1,5 @@
 """Issue 38: bad command lines generated from the argument parsers themselves, so a new
-option (or a new rule of pipelines.cli_conflicts) is covered without editing this file
+option (or a new rule of pipelines.command_line.conflicts) is covered without editing this file
 (test_cli_bad_input.py holds the hand-written table of what needs a command's own checks).
 
 For every command and every option that takes a value: each value of BAD_VALUES that the
@@ -8,7 +8,7 @@ at all, must give exit 2, one line naming the option, nothing written, and no Ra
 lines run in-process through `pipelines.cli.main`: argparse refuses a value as it reads it,
 before any required argument is missed, so no other argument is needed.
 
-For every rule of `pipelines.cli_conflicts.CONFLICTS` and every command it covers: one
+For every rule of `pipelines.command_line.conflicts.CONFLICTS` and every command it covers: one
 line that breaks it (both options of an `excludes` rule, the first alone of a `needs`
 rule), the command's required arguments given values its parser takes, must give exit 2
 and one line naming both options, nothing written, and no Ray.
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import cli
-from pipelines.cli_conflicts import CONFLICTS, Conflict, Use
+from pipelines.command_line.conflicts import CONFLICTS, Conflict, Use
 
 # Each class of bad value: empty, blank, a word for a number, signs, zero, NaN and the
 # infinities, past every range, a float for a count, a path that is missing, a file where

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import cli
-from pipelines.cli_renames import MOVED_POSITIONALS, RENAMED, parse_command
+from pipelines.command_line.renames import MOVED_POSITIONALS, RENAMED, parse_command
 
 # command, old flag, the argv (a whole call but for the old flag), the new names the line gives.
 ROWS = [

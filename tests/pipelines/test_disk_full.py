@@ -25,7 +25,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines.cli import main
-from pipelines.disk_failure import amount, disk_failure
+from pipelines.command_line.disk_failure import amount, disk_failure
 from store import atomic
 from tests.conftest import REPO
 
@@ -144,7 +144,7 @@ def test_a_shard_onto_a_full_tmpfs_says_the_bytes_it_needed(tmp_path: Path) -> N
     mount.mkdir()
     write = (
         "import sys; from pathlib import Path; from store.atomic import write_parquet_atomic; "
-        "from pipelines.disk_failure import disk_failure; "
+        "from pipelines.command_line.disk_failure import disk_failure; "
         "from tests.pipelines.test_disk_full import shard_table\n"
         "try:\n"
         f"    write_parquet_atomic(Path('{mount}/results/part-x.parquet'), shard_table())\n"

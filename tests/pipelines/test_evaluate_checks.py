@@ -52,7 +52,7 @@ def _evaluate(items: Path, engine: str, model: str, out: Path, *extra: str) -> i
     return main([*args, "--out", str(out), *extra])
 
 
-# A run's own progress lines (pipelines.progress, stderr off a terminal): not messages.
+# A run's own progress lines (pipelines.terminal.progress, stderr off a terminal): not messages.
 PROGRESS_LINE = re.compile(r"^evaluate \S+: \d+(/\d+)? rows")
 
 
@@ -94,7 +94,7 @@ def test_counting_a_prompt_longer_than_the_context_prints_no_warning(
     import transformers
 
     from actors.hf_engine import PromptRenderer
-    from pipelines import logs
+    from pipelines.terminal import logs
 
     logs.configure()
     transformers.utils.logging.disable_default_handler()

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from pipelines.cli import COMMANDS, command_parser, main
-from pipelines.cli_args import VALID_RANGE
+from pipelines.command_line.args import VALID_RANGE
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -49,7 +49,7 @@ def test_the_top_level_help_lists_every_command(capsys: pytest.CaptureFixture[st
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_every_numeric_option_has_a_range_its_help_shows(name: str) -> None:
     """A numeric option is one whose default is a number or whose validator has a range;
-    each must have a validator with a range (pipelines.cli_args), shown by --help."""
+    each must have a validator with a range (pipelines.command_line.args), shown by --help."""
     _module, parser = command_parser(name)
     text = parser.format_help()
     for action in parser._actions:

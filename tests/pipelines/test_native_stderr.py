@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from pipelines.native_stderr import RAY_NATIVE_LINE
+from pipelines.terminal.native_stderr import RAY_NATIVE_LINE
 from tests.conftest import REPO
 
 # The notice a Ray Data actor pool makes the driver print (copied from a demo's console,
@@ -22,7 +22,7 @@ RAY_FATAL = "[2026-12-01 19:00:30,000 F 26518 26518] core_worker.cc:1: Check fai
 WRITER = textwrap.dedent(
     """
     import os, subprocess, sys
-    from pipelines.native_stderr import hold_ray_native_lines
+    from pipelines.terminal.native_stderr import hold_ray_native_lines
     if sys.argv[1] == "held":
         hold_ray_native_lines()
     os.write(2, (sys.argv[2] + "\\nplain native line\\n").encode())
@@ -74,7 +74,7 @@ def test_a_closed_console_does_not_block_the_writers() -> None:
     writer = textwrap.dedent(
         """
         import os
-        from pipelines.native_stderr import hold_ray_native_lines
+        from pipelines.terminal.native_stderr import hold_ray_native_lines
         hold_ray_native_lines()
         for _ in range(2000):
             os.write(2, b"x" * 200 + b"\\n")  # 400 kB: six times a pipe's 64 kB

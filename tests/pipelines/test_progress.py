@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from pipelines.progress import PLAIN_EVERY_S, Progress, progress
+from pipelines.terminal.progress import PLAIN_EVERY_S, Progress, progress
 
 
 class SteppedClock:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import pipelines.engines.ray_session as ray_session
-from pipelines import logs
 from pipelines.cli import main
+from pipelines.terminal import logs
 from tests.conftest import REPO, SHARED
 
 TASKS = "C-ACM-PST,N-BCT-MT"

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines.cli import UsageError, main
-from pipelines.cli_args import output_location
+from pipelines.command_line.args import output_location
 from pipelines.noregeo.summarize import load_results
 from store.atomic import write_bytes_atomic, write_parquet_atomic
 from store.records import finished_keys, model_dir

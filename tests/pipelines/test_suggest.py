@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.suggest import did_you_mean
+from pipelines.terminal.suggest import did_you_mean
 from tests.conftest import REPO
 
 

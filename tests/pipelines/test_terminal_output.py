@@ -15,8 +15,8 @@ import pytest
 from geometry.item import SETUPS
 from geometry.tasks.registry import all_tasks
 from pipelines import cli
-from pipelines.results_file import RESULTS_JSON
-from pipelines.terminal_output import table_text
+from pipelines.terminal.output import table_text
+from store.results_file import RESULTS_JSON
 
 MODELS = ("b-model", "a-model")  # written out of order: the tables sort them
 ITEMS_PER_CELL = 4

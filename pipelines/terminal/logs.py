@@ -48,7 +48,7 @@ RAY_QUIET_LEVELS: dict[str, int] = {
 }
 # Without a terminal, Ray Data's progress display: a block of 7 lines per dataset every 10 s
 # (247 lines in one demo). Held at WARNING unless --verbose: the commands print their own
-# progress (pipelines.progress), a line every 30 s at most.
+# progress (pipelines.terminal.progress), a line every 30 s at most.
 RAY_PROGRESS_LOGGER = "ray.data._internal.progress.logging_progress"
 
 # Hugging Face's tqdm bars ("Loading weights", "Writing model shards"): huggingface_hub

@@ -20,7 +20,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Literal
 
-from pipelines.cli_renames import hyphenated
+from pipelines.command_line.renames import hyphenated
 from pipelines.engines.engine_kinds import BASELINES
 from pipelines.geobuild.engines import GEOBUILD_ENGINES
 from store.errors import UsageError

@@ -20,7 +20,7 @@ crashed; Ray's processes are ended by the reaper (pipelines.engines.ray_reaper).
 Ray is not shut down first either. `ray.shutdown` with a dataset's executor thread still
 inside a Ray call (the unwinding leaves it running) makes Ray's core worker end the process
 with exit 1 and one C++ line, "The core worker has already been shutdown"
-(core_worker_process.cc, Ray 2.60), which pipelines.native_stderr keeps off the console:
+(core_worker_process.cc, Ray 2.60), which pipelines.terminal.native_stderr keeps off the console:
 `geobuild` ended silently with exit 1 on 4 of 14 SIGINTs here. The count needs no stopped
 workers: a run's writers rename their shards under its lock (store.run_lock), released
 before the line is counted, and a late writer finds it gone and writes nothing.

@@ -103,7 +103,7 @@ def chosen_tables(
 def check_csv_output(args: argparse.Namespace, tables: int) -> None:
     """UsageError when `--format csv` would print several tables to one stream, or
     `--csv-dir` names a file; before any work, so nothing is written."""
-    folder = getattr(args, "csv_dir", None)  # `--format csv` with it: cli_conflicts
+    folder = getattr(args, "csv_dir", None)  # `--format csv` with it: command_line.conflicts
     if folder is not None and folder.exists() and not folder.is_dir():
         raise UsageError(f"--csv-dir {folder} is a file; give a directory")
     if args.format == "csv" and folder is None and tables > 1:

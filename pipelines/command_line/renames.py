@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
-from pipelines.suggest import did_you_mean
+from pipelines.terminal.suggest import did_you_mean
 from store.errors import UsageError
 
 __all__ = ["MOVED_POSITIONALS", "RENAMED", "parse_command"]

@@ -1,0 +1,1 @@
+"""The command line's rules: argument validators, renamed flags, conflicts, the full-disk line."""
