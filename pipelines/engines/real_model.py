@@ -169,7 +169,8 @@ def causal_lm_config(gguf: Path, source: str) -> Any:
 
 
 def _tensor_progress(items: Iterable[T], desc: str = "", **_: Any) -> Iterator[T]:
-    """Stands in for tqdm in transformers' GGUF loop: pipelines.terminal.progress, counted in tensors."""
+    """Stands in for tqdm in transformers' GGUF loop: pipelines.terminal.progress, counted
+    in tensors."""
     total = len(items) if isinstance(items, Sized) else None
     return progress(items, total, desc.rstrip(". "), "tensor")
 
