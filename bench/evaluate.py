@@ -26,7 +26,7 @@ from pipelines.engines.model_resolution import resolve_model
 from pipelines.engines.ray_session import ensure_ray
 from pipelines.engines.requests import SamplingConfig, add_requests
 from pipelines.engines.stages import EngineOptions, oracle_actor_stage
-from pipelines.noregeo.evaluate import evaluate
+from pipelines.noregeo.evaluate_pipeline import evaluate
 from pipelines.noregeo.generate import generate
 from pipelines.noregeo.results import ShardWriter
 from pipelines.noregeo.run_settings import EvaluateSettings

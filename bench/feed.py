@@ -69,7 +69,7 @@ def one_run(files: list[Path], cfg: Any, setup: str, out: Path) -> tuple[float, 
     import polars as pl
 
     from geometry.tasks.registry import all_tasks
-    from pipelines.noregeo.evaluate import evaluate
+    from pipelines.noregeo.evaluate_pipeline import evaluate
     from pipelines.noregeo.run_settings import EvaluateSettings
 
     run = EvaluateSettings(tasks=list(all_tasks()), setups=[setup], shard_rows=256)

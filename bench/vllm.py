@@ -8,10 +8,10 @@ other:
 1. bare, in a fresh process (bench/vllm_bare.py): `import vllm`, `vllm.LLM(...)` (the two
    timed together from the process's start: the engine load), then one `LLM.chat` over all
    rows;
-2. pipeline: `pipelines.noregeo.evaluate.evaluate` with the `vllm` stage (Ray's `ray.data.llm`
-   processor: chat template, tokenize, engine; then scoring and Parquet shards), in a fresh
-   driver on the bench's Ray (bench/vllm_pipeline_once.py), loading its own engine as every
-   `evaluate` does;
+2. pipeline: `pipelines.noregeo.evaluate_pipeline.evaluate` with the `vllm` stage (Ray's
+   `ray.data.llm` processor: chat template, tokenize, engine; then scoring and Parquet shards),
+   in a fresh driver on the bench's Ray (bench/vllm_pipeline_once.py), loading its own engine
+   as every `evaluate` does;
 3. Ray's processor alone, in a fresh driver (bench/vllm_ray_alone.py): the same rows, engine
    settings and stages with nothing of this project in the data path.
 

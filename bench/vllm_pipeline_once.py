@@ -25,7 +25,7 @@ from pipelines.engines.model_resolution import resolve_model  # noqa: E402
 from pipelines.engines.ray_session import ensure_ray  # noqa: E402
 from pipelines.engines.requests import SamplingConfig  # noqa: E402
 from pipelines.engines.stages import EngineOptions  # noqa: E402
-from pipelines.noregeo.evaluate import evaluate  # noqa: E402
+from pipelines.noregeo.evaluate_pipeline import evaluate  # noqa: E402
 from pipelines.noregeo.run_settings import EvaluateSettings  # noqa: E402
 
 

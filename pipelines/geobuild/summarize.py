@@ -144,7 +144,8 @@ class Rows:
 
 def run_protocol(model_root: Location) -> str:
     """The protocol a model folder's runs used: its settings.json says `public`; geosee when
-    it says nothing (our loop records no protocol, pipelines.geobuild.loop.FIXED_SETTINGS)."""
+    it says nothing (our loop records no protocol,
+    pipelines.geobuild.conversations.FIXED_SETTINGS)."""
     stored = read_settings(model_root)
     return str((stored or {}).get(PROTOCOL) or "geosee")
 

@@ -119,7 +119,7 @@ def expected_keys(
     sampling: SamplingConfig,
 ) -> set[str]:
     """The request keys `evaluate` would write for one model x setup."""
-    from pipelines.noregeo.evaluate import item_reader
+    from pipelines.noregeo.evaluate_pipeline import item_reader
 
     read = item_reader(tasks, [setup], limit)  # the very filter evaluate applies
     keys: set[str] = set()

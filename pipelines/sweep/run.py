@@ -254,7 +254,7 @@ def _run_model(
     import ray
 
     from pipelines.engines.stages import cluster_gpus
-    from pipelines.noregeo.evaluate import evaluate
+    from pipelines.noregeo.evaluate_pipeline import evaluate
 
     ray.data.DataContext.get_current().enable_progress_bars = False  # the driver shows progress
     model = ModelConfig.model_validate(cfg)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-import pipelines.geobuild.loop as loop_module
+import pipelines.geobuild.rounds as rounds_module
 from pipelines import cli
 from tests.pipelines.held_rows_scenario import mark_once_counted
 
-drop_messages = loop_module._drop_messages
+drop_messages = rounds_module._drop_messages
 
 
 def slow_drop_messages(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -27,7 +27,7 @@ def slow_drop_messages(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def main() -> None:
     marker, sys.argv[1:] = Path(sys.argv[1]), ["geobuild", *sys.argv[2:]]
-    loop_module._drop_messages = slow_drop_messages
+    rounds_module._drop_messages = slow_drop_messages
     mark_once_counted(marker)
     cli.entry()
 

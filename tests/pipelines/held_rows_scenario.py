@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pipelines.noregeo.evaluate as evaluate_module
+import pipelines.noregeo.evaluate_pipeline as pipeline_module
 from pipelines import cli
 from pipelines.engines.stages import oracle_actor_stage
 from pipelines.terminal.progress import Progress
@@ -30,7 +30,7 @@ def mark_once_counted(marker: Path) -> None:
 
 def main() -> None:
     marker, sys.argv[1:] = Path(sys.argv[1]), ["evaluate", *sys.argv[2:]]
-    evaluate_module.STAGES = {**evaluate_module.STAGES, "oracle": oracle_actor_stage}
+    pipeline_module.STAGES = {**pipeline_module.STAGES, "oracle": oracle_actor_stage}
     mark_once_counted(marker)
     cli.entry()
 

@@ -25,6 +25,7 @@ from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.stages import LIGHT_CPUS, baseline_stage
 from pipelines.engines.tiny_model import build_tiny_model
 from pipelines.noregeo import evaluate as evaluate_module
+from pipelines.noregeo import evaluate_pipeline as pipeline_module
 from pipelines.noregeo.generate import generate
 from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.noregeo.summarize import load_results
@@ -204,7 +205,7 @@ def test_error_rate_threshold_covers_the_runs_rows(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setitem(evaluate_module.STAGES, "oracle", _half_errors)
+    monkeypatch.setitem(pipeline_module.STAGES, "oracle", _half_errors)
     out = tmp_path / "results"
     # Half the rows: not more than 0.5, so the run passes.
     assert _evaluate(items, "oracle", "oracle", out) == 0

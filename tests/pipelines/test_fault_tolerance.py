@@ -18,7 +18,7 @@ from pipelines.engines.model_resolution import resolve_model
 from pipelines.engines.ray_reaper import descendants
 from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.stages import EngineOptions, oracle_actor_stage
-from pipelines.noregeo.evaluate import evaluate
+from pipelines.noregeo.evaluate_pipeline import evaluate
 from pipelines.noregeo.generate import generate
 from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.noregeo.summarize import load_results

@@ -12,8 +12,9 @@ import pytest
 
 import pipelines.cli
 from geometry.dsl.dataset import load_problems
+from pipelines.geobuild.conversations import LATER_SETTINGS
 from pipelines.geobuild.engines import resolve_engine
-from pipelines.geobuild.loop import LATER_SETTINGS, Loop
+from pipelines.geobuild.rounds import Loop
 from pipelines.geobuild.settings import GeoBuildSettings
 from tests.conftest import SHARED
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.geobuild.loop import Loop
+from pipelines.geobuild.rounds import Loop
 from pipelines.probes.grid import plan_line
 
 

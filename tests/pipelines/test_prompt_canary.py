@@ -262,9 +262,9 @@ def test_evaluate_stops_a_broken_template_before_its_engine(
     """Exit 2 with one line naming the check and the model, before the engine stage is built.
     This machine has no GPU, whose refusal comes first (test_engines_e2e): the GPU check
     passes here as on a GPU cluster."""
-    import pipelines.noregeo.evaluate as evaluate_module
+    import pipelines.noregeo.evaluate_pipeline as pipeline_module
 
-    monkeypatch.setattr(evaluate_module, "check_gpus", lambda *_, **__: None)
+    monkeypatch.setattr(pipeline_module, "check_gpus", lambda *_, **__: None)
     broken = _with_template(tiny_llm_dir, NO_SYSTEM_TEMPLATE, tmp_path)
     out = tmp_path / "out"
     args = ["evaluate", "--items", str(small_items), "--engine", "vllm", "--model", str(broken)]
@@ -286,10 +286,10 @@ def test_geobuild_stops_a_broken_template_before_its_engine(
     """GeoBuild's first round through the canary: the same one line, exit 2, nothing written
     (no settings, no run record, no round). The GPU check passes, as on a GPU cluster."""
     import pipelines.cli
-    import pipelines.geobuild.loop as loop_module
+    import pipelines.geobuild.rounds as rounds_module
     from tests.conftest import SHARED
 
-    monkeypatch.setattr(loop_module, "check_gpus", lambda *_, **__: None)
+    monkeypatch.setattr(rounds_module, "check_gpus", lambda *_, **__: None)
 
     monkeypatch.setitem(pipelines.cli.COMMANDS, "geobuild", ("pipelines.geobuild.loop", "loop"))
     broken = _with_template(tiny_llm_dir, NO_SYSTEM_TEMPLATE, tmp_path)

@@ -283,12 +283,12 @@ def test_baseline_shards_land_before_the_engines_last_call(
 ) -> None:
     """Ordering, not timing: one item file is one Ray task; had its rows been buffered into
     one block before the writer (as they were), no shard would exist at any engine call."""
-    import pipelines.noregeo.evaluate as evaluate_module
+    import pipelines.noregeo.evaluate_pipeline as pipeline_module
 
     out, log = tmp_path / "results", tmp_path / "calls.txt"
     root = model_dir(out, "noregeo", "oracle")
     monkeypatch.setattr(
-        evaluate_module, "baseline_engine", lambda engine, delay: _CountingOracle(root, log)
+        pipeline_module, "baseline_engine", lambda engine, delay: _CountingOracle(root, log)
     )
     args = ["--items", str(small_items), "--engine", "oracle", "--model", "oracle"]
     args += ["--tasks", "N-ECL-SLT", "--batch-size", "6", "--shard-rows", "6"]

@@ -51,7 +51,7 @@ def main(folder: Path) -> None:
 
     from pipelines.engines.config_from_checkpoint import checkpoint_config
     from pipelines.engines.tiny_model import build_tiny_model
-    from pipelines.noregeo.evaluate import evaluate
+    from pipelines.noregeo.evaluate_pipeline import evaluate
     from pipelines.noregeo.generate import generate
     from pipelines.noregeo.run_settings import EvaluateSettings
     from store.storage import children

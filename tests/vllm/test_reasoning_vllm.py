@@ -23,7 +23,7 @@ import pytest
 from pipelines.engines.config_yaml import load_config
 from pipelines.engines.requests import SamplingConfig
 from pipelines.engines.stages import EngineOptions, vllm_stage
-from pipelines.noregeo.evaluate import evaluate
+from pipelines.noregeo.evaluate_pipeline import evaluate
 from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.noregeo.summarize import load_results, summary_tables
 
