@@ -5,7 +5,9 @@ choice item was bolded at 21.0%, below the random baseline's 22.2%, and its "bes
 A model under test may be marked in a cell only where the 95% Wilson interval of its
 accuracy lies wholly above both chance (a uniform guess among each item's options; 0 for
 numeric answers) and the random baseline's accuracy on the same cell. A model that gives
-one answer on most items of a task is named with its count ("answers yes on 38 of 40").
+one answer on most items of a task is named with its count ("answers yes on 38 of 40"); one
+that picks the first option of most choice items, pooled over tasks, is named too (a few
+items per task, as in the demo, are too few to flag any one task).
 """
 
 from __future__ import annotations
@@ -88,3 +90,32 @@ def one_value_lines(scored: pl.DataFrame, models: list[str]) -> list[str]:
         if rows.height >= MIN_ITEMS and count >= ONE_VALUE_SHARE * rows.height:
             lines.append(f"{model} answers {value} on {count} of {rows.height} items of {task}")
     return lines
+
+
+def first_option_lines(scored: pl.DataFrame, models: list[str]) -> list[str]:
+    """For each model of `models` whose valid answers to choice items pick the item's first
+    option on ONE_VALUE_SHARE of them (at least MIN_ITEMS), where the gold is the first option
+    less often than that: "MODEL answers the first option on N of M choice items (the right
+    answer is the first on K)". Pooled over tasks, so 4 items per task still count."""
+    needed = {"parsed", "valid", "options", "answer", "answer_type"}
+    if not needed <= set(scored.columns):
+        return []
+    choice = scored.filter(
+        pl.col("valid") & pl.col("model").is_in(models) & (pl.col("answer_type") == "choice")
+    )
+    first = pl.col("options").list.first().cast(pl.String)
+    counts = (
+        choice.group_by("model")
+        .agg(
+            pl.len().alias("n"),
+            (pl.col("parsed").cast(pl.String) == first).sum().alias("picked"),
+            (pl.col("answer").cast(pl.String) == first).sum().alias("gold"),
+        )
+        .sort("model")
+    )
+    return [
+        f"{model} answers the first option on {picked} of {n} choice items (the right answer "
+        f"is the first on {gold})"
+        for model, n, picked, gold in counts.iter_rows()
+        if n >= MIN_ITEMS and picked >= ONE_VALUE_SHARE * n and gold < ONE_VALUE_SHARE * n
+    ]

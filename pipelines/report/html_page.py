@@ -188,9 +188,20 @@ def markdown(frame: pl.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_table(out: Path, table: Table) -> None:
-    """tables/<name>.csv and tables/<name>.md, each written atomically."""
-    frame = table.frame
+def tagged_copy(frame: pl.DataFrame, tags: dict[str, str]) -> pl.DataFrame:
+    """The frame with a `tag` column after `model` (null for a model under test) when any
+    row is tagged, so a CSV or Markdown reader sees what the page's row tags say. Tagged
+    column heads stay as they are: programs read them as model names."""
+    if "model" not in frame.columns or not frame["model"].is_in(list(tags)).any():
+        return frame
+    tag = pl.col("model").replace_strict(tags, default=None, return_dtype=pl.String)
+    at = frame.columns.index("model") + 1
+    return frame.insert_column(at, frame.select(tag.alias("tag")).to_series())
+
+
+def write_table(out: Path, table: Table, tags: dict[str, str]) -> None:
+    """tables/<name>.csv and tables/<name>.md, each written atomically, rows tagged."""
+    frame = tagged_copy(table.frame, tags)
     write_bytes_atomic(out / "tables" / f"{table.name}.csv", csv_table(frame).encode())
     write_bytes_atomic(out / "tables" / f"{table.name}.md", markdown(frame).encode())
 
@@ -387,7 +398,7 @@ def write_report(
     for section in sections:
         for block in section.blocks:
             if isinstance(block, Table):
-                write_table(out, block)
+                write_table(out, block, tags or {})
     index = out / "index.html"
     write_bytes_atomic(index, page(title, subtitle, sections, links, tags, banner).encode())
     return index

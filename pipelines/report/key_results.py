@@ -9,7 +9,13 @@ import polars as pl
 from pipelines.engines.engine_kinds import BASELINES
 from pipelines.noregeo.summarize import every_item
 from pipelines.report import tables as rt
-from pipelines.report.chance import above_chance, interval_text, one_value_lines, random_baselines
+from pipelines.report.chance import (
+    above_chance,
+    first_option_lines,
+    interval_text,
+    one_value_lines,
+    random_baselines,
+)
 from pipelines.report.html_page import INTERVAL_SUFFIX, Section
 from pipelines.report.html_page import table_blocks as _tables
 from pipelines.report.provenance import Record
@@ -183,10 +189,10 @@ def key_section(df: pl.DataFrame | None, lines: list[str]) -> Section:
         )
     else:
         best = "No model under test ran (every row is tagged): no best marks."
-    fixed = one_value_lines(scored, tested)
+    fixed = one_value_lines(scored, tested) + first_option_lines(scored, tested)
     if fixed:
         shown = "; ".join(fixed[:6]) + (f"; and {len(fixed) - 6} more" if len(fixed) > 6 else "")
-        best += f" One answer on most items of a task (a fixed answer, not a reading): {shown}."
+        best += f" One answer on most items (a fixed answer, not a reading): {shown}."
     intro = " ".join([run_summary(df), best, *lines])
     return Section(
         "Key results",

@@ -176,8 +176,14 @@ def prompt_html(system: object, prompt: object) -> str:
     return f'<div class="prompt">{"".join(parts)}</div>'
 
 
-def _options(name: str, values: list[str]) -> str:
-    options = "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in values)
+def _options(name: str, values: list[str], tags: dict[str, str] | None = None) -> str:
+    """A filter's select; a tagged model's option reads `name (tag)`, its value the name."""
+    tags = tags or {}
+    options = "".join(
+        f'<option value="{html.escape(v)}">'
+        f"{html.escape(f'{v} ({tags[v]})' if v in tags else v)}</option>"
+        for v in values
+    )
     return (
         f'<label>{name} <select id="f-{name}" onchange="apply(true)">'
         f'<option value="">all</option>{options}</select></label>'
@@ -216,13 +222,10 @@ def samples_page(df: pl.DataFrame, records: list[Record], out: Path) -> Path:
         css = {"right": "right", "wrong": "wrong", "invalid output": "invalid"}.get(result, "error")
         tds = "".join(f"<td>{c}</td>" for c in cells)
         body.append(f'<tr class="sample {css}"{attrs}>{tds}</tr>')
-    selects = "".join(
-        _options(name, values)
-        for name, values in (
-            ("task", sorted(rows["task"].unique().to_list())),
-            ("setup", [str(s) for s in SETUPS if s in set(rows["setup"])]),
-            ("model", model_order(rows)),
-        )
+    selects = (
+        _options("task", sorted(rows["task"].unique().to_list()))
+        + _options("setup", [str(s) for s in SETUPS if s in set(rows["setup"])])
+        + _options("model", model_order(rows), tags)
     )
     head = "".join(
         f"<th>{h}</th>"

@@ -132,11 +132,11 @@ def test_table2_oracle_is_100_everywhere_and_cells_match_raw_rows(report) -> Non
     results, out = report
     table2 = _csv(out, "table2")
     table2 = table2.select(c for c in table2.columns if not c.endswith(INTERVAL_SUFFIX))
-    oracle = table2.filter(pl.col("model") == "oracle").drop("setup", "model")
+    oracle = table2.filter(pl.col("model") == "oracle").drop("setup", "model", "tag")
     assert oracle.height == 3 and (oracle.to_numpy() == 100.0).all()
     raw = load_results(results)
     for row in table2.iter_rows(named=True):
-        for group in table2.columns[2:]:
+        for group in (c for c in table2.columns if c not in ("setup", "model", "tag")):
             kind, code = group.split(" ")[0].split("-")
             part = raw.filter(
                 (pl.col("model") == row["model"])
@@ -198,6 +198,20 @@ def test_random_weights_and_baselines_are_tagged_rows_after_the_models(model_rep
     assert "model-b: tagged random weights" in banner.group(1)
     assert "constant, oracle, random: tagged baseline" in banner.group(1)
     assert "model-a" not in banner.group(1)
+
+
+def test_csv_and_markdown_copies_carry_the_row_tags(model_report) -> None:
+    """A reader of tables/*.csv or *.md sees what the page's row tags say (issue 39)."""
+    _results, out = model_report
+    expected = {"model-b": "random weights"} | {m: "baseline" for m in BASELINES}
+    for table in ("key_results", "overall", "table2"):
+        frame = _csv(out, table)
+        assert frame.columns[frame.columns.index("model") + 1] == "tag", table
+        tags = dict(frame.select("model", "tag").unique().iter_rows())
+        assert {m: t for m, t in tags.items() if t is not None} == expected, table
+        assert tags["model-a"] is None, table  # a model under test: no tag
+        header = _markdown_rows(out / "tables" / f"{table}.md")[0]
+        assert header[header.index("model") + 1] == "tag", table
 
 
 def test_no_best_marks_on_tagged_rows_and_none_without_a_model_under_test(
@@ -351,7 +365,7 @@ def test_engine_errors_apart_from_invalid_outputs(model_report) -> None:
         assert invalid.filter(pl.col("model") == "model-a")[setup][0] == pytest.approx(
             expected_invalid
         )
-    assert (errors.filter(pl.col("model") == "oracle").drop("model").to_numpy() == 0).all()
+    assert (errors.filter(pl.col("model") == "oracle").drop("model", "tag").to_numpy() == 0).all()
 
 
 def test_provenance_from_run_records_and_manifest(model_report, small_items: Path) -> None:

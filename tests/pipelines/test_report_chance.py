@@ -10,7 +10,12 @@ import polars as pl
 
 from pipelines.noregeo.summarize import answered
 from pipelines.report import tables as rt
-from pipelines.report.chance import wilson_interval, wilson_low
+from pipelines.report.chance import (
+    first_option_lines,
+    one_value_lines,
+    wilson_interval,
+    wilson_low,
+)
 from pipelines.report.html_page import INTERVAL_SUFFIX
 from pipelines.report.key_results import key_marks, key_section, key_table
 
@@ -52,6 +57,30 @@ def test_a_model_that_answers_one_value_is_not_marked_best_and_is_named() -> Non
     intro = key_section(df, []).intro
     assert "No best marks" in intro
     assert "smollm2 answers yes on 40 of 40 items of C-BCT-CT" in intro
+    assert "smollm2 answers the first option on 40 of 40 choice items" in intro
+
+
+def test_first_option_picks_are_pooled_over_tasks_with_few_items() -> None:
+    """The demo asks SmolLM2 4 items per task: too few to flag one task (MIN_ITEMS), yet its
+    first-option answers over all choice items say what it does. The gold's own first-option
+    count keeps a model that is right where the gold is first from being flagged."""
+    rows = []
+    for task, options in (("C-BCT-CT", ["yes", "no"]), ("N-SCP-TTT", ["a", "r", "o"])):
+        for n in range(4):
+            gold = options[n % len(options)]
+            for model, parsed in (("first", options[0]), ("right", gold)):
+                rows.append({
+                    "model": model, "task": task, "item_id": f"{task}-{n:04d}",
+                    "options": options, "answer": gold, "answer_type": "choice",
+                    "parsed": parsed, "valid": True,
+                })  # fmt: skip
+    df = pl.DataFrame(rows)
+    assert one_value_lines(df, ["first", "right"]) == []  # 4 items a task: none flagged alone
+    gold_first = sum(r["answer"] == r["options"][0] for r in rows) // 2  # 2 + 2 of 8
+    assert first_option_lines(df, ["first", "right"]) == [
+        f"first answers the first option on 8 of 8 choice items (the right answer is the "
+        f"first on {gold_first})"
+    ]
 
 
 def test_a_model_above_chance_and_the_random_baseline_keeps_its_mark() -> None:

@@ -43,3 +43,14 @@ def test_a_long_prompt_appears_whole_outside_any_scroll_box(tmp_path: Path) -> N
         if f".{cell.group(1)}" in selector and re.search(r"max-height|overflow", body)
     ]
     assert not boxes, boxes  # no fixed-height or scrolling box around the prompt
+
+
+def test_the_model_filter_names_each_tagged_model_with_its_tag(tmp_path: Path) -> None:
+    """The filter's options say what the rows say: a baseline reads `random (baseline)`,
+    while the option's value (the address's #model=) stays the bare name."""
+    rows = [_row("p", "s"), {**_row("p", "s"), "model": "random", "engine": "random"}]
+    page = samples_page(pl.DataFrame(rows), [], tmp_path).read_text()
+    select = re.search(r'<select id="f-model"[^>]*>(.*?)</select>', page, re.S)
+    assert select is not None
+    options = re.findall(r'<option value="([^"]*)">([^<]*)</option>', select.group(1))
+    assert options == [("", "all"), ("model-a", "model-a"), ("random", "random (baseline)")]
