@@ -46,18 +46,31 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-
 export TOKENIZERS_PARALLELISM=false RAY_DEDUP_LOGS=0
 
 steps=()    # "name|estimate|measured" per finished step, for the closing table
+# The lines of a printed table (pipelines/terminal/output.py): its title, its box, a fold's
+# header, the note on tables not printed (blank lines around them go too).
+TABLE_LINE='^(## |┌|│|╞|├|└|\(columns, part |\(more: )'
+
 step_count=0
 # run_step NAME ESTIMATE COMMAND...: estimates are the full scale's, measured by a run of
 # this script on this 2-core machine at load 0.7-1.8: 337 s of steps (697 and 1036 s at loads
 # of 6-25, shared with other jobs).
 # DEMO_SCALE=smoke says they are the full scale's.
+# A step's stdout goes whole to $DEMO_DIR/logs/step-NN.log; the console gets it without the
+# result tables (six evaluate summaries of 45 lines made most of a 529-line console,
+# measured) and a line naming that log; each evaluate still prints its accuracy line.
+# stderr (progress, errors) goes to the console as it is.
 run_step() {
-  local name=$1 estimate=$2 start=$SECONDS
+  local name=$1 estimate=$2 start=$SECONDS log
   shift 2
   step_count=$((step_count + 1))
+  log=$(printf '%s/logs/step-%02d.log' "$DEMO_DIR" "$step_count")
+  mkdir -p "$DEMO_DIR/logs"
   echo
   echo "== step $step_count: $name (estimate$estimate_note: $estimate)"
-  "$@"
+  PYTHONUNBUFFERED=1 "$@" | tee "$log" | sed -u -E -e "/$TABLE_LINE/d" -e '/^$/d'
+  if grep -q -E "$TABLE_LINE" "$log"; then
+    echo "(its tables: $log)"
+  fi
   local took=$((SECONDS - start))
   echo "== step $step_count done in ${took} s: $name"
   steps+=("$name|$estimate|${took} s")

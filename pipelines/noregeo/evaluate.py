@@ -197,7 +197,12 @@ def run(args: argparse.Namespace) -> int:
     except (NoGPUError, MissingKeyError, CanaryError) as err:
         raise UsageError(str(err)) from err
     from pipelines.noregeo.results_json import write_results_json
-    from pipelines.noregeo.summarize import HEADLINE, load_results, summary_tables
+    from pipelines.noregeo.summarize import (
+        HEADLINE,
+        accuracy_line,
+        load_results,
+        summary_tables,
+    )
     from pipelines.terminal.output import print_tables
 
     results = load_results(args.out, model=cfg.name)
@@ -206,8 +211,10 @@ def run(args: argparse.Namespace) -> int:
     health = run_health(results, cfg, tasks, setups, args.per_task, run_settings.sampling)
     if written:
         print(f"{written} new rows in {root}")
-        print_tables({n: t for n, t in summary_tables(results).items() if n in HEADLINE})
+        tables = summary_tables(results)
+        print_tables({n: t for n, t in tables.items() if n in HEADLINE})
         print(f"wrote {written_json}")
+        print(accuracy_line(tables["overall"]))
     else:  # evaluate() found every request of the run done, and started no Ray
         print(
             f"nothing to do: 0 new rows; {results.height} rows already in {root} "

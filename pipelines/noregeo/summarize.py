@@ -367,6 +367,19 @@ def summary_tables(
     return {"accuracy_by_task": accuracy_by_task_setup(df), **shown}
 
 
+def accuracy_line(overall: pl.DataFrame) -> str:
+    """One model's accuracy per setup in one line, from its `overall` table as printed (one
+    row per setup): the figure a reader looks for first, where the tables around it are
+    long (the demo's console keeps this line and leaves the tables to its step logs)."""
+    parts = [
+        f"{row['setup']} {row['accuracy %']:.1f} [{row['ci95 low %']:.1f}, "
+        f"{row['ci95 high %']:.1f}] of {row['n']}"
+        for row in overall.iter_rows(named=True)
+    ]
+    prefix = "accuracy % (unanswered rows wrong) [95% bootstrap interval] of items: "
+    return prefix + "; ".join(parts)
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the chosen summary tables and warn of any missing rows; the exit code."""
     names = chosen_tables(args, list(TITLES), HEADLINE)

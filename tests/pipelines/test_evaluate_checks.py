@@ -209,7 +209,9 @@ def test_error_rate_threshold_covers_the_runs_rows(
     out = tmp_path / "results"
     # Half the rows: not more than 0.5, so the run passes.
     assert _evaluate(items, "oracle", "oracle", out) == 0
-    assert "engine errors 2 (50.0%); invalid outputs 0 of 2 answered" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "engine errors 2 (50.0%); invalid outputs 0 of 2 answered" in printed
+    _check_accuracy_line(printed, load_results(out))
     # Run again with a stricter bound: nothing new is written, yet the rows this run covers
     # (written by the first call) are still half errors.
     assert _evaluate(items, "oracle", "oracle", out, "--max-error-rate", "0.4") == 1
@@ -223,6 +225,20 @@ def test_error_rate_threshold_covers_the_runs_rows(
     settings = [EvaluateSettings.model_validate(_settings_fields(r)) for r in records]
     assert sorted(s.max_error_rate for s in settings) == [0.4, 0.5]
     assert all(s.sampling == SamplingConfig() and s.tasks == TASKS for s in settings)
+
+
+def _check_accuracy_line(printed: str, rows: pl.DataFrame) -> None:
+    """evaluate's accuracy line against the rows recomputed here: per setup, the share of
+    rows right with an engine error counted wrong (the paper's rule), and the row count."""
+    [line] = [x for x in printed.splitlines() if x.startswith("accuracy % ")]
+    shown = re.findall(r"(\w+) ([\d.]+) \[([\d.]+), ([\d.]+)\] of (\d+)", line)
+    right = pl.col("correct").fill_null(False) & pl.col("engine_error").is_null()
+    expected = rows.group_by("setup").agg(right.mean().alias("acc"), pl.len().alias("n"))
+    assert len(shown) == expected.height > 0, line
+    for setup, acc, low, high, n in shown:
+        [(want, count)] = expected.filter(setup=setup).select("acc", "n").iter_rows()
+        assert float(acc) == round(100 * want, 1) and int(n) == count, line
+        assert float(low) <= float(acc) <= float(high), line
 
 
 def _settings_fields(record: Path) -> dict[str, Any]:
