@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -40,10 +41,12 @@ def _command(items: Path, out: Path) -> list[str]:
 
 def _signalled(
     argv: list[str], sig: int, delay_s: float, started: str | None = "evaluate random:"
-) -> tuple[Any, str]:
+) -> tuple[Any, str, float]:
     """Run `argv`, send `sig` `delay_s` after its first line starting with `started` (Ray is
     up, rows are being written; None: after the process starts), and return its exit code
-    (None: still running BOUND_S later, then killed) and stderr."""
+    (None: still running BOUND_S later, then killed), stderr and the seconds from the signal
+    to the exit (0 when it ended before the signal; printed by the stress runs, never
+    asserted: issue 39's 5 s is a measurement on the local cluster, not a test bound)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     process = subprocess.Popen(
         argv,
@@ -70,17 +73,20 @@ def _signalled(
     running.wait(300)
     time.sleep(delay_s)
     code: int | None = None
+    seconds = 0.0
     if process.poll() is None:
+        sent = time.monotonic()
         process.send_signal(sig)
         try:
             code = process.wait(BOUND_S)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        seconds = time.monotonic() - sent
     else:
         code = process.returncode
     reader.join(5)
-    return code, "".join(lines)
+    return code, "".join(lines), seconds
 
 
 def _check(code: int | None, err: str, sig: int, progress: tuple[str, ...] = ()) -> bool:
@@ -113,7 +119,7 @@ def test_sigterm_and_sigint_mid_run_end_it_in_one_line_and_the_rerun_completes(
     out = tmp_path / "results"
     argv = _command(small_items, out)
     for sig in (signal.SIGTERM, signal.SIGINT):
-        code, err = _signalled(argv, sig, 0.5)
+        code, err, _ = _signalled(argv, sig, 0.5)
         assert _check(code, err, sig), err  # 40 rows at 0.05 s each outlast 0.5 s
     _every_row_once(argv, out)
 
@@ -158,17 +164,20 @@ def test_twenty_sigints_and_ten_sigterms_at_random_moments(
     signals = [signal.SIGINT] * 20 + [signal.SIGTERM] * 10
     draw.shuffle(signals)
     obeyed = 0
+    exits: list[float] = []
     for sig in signals:
-        code, err = _signalled(argv, sig, draw.uniform(0.0, 3.0))
+        code, err, seconds = _signalled(argv, sig, draw.uniform(0.0, 3.0))
         landed = _check(code, err, sig)
         obeyed += landed
-        print(
-            f"signal {signal.Signals(sig).name}: exit {code}, {'obeyed' if landed else 'too late'}"
-        )
+        exits += [seconds] if landed else []
+        verdict = f"obeyed, exit {seconds:.1f} s after it" if landed else "too late"
+        print(f"signal {signal.Signals(sig).name}: exit {code}, {verdict}")
         _every_row_once(argv, out)
         for shard in (out / "noregeo").rglob("*.parquet"):  # start over for the next signal
             shard.unlink()
     print(f"{obeyed} of {len(signals)} signals landed in a running command and were obeyed")
+    if exits:
+        print(f"signal to exit: median {statistics.median(exits):.1f} s, max {max(exits):.1f} s")
 
 
 def _hf_command(items: Path, out: Path, model: Path) -> list[str]:
@@ -223,9 +232,9 @@ def test_signals_at_random_moments_in_the_other_commands(
     signals = [signal.SIGINT] * 4 + [signal.SIGTERM] * 2
     draw.shuffle(signals)
     for sig in signals:
-        code, err = _signalled(argv, sig, draw.uniform(0.0, 3.0), started)
+        code, err, seconds = _signalled(argv, sig, draw.uniform(0.0, 3.0), started)
         landed = _check(code, err, sig, progress)
-        verdict = "obeyed" if landed else "late"
+        verdict = f"obeyed, exit {seconds:.1f} s after it" if landed else "late"
         print(f"{command} {signal.Signals(sig).name}: exit {code}, {verdict}")
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
