@@ -108,8 +108,8 @@ def first_option_lines(scored: pl.DataFrame, models: list[str]) -> list[str]:
         choice.group_by("model")
         .agg(
             pl.len().alias("n"),
-            (pl.col("parsed").cast(pl.String) == first).sum().alias("picked"),
-            (pl.col("answer").cast(pl.String) == first).sum().alias("gold"),
+            (_choice("parsed") == first).sum().alias("picked"),
+            (_choice("answer") == first).sum().alias("gold"),
         )
         .sort("model")
     )
@@ -119,3 +119,10 @@ def first_option_lines(scored: pl.DataFrame, models: list[str]) -> list[str]:
         for model, n, picked, gold in counts.iter_rows()
         if n >= MIN_ITEMS and picked >= ONE_VALUE_SHARE * n and gold < ONE_VALUE_SHARE * n
     ]
+
+
+def _choice(column: str) -> pl.Expr:
+    """The option a row's `parsed` or `answer` names: rows store the JSON object the grammar
+    asks for (`{"answer": "yes"}`); a bare value (rows built by hand) is taken as it is."""
+    text = pl.col(column).cast(pl.String)
+    return pl.coalesce(text.str.json_path_match("$.answer"), text)

@@ -196,7 +196,8 @@ def tagged_copy(frame: pl.DataFrame, tags: dict[str, str]) -> pl.DataFrame:
         return frame
     tag = pl.col("model").replace_strict(tags, default=None, return_dtype=pl.String)
     at = frame.columns.index("model") + 1
-    return frame.insert_column(at, frame.select(tag.alias("tag")).to_series())
+    columns = [*frame.columns[:at], tag.alias("tag"), *frame.columns[at:]]
+    return frame.select(columns)  # a new frame: the page's own stays without the column
 
 
 def write_table(out: Path, table: Table, tags: dict[str, str]) -> None:

@@ -212,6 +212,10 @@ def test_csv_and_markdown_copies_carry_the_row_tags(model_report) -> None:
         assert tags["model-a"] is None, table  # a model under test: no tag
         header = _markdown_rows(out / "tables" / f"{table}.md")[0]
         assert header[header.index("model") + 1] == "tag", table
+    page = (out / "index.html").read_text()
+    for table in ("key_results", "overall", "table2"):  # the page tags the model cell instead
+        head = page[page.index(f'id="{table}"') :].split("</thead>")[0]
+        assert "<th>tag</th>" not in head, table
 
 
 def test_no_best_marks_on_tagged_rows_and_none_without_a_model_under_test(

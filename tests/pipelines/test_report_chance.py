@@ -6,6 +6,8 @@ in memory: no Ray."""
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 
 from pipelines.noregeo.summarize import answered
@@ -69,14 +71,21 @@ def test_first_option_picks_are_pooled_over_tasks_with_few_items() -> None:
         for n in range(4):
             gold = options[n % len(options)]
             for model, parsed in (("first", options[0]), ("right", gold)):
-                rows.append({
-                    "model": model, "task": task, "item_id": f"{task}-{n:04d}",
-                    "options": options, "answer": gold, "answer_type": "choice",
-                    "parsed": parsed, "valid": True,
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "model": model,
+                        "task": task,
+                        "item_id": f"{task}-{n:04d}",
+                        "options": options,
+                        "answer": json.dumps({"answer": gold}),
+                        "answer_type": "choice",
+                        "parsed": json.dumps({"answer": parsed}),
+                        "valid": True,
+                    }
+                )  # answers stored as the rows store them: the grammar's JSON object
     df = pl.DataFrame(rows)
     assert one_value_lines(df, ["first", "right"]) == []  # 4 items a task: none flagged alone
-    gold_first = sum(r["answer"] == r["options"][0] for r in rows) // 2  # 2 + 2 of 8
+    gold_first = sum(json.loads(r["answer"])["answer"] == r["options"][0] for r in rows) // 2
     assert first_option_lines(df, ["first", "right"]) == [
         f"first answers the first option on 8 of 8 choice items (the right answer is the "
         f"first on {gold_first})"
