@@ -73,17 +73,24 @@ def test_pip_quiet_keeps_pips_errors_and_exit_status_and_names_the_log(
     assert expected in log.read_text()
 
 
-def test_make_setup_runs_every_pip_install_through_pip_quiet() -> None:
-    """The setup recipe as make would run it (-n: printed, not run; -B: even if up to date)."""
+@pytest.mark.parametrize(
+    ("target", "venv", "runs"),
+    [("setup", ".venv", 3), ("setup-vllm", ".venv-vllm", 5)],  # setup-vllm: its uninstall too
+)
+def test_make_setup_runs_every_pip_command_through_pip_quiet(
+    target: str, venv: str, runs: int
+) -> None:
+    """The setup recipes as make would run them (-n: printed, not run; -B: even if up to
+    date): every pip command of the recipe goes through pip_quiet, none straight to pip."""
     recipe = subprocess.run(
-        ["make", "--no-print-directory", "-n", "-B", "-C", str(REPO), "setup"],
+        ["make", "--no-print-directory", "-n", "-B", "-C", str(REPO), target],
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     ).stdout
-    assert "-m pip install" not in recipe, recipe
-    assert recipe.count("scripts/pip_quiet.sh .venv/setup-pip.log .venv/bin/python install") == 3
+    assert "-m pip" not in recipe, recipe
+    assert recipe.count(f"scripts/pip_quiet.sh {venv}/setup-pip.log {venv}/bin/python ") == runs
 
 
 def test_main_venv_torch_is_the_cpu_build_without_cuda_libraries() -> None:
