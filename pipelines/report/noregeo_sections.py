@@ -176,16 +176,23 @@ def headline_section(scored: pl.DataFrame, refs: list[str]) -> Section:
         "cells a figure averages, and the best model is taken among those with all of them. "
         "Then ours, not the paper's: accuracy over every binary item (two options, yes/no) "
         "and over every multiple-choice item (binary ones included), pooled over items, with "
-        "the item counts. Human and the tagged rows never count as the best model, nor a model "
-        "whose 95% interval on those items does not lie above chance and the random baseline.",
+        "the item counts. In both, human and the tagged rows never count as the best model, nor "
+        "a model whose 95% interval on the items a figure is over does not lie above chance "
+        "and the random baseline (no best model in a setup then).",
         empty="no multiple-choice results",
     )
     if headline.is_empty():
         return section
+    paper_best = rt.paper_headline_best(headline, refs, scored)
+    if paper_best.is_empty() and not headline.filter(~pl.col("model").is_in(refs)).is_empty():
+        section.intro += (
+            " No best model on the paper's figure: no model under test has its 95% interval "
+            "on the Classification items above chance and the random baseline."
+        )
     section.blocks += _tables(
         "headline_paper_best",
         "The paper's headline: best model under test per setup, and human (%)",
-        rt.paper_headline_best(headline, refs),
+        paper_best,
         folded=False,
     ) + _tables(
         "headline_paper",

@@ -338,24 +338,39 @@ def paper_headline(cells: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def paper_headline_best(headline: pl.DataFrame, references: list[str]) -> pl.DataFrame:
+def paper_headline_best(
+    headline: pl.DataFrame, references: list[str], scored: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Per setup: the best model under test by paper_headline (the paper's "strongest
     open-source VLM ... about 55%"), among the models under test with the most
     Classification cells in that setup, and `human`'s figure where it ran (the paper's
-    74.5%); empty when no model under test has a figure."""
+    74.5%); empty when no model under test has a figure. With `scored` (the answered rows),
+    only a model whose 95% interval on the setup's Classification items lies above chance
+    and the random baseline can be best, as in best_answer_format (the demo's SmolLM2, always
+    the first option, was named best at 37.5%, below the random baseline's 39.2%); a setup
+    where none does keeps human's figure with no best model."""
     models = headline.filter(~pl.col("model").is_in([HUMAN, *references]))
+    randoms = random_baselines(scored) if scored is not None else []
+    classification = pl.col("task").str.starts_with(KIND_PREFIX["classification"] + "-")
     rows = []
     for setup in [s for s in SETUPS if s in set(models["setup"])]:
         part = models.filter(pl.col("setup") == setup)
         complete = part.filter(pl.col("cells") == part["cells"].max())
-        top = complete.sort("classification", "model", descending=[True, False]).row(0, named=True)
+        ranked = complete.sort("classification", "model", descending=[True, False])
+        if scored is not None:
+            cell = (pl.col("setup") == setup) & classification
+            fair = [m for m in ranked["model"] if above_chance(scored, m, cell, randoms)]
+            ranked = ranked.filter(pl.col("model").is_in(fair))
         human = headline.filter(pl.col("setup") == setup, pl.col("model") == HUMAN)
+        if ranked.is_empty() and not human.height:
+            continue
+        top = ranked.row(0, named=True) if ranked.height else {}
         rows.append(
             {
                 "setup": setup,
-                "best_model": top["model"],
-                "best_classification": top["classification"],
-                "cells": top["cells"],
+                "best_model": top.get("model"),
+                "best_classification": top.get("classification"),
+                "cells": top.get("cells"),
                 "human_classification": human["classification"][0] if human.height else None,
             }
         )
