@@ -359,8 +359,7 @@ def paper_headline_best(
         ranked = complete.sort("classification", "model", descending=[True, False])
         if scored is not None:
             cell = (pl.col("setup") == setup) & classification
-            fair = [m for m in ranked["model"] if above_chance(scored, m, cell, randoms)]
-            ranked = ranked.filter(pl.col("model").is_in(fair))
+            ranked = _above_chance_only(ranked, scored, cell, randoms)
         human = headline.filter(pl.col("setup") == setup, pl.col("model") == HUMAN)
         if ranked.is_empty() and not human.height:
             continue
@@ -375,6 +374,15 @@ def paper_headline_best(
             }
         )
     return pl.DataFrame(rows)
+
+
+def _above_chance_only(
+    models: pl.DataFrame, scored: pl.DataFrame, cell: pl.Expr, randoms: list[str]
+) -> pl.DataFrame:
+    """The rows of `models` whose model's 95% interval on `cell` lies above chance and the
+    random baselines (pipelines.report.chance.above_chance), in their order."""
+    fair = [m for m in models["model"] if above_chance(scored, m, cell, randoms)]
+    return models.filter(pl.col("model").is_in(fair))
 
 
 def answer_format_accuracy(df: pl.DataFrame) -> pl.DataFrame:
@@ -433,8 +441,7 @@ def best_answer_format(
             top = part.drop_nulls(column).sort(column, "model", descending=[True, False])
             if scored is not None:
                 cell = (pl.col("setup") == setup) & FORMAT_ITEMS[column]
-                fair = [m for m in top["model"] if above_chance(scored, m, cell, randoms)]
-                top = top.filter(pl.col("model").is_in(fair))
+                top = _above_chance_only(top, scored, cell, randoms)
             row[f"best_{column}"] = top[column][0] if top.height else None
             row[f"best_{column}_model"] = top["model"][0] if top.height else None
         row["human_multiple_choice"] = human["multiple_choice"][0] if human.height else None

@@ -189,7 +189,7 @@ EVALUATE = [
 
 
 @pytest.mark.stress
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root")
+@ROOT_AND_UNSHARE
 def test_a_full_tmpfs_mid_run_is_one_line_and_the_rerun_completes(
     small_items: Path, tmp_path: Path
 ) -> None:
