@@ -6,8 +6,9 @@ with `batch_size=shard_rows`, they waited in Ray's buffers until a whole shard w
 a Ctrl-C threw them away: a 250-row run of the real model on 2 cores showed 0/250 for
 3.5 minutes and kept 0 rows (issue 39). Here the driver holds them, writes each full
 shard at once, and writes the rest when the run ends: at its end, on an error, on Ctrl-C or
-SIGTERM (from the main thread's unwinding, or from the signal watcher's `keep_on_exit` hook
-when the main thread is stuck inside Ray). Only rows still inside the engine are lost.
+SIGTERM (from the main thread's unwinding, or from the signal watcher through
+pipelines.terminal.interrupt.kept_on_exit, `close`, when the main thread is stuck inside Ray
+or the signal came to Ray's processes too). Only rows still inside the engine are lost.
 """
 
 from __future__ import annotations
@@ -37,24 +38,33 @@ class HeldRows:
         self.writer, self.shard_rows = writer, shard_rows
         self._rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._closed = False
 
     def add(self, rows: list[dict[str, Any]]) -> int:
         """Hold the rows; write each full shard. The rows written."""
         written = 0
         with self._lock:
             self._rows.extend(rows)
-            while len(self._rows) >= self.shard_rows:
+            while len(self._rows) >= self.shard_rows and not self._closed:
                 shard, self._rows = self._rows[: self.shard_rows], self._rows[self.shard_rows :]
                 written += self.writer.write_rows(shard)
         return written
 
-    def flush(self, wait_s: float = -1) -> int:
-        """Write what is held (less than a shard); the rows written. With `wait_s` >= 0, 0
-        if a write under way has not ended within it (the signal watcher's bound)."""
+    def flush(self) -> int:
+        """Write what is held (less than a shard); the rows written."""
+        with self._lock:
+            rows, self._rows = self._rows, []
+            return self.writer.write_rows(rows) if rows and not self._closed else 0
+
+    def close(self, wait_s: float = KEEP_WAIT_S) -> int:
+        """Write what is held and nothing after (the signal watcher's save, before the
+        interrupted line counts the shards on disk: a shard written after the count would
+        make the line wrong); the rows written, 0 if a write under way has not ended within
+        `wait_s`."""
         if not self._lock.acquire(timeout=wait_s):
             return 0
         try:
-            rows, self._rows = self._rows, []
+            rows, self._rows, self._closed = self._rows, [], True
             return self.writer.write_rows(rows) if rows else 0
         finally:
             self._lock.release()

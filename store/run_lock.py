@@ -314,6 +314,14 @@ class RunLock:
                 self.path.unlink()  # under the lock: no writer of ours is mid-rename
         self._remove_created_folders()
 
+    def release_on_signal(self) -> None:
+        """`release` for a command a signal ends (pipelines.terminal.interrupt.kept_on_exit),
+        so no late writer adds a shard after its line counted them; locally only: a request
+        to an object store that stopped answering could hold up the exit, and a lock whose
+        holder is dead is taken over by the next run anyway."""
+        if not isinstance(self.path, RemotePath):
+            self.release()
+
     def _heartbeat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
             with contextlib.suppress(OSError):

@@ -7,6 +7,7 @@ import logging
 import os
 from collections.abc import Callable
 
+from pipelines.engines.ray_process_groups import own_process_groups
 from pipelines.engines.ray_reaper import descendants, end_all, start_reaper, start_time
 from pipelines.terminal.interrupt import retake_signals
 from pipelines.terminal.logs import ray_logging_level, verbose
@@ -77,21 +78,22 @@ def ensure_ray(num_cpus: int | None = None) -> None:
         # Before ray.init, so it sees every process Ray starts: the agents outlive a killed
         # driver without it (pipelines.engines.ray_reaper).
         start_reaper()
-        start_local(
-            ray.init,
-            num_cpus=num_cpus,
-            num_gpus=local_gpus(),
-            # No dashboard UI. Ray 2.60 still starts its dashboard process, with only the
-            # usage-stats module and no frontend (services.start_api_server): the
-            # `dashboard.py --port 8265` seen in `ps` during a run serves no page.
-            include_dashboard=False,
-            runtime_env={"env_vars": env},
-            logging_level=ray_logging_level(),
-            # Workers' stdout/stderr (library bars and notices, per-step lines) stay in the
-            # session's log files; errors still reach the driver as exceptions.
-            log_to_driver=verbose(),
-            _system_config=LOCAL_SYSTEM_CONFIG,
-        )
+        with own_process_groups():
+            start_local(
+                ray.init,
+                num_cpus=num_cpus,
+                num_gpus=local_gpus(),
+                # No dashboard UI. Ray 2.60 still starts its dashboard process, with only the
+                # usage-stats module and no frontend (services.start_api_server): the
+                # `dashboard.py --port 8265` seen in `ps` during a run serves no page.
+                include_dashboard=False,
+                runtime_env={"env_vars": env},
+                logging_level=ray_logging_level(),
+                # Workers' stdout/stderr (library bars and notices, per-step lines) stay in the
+                # session's log files; errors still reach the driver as exceptions.
+                log_to_driver=verbose(),
+                _system_config=LOCAL_SYSTEM_CONFIG,
+            )
     # The core worker ray.init started took SIGTERM over Python's handler (its C++ crash
     # dump, exit 134, issue 38): the console command takes it back.
     retake_signals()

@@ -24,9 +24,9 @@ from pipelines.geobuild.conversations import Conversations
 from pipelines.geobuild.engines import close_stage
 from pipelines.geobuild.react_protocol import restore_reply, to_public_program
 from pipelines.geobuild.rows import RoundWriter, round_dir
-from pipelines.terminal.interrupt import keep_on_exit, on_interrupt, saved_rows
+from pipelines.terminal.interrupt import kept_on_exit, on_interrupt, saved_rows
 from pipelines.terminal.progress import Progress
-from store.held_rows import KEEP_WAIT_S, HeldRows
+from store.held_rows import HeldRows
 from store.run_lock import RunLock
 from store.settings import check_settings, write_settings
 
@@ -37,7 +37,8 @@ class Loop(Conversations):
     def run(self, problems: list[Problem]) -> None:
         """Rounds 1..max_rounds; each skips what the results directory already holds."""
         # One writer per results folder (run_lock), taken before anything is read from it.
-        with RunLock(self.root) as lock:
+        # A signal that ends the run releases the lock before its line counts the shards.
+        with RunLock(self.root) as lock, kept_on_exit(lock.release_on_signal):
             self.token = lock.token
             self._run_locked(problems)
 
@@ -138,20 +139,19 @@ class Loop(Conversations):
         # ends: Ctrl-C keeps every conversation the executors finished (issue 39; a Ray step
         # of --shard-rows lost up to that many).
         held = HeldRows(writer, self.shard_rows)
-        keep_on_exit(lambda: held.flush(wait_s=KEEP_WAIT_S))
         # A round of a CPU model can take minutes per conversation (issue 39: 2 minutes of
         # silence for one problem): its count shows from the start, a bar on a terminal.
         shown = Progress(len(requests), f"round {round_number}", "conversation")
         written = 0
-        try:
-            batches = ds.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0)
-            for batch in batches:
-                rows = writer.rows(batch)
-                written += held.add(rows)
-                shown.update(len(rows))
-        finally:
-            written += held.flush()
-            keep_on_exit(None)
+        with kept_on_exit(held.close):
+            try:
+                batches = ds.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0)
+                for batch in batches:
+                    rows = writer.rows(batch)
+                    written += held.add(rows)
+                    shown.update(len(rows))
+            finally:
+                written += held.flush()
         shown.close()
         return written
 

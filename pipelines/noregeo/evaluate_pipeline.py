@@ -6,6 +6,7 @@ keys are skipped, so a killed run started again completes the same result set.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -41,9 +42,9 @@ from pipelines.noregeo.folder_settings import (
 from pipelines.noregeo.generate import MANIFEST, read_manifest
 from pipelines.noregeo.results import ShardWriter
 from pipelines.noregeo.run_settings import EXPECTED, EvaluateSettings, expected_rows
-from pipelines.terminal.interrupt import keep_on_exit
+from pipelines.terminal.interrupt import kept_on_exit
 from pipelines.terminal.progress import Progress
-from store.held_rows import KEEP_WAIT_S, HeldRows
+from store.held_rows import HeldRows
 from store.records import finished_keys, model_dir, write_run_record
 from store.run_lock import RunLock
 from store.settings import write_settings
@@ -91,7 +92,8 @@ def evaluate(
     run = run.model_copy(update={"sampling": run.sampling.for_model(cfg)})
     # The lock comes before the finished-keys scan: once it is held, no other run (nor a
     # late writer of a dead one) adds rows, so the scan stays true for the whole run.
-    with RunLock(root) as lock:
+    # A signal that ends the run releases the lock before its line counts the shards.
+    with RunLock(root) as lock, kept_on_exit(lock.release_on_signal):
         items = files[0].parent if files else None
         manifest = (
             read_manifest(items, keys=("counts",))
@@ -144,11 +146,10 @@ def evaluate(
         shown = Progress(pending if pending > 0 else None, f"evaluate {cfg.name}", "row")
         # A baseline's step writes its shards itself; an engine's scored rows come here.
         held = None if _writes_in_step(cfg, engine_stage) else HeldRows(writer, run.shard_rows)
-        if held is not None:
-            keep_on_exit(lambda: held.flush(wait_s=KEEP_WAIT_S))
+        kept = contextlib.nullcontext() if held is None else kept_on_exit(held.close)
         written = 0
         # Tensor-parallel engines' placement groups go with the model's dataset.
-        with removed_when_done():
+        with removed_when_done(), kept:
             try:
                 # No prefetch: with Ray's default of 1 the driver got a block only once the
                 # next was ready too (measured: an engine's first block at 20 s, not 12 s).
@@ -167,7 +168,6 @@ def evaluate(
                 # However the run ends (done, an error, Ctrl-C), what was answered is kept.
                 if held is not None:
                     written += held.flush()
-                    keep_on_exit(None)
         shown.close()
         return written
 

@@ -17,13 +17,12 @@ process itself with the line if the main thread has not within GRACE_S. Either w
 line is printed once and the process leaves by `os._exit`, skipping the shutdown that
 crashed; Ray's processes are ended by the reaper (pipelines.engines.ray_reaper).
 
-Ray is not shut down first either. `ray.shutdown` with a dataset's executor thread still
-inside a Ray call (the unwinding leaves it running) makes Ray's core worker end the process
-with exit 1 and one C++ line, "The core worker has already been shutdown"
-(core_worker_process.cc, Ray 2.60), which pipelines.terminal.native_stderr keeps off the console:
-`geobuild` ended silently with exit 1 on 4 of 14 SIGINTs here. The count needs no stopped
-workers: a run's writers rename their shards under its lock (store.run_lock), released
-before the line is counted, and a late writer finds it gone and writes nothing.
+SIGTERM gets no grace. Sent to every process of a job (Slurm's scancel, systemd's control
+group), it also ends the raylet, and the driver's core worker then ends the process itself,
+exit 1 and nothing said, about 40 ms later, as soon as it learns its node is gone
+(pipelines.engines.ray_process_groups, which keeps a SIGTERM to the command's process group
+away from Ray's processes). So the watcher writes the rows the driver holds and ends the
+command at once; waiting for a main thread inside Ray would lose them.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import NoReturn
 
@@ -109,14 +108,15 @@ def _raise(signum: int, frame: FrameType | None) -> None:
 
 
 def _watch(read_end: int) -> None:
-    """Wait for a signal's byte; then give the main thread GRACE_S to end the command."""
+    """Wait for a signal's byte; then, after a SIGINT, give the main thread GRACE_S to end
+    the command."""
     while True:
         data = os.read(read_end, 1)
         if data and data[0] in (signal.SIGINT, signal.SIGTERM):
             break
     signum = data[0]
-    timer = threading.Event()
-    timer.wait(GRACE_S)
+    if signum == signal.SIGINT:  # SIGTERM: no grace (module docstring)
+        threading.Event().wait(GRACE_S)
     finish(128 + signum)
 
 
@@ -147,17 +147,23 @@ def on_interrupt(describe_saved: Callable[[], str]) -> None:
 _keep: list[Callable[[], object]] = []
 
 
-def keep_on_exit(save: Callable[[], object] | None) -> None:
-    """Register how to write what the driver holds (store.held_rows) before the
-    interrupted line counts what is saved, run from whichever thread ends the command; None
-    once the rows are written."""
-    _keep[:] = [] if save is None else [save]
+@contextlib.contextmanager
+def kept_on_exit(save: Callable[[], object]) -> Iterator[None]:
+    """While the block runs, a signal that ends the command calls `save` before the
+    interrupted line counts what is saved, from whichever thread ends it: e.g. write what
+    the driver holds (store.held_rows), release the run's lock so that no late writer adds
+    a shard after the count (store.run_lock). The innermost block's `save` runs first."""
+    _keep.append(save)
+    try:
+        yield
+    finally:
+        _keep.remove(save)
 
 
 def interrupted_line() -> str:
-    """The one line a Ctrl-C prints, counting what is on disk once the rows the driver
-    holds are written."""
-    for save in _keep:
+    """The one line a Ctrl-C prints, counting what is on disk once what the driver holds is
+    written (kept_on_exit)."""
+    for save in reversed(list(_keep)):
         # What could not be written is not counted; the line still comes.
         with contextlib.suppress(Exception):
             save()

@@ -107,6 +107,19 @@ def test_full_shards_are_written_at_once_and_the_rest_on_flush(tmp_path: Path) -
     ) == [f"k{i:04d}" for i in range(9)]
 
 
+def test_close_writes_what_is_held_and_nothing_after(tmp_path: Path) -> None:
+    """The signal watcher's save: a shard written after the interrupted line counted the
+    shards on disk would make the line wrong, so rows added after `close` stay unwritten."""
+    writer = ShardWriter(str(tmp_path), "m", "r", "hf")
+    held = HeldRows(writer, shard_rows=4)
+    held.add(_rows(3))
+    assert held.close() == 3
+    assert held.add(_rows(8, start=3)) == 0  # two shards' worth: not written
+    assert held.flush() == 0
+    shards = list((tmp_path / "setup=text").glob("part-*.parquet"))
+    assert [pq.read_table(s).num_rows for s in shards] == [3]
+
+
 GEOBUILD_PROBLEMS = 12
 
 

@@ -176,6 +176,19 @@ def test_a_writer_whose_run_lost_the_lock_writes_nothing(tmp_path: Path) -> None
     assert not list(root.rglob(".tmp-*"))  # refused temporaries removed
 
 
+def test_a_signal_releases_the_lock_so_no_shard_lands_after_the_count(tmp_path: Path) -> None:
+    """The save a signal runs (pipelines.terminal.interrupt.kept_on_exit) while the run's
+    writers, a baseline's in Ray tasks, may still finish: after it they write nothing."""
+    root = tmp_path / "model=m"
+    with RunLock(root) as lock:
+        writer = ShardWriter(str(root), "m", "rev", "oracle", token=lock.token)
+        assert writer(_rows(3))["rows"].tolist() == [3]
+        lock.release_on_signal()
+        assert not (root / LOCK_FILE).exists()
+        assert writer(_rows(5))["rows"].tolist() == [0]
+    assert len(shard_files(root)) == 1
+
+
 def _evaluate(items: Path, out: Path, *extra: str) -> int:
     args = ["--items", str(items), "--engine", "oracle", "--model", "oracle", "--tasks", TASKS]
     return main(["evaluate", *args, "--per-task", "3", *extra, "--out", str(out)])
