@@ -23,6 +23,15 @@ exit 1 and nothing said, about 40 ms later, as soon as it learns its node is gon
 (pipelines.engines.ray_process_groups, which keeps a SIGTERM to the command's process group
 away from Ray's processes). So the watcher writes the rows the driver holds and ends the
 command at once; waiting for a main thread inside Ray would lose them.
+
+Ray is not shut down first either. `ray.shutdown` with a dataset's executor thread still
+inside a Ray call (the unwinding leaves it running) makes Ray's core worker end the process
+with exit 1 and one C++ line, "The core worker has already been shutdown"
+(core_worker_process.cc, Ray 2.60), which pipelines.terminal.native_stderr keeps off the console:
+`geobuild` ended silently with exit 1 on 4 of 14 SIGINTs here. The count needs no stopped
+workers: a run's writers rename their shards under its lock (store.run_lock), released
+before the line is counted (by the run's unwinding, or by the save it registered with
+`kept_on_exit`), and a late writer finds it gone and writes nothing.
 """
 
 from __future__ import annotations
