@@ -53,8 +53,7 @@ class HeldRows:
     def flush(self) -> int:
         """Write what is held (less than a shard); the rows written."""
         with self._lock:
-            rows, self._rows = self._rows, []
-            return self.writer.write_rows(rows) if rows and not self._closed else 0
+            return self._write_held()
 
     def close(self, wait_s: float = KEEP_WAIT_S) -> int:
         """Write what is held and nothing after (the signal watcher's save, before the
@@ -64,7 +63,13 @@ class HeldRows:
         if not self._lock.acquire(timeout=wait_s):
             return 0
         try:
-            rows, self._rows, self._closed = self._rows, [], True
-            return self.writer.write_rows(rows) if rows else 0
+            written = self._write_held()
+            self._closed = True
+            return written
         finally:
             self._lock.release()
+
+    def _write_held(self) -> int:
+        """Write the rows held unless closed (the caller holds the lock); the rows written."""
+        rows, self._rows = self._rows, []
+        return self.writer.write_rows(rows) if rows and not self._closed else 0
