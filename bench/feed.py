@@ -139,7 +139,12 @@ def main() -> None:
         spread = max(times[small]) - min(times[small])
         # Within the start's spread the difference bounds the rate from below only.
         bound = extra_s <= spread
-        rate = extra_rows / max(max(extra_s, 0.0) + spread if bound else extra_s, 1e-3)
+        seconds = max(extra_s, 0.0) + spread if bound else extra_s
+        if seconds <= 0:  # one repeat, and the large set no slower: no bound at all
+            print(f"{setup:7} not measured: the large set was no slower; give it more rows or "
+                  f"repeats ({small_s:.1f} s, {large_s:.1f} s)")  # fmt: skip
+            continue
+        rate = extra_rows / seconds
         per_core = rate / args.cpus
         per_gpu = per_core * P4DE_VCPUS_PER_GPU
         # Measured prompt tokens (an image row's placeholder counted once: vLLM expands it).
