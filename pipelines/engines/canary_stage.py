@@ -10,8 +10,9 @@ print as its repr). Only the pool is one actor per stage: a handful of rows.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from ray.llm._internal.batch.stages.base import StatefulStage, StatefulStageUDF
@@ -107,11 +108,8 @@ def _result(row: dict[str, Any]) -> dict[str, Any]:
     return {EXPECT: data[EXPECT], RESULT: data[RESULT]}
 
 
-def render(processor: Any, rows: list[dict[str, Any]]) -> list[tuple[Expected, dict[str, Any]]]:
-    """Run `rows` (prompt_canary.canary_rows) through the processor's preprocess and every
-    stage before its engine, then the check stage; (expected, result) per row."""
-    import ray
-    from ray.llm._internal.batch.processor.base import Processor
+def _stages(processor: Any) -> list[Any]:
+    """The processor's stages before its engine, then the check stage."""
     from ray.llm._internal.batch.stages import (
         ChatTemplateStage,
         PrepareMultimodalStage,
@@ -132,11 +130,73 @@ def render(processor: Any, rows: list[dict[str, Any]]) -> list[tuple[Expected, d
         },
         map_batches_kwargs=dict(tokenize.map_batches_kwargs),
     )
+    return [*before, check]
+
+
+def _results(rows: list[dict[str, Any]]) -> list[tuple[Expected, dict[str, Any]]]:
+    return [(Expected.from_json(r[EXPECT]), json.loads(r[RESULT])) for r in rows]
+
+
+def render(processor: Any, rows: list[dict[str, Any]]) -> list[tuple[Expected, dict[str, Any]]]:
+    """Run `rows` (prompt_canary.canary_rows) through the processor's preprocess and every
+    stage before its engine, then the check stage, as a Ray Data pipeline whose actors are
+    placed as the run's are (a worker node of a cluster); (expected, result) per row."""
+    import ray
+    from ray.llm._internal.batch.processor.base import Processor
+
     ds: Any = ray.data.from_items(rows)
     ds = ds.map(processor.preprocess, **processor.preprocess_map_kwargs)
-    for stage in (*before, check):
+    for stage in _stages(processor):
         kwargs = stage.get_dataset_map_batches_kwargs(len(rows), Processor.DATA_COLUMN)
         kwargs["compute"] = ray.data.ActorPoolStrategy(size=1)
         ds = ds.map_batches_internal(stage.fn, **kwargs)
-    out = ds.map(_result, **processor.preprocess_map_kwargs).take_all()
-    return [(Expected.from_json(r[EXPECT]), json.loads(r[RESULT])) for r in out]
+    return _results(ds.map(_result, **processor.preprocess_map_kwargs).take_all())
+
+
+def render_here(
+    processor: Any, rows: list[dict[str, Any]]
+) -> list[tuple[Expected, dict[str, Any]]]:
+    """`render` in this process, for a run on one node, where the stages' actors would run
+    beside this driver with the same files: the same stage classes built with the same
+    constructor arguments, the rows turned into blocks and batches between steps by Ray
+    Data's own code (DelegatingBlockBuilder, BlockAccessor), as `map` and `map_batches`
+    do. Without actors to start (each a worker process importing transformers and loading
+    its tokenizer: seconds on a small machine, before any row of the run)."""
+    from ray.data.block import BlockAccessor
+    from ray.llm._internal.batch.processor.base import Processor
+
+    # ray.data.from_items, then map(preprocess): a block of rows each way.
+    block = _block(rows=rows)
+    block = _block(rows=[processor.preprocess(row) for row in _rows(block)])
+    for stage in _stages(processor):
+        kwargs = stage.get_dataset_map_batches_kwargs(len(rows), Processor.DATA_COLUMN)
+        udf = stage.fn(**kwargs["fn_constructor_kwargs"])
+        batch_format = kwargs.get("batch_format", "default")  # map_batches' own default
+        batch = BlockAccessor.for_block(block).to_batch_format(batch_format)
+        block = _block(batches=asyncio.run(_collected(udf(batch))))
+    out = _rows(block)
+    return _results([_result(row) for row in out])
+
+
+async def _collected(outputs: AsyncIterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [out async for out in outputs]
+
+
+def _block(rows: Iterable[Any] = (), batches: Iterable[dict[str, Any]] = ()) -> Any:
+    """A block of `rows` (as `map` builds its output) or of UDF output `batches` (as
+    `map_batches` does)."""
+    from ray.data._internal.delegating_block_builder import DelegatingBlockBuilder
+
+    builder = DelegatingBlockBuilder()
+    for row in rows:
+        builder.add(row)
+    for batch in batches:
+        builder.add_batch(batch)
+    return builder.build()
+
+
+def _rows(block: Any) -> list[Any]:
+    """The block's rows as `map` hands them to its function."""
+    from ray.data.block import BlockAccessor
+
+    return list(BlockAccessor.for_block(block).iter_rows(public_row_format=True))

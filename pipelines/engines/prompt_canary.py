@@ -203,16 +203,19 @@ def failure_line(
     return " ".join(line.split())
 
 
-def run_canary(processor: Any, cfg: ModelConfig, rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def run_canary(
+    processor: Any, cfg: ModelConfig, rows: Iterable[dict[str, Any]], here: bool = False
+) -> dict[str, Any]:
     """Check the model's prompts through `processor`; the record for its results (the
-    decoded prompt of each setup's first row). CanaryError (one line) when a check fails."""
+    decoded prompt of each setup's first row). CanaryError (one line) when a check fails.
+    `here`: the stages run in this process (a run on one node), not in Ray actors."""
     picked = canary_rows(rows)
     if not picked:
         return {"checked_rows": 0, "checks": list(CHECKS), "prompts": {}}
-    from pipelines.engines.canary_stage import render
+    from pipelines.engines.canary_stage import render, render_here
 
     try:
-        results = render(processor, picked)
+        results = (render_here if here else render)(processor, picked)
     except Exception as err:  # a stage that cannot render the rows fails the model here
         why = str(err).strip().splitlines()[-1] if str(err).strip() else repr(err)
         raise CanaryError(failure_line(cfg, "renders", _short(why, 300), None, "")) from err
@@ -240,7 +243,10 @@ def check_model_prompts(
     cfg: ModelConfig, opts: Any, rows: Iterable[dict[str, Any]]
 ) -> dict[str, Any]:
     """The canary of a vllm run: the processor `stages.build_vllm_processor` builds for the
-    run (the same builder, config and options, so the same sources and stages), checked."""
+    run (the same builder, config and options, so the same sources and stages), checked.
+    On one node (no remote sources) the stages run here, in the driver, beside where their
+    actors would (canary_stage.render_here); on several, in actors placed as the run's."""
     from pipelines.engines.stages import build_vllm_processor
 
-    return run_canary(build_vllm_processor(cfg, opts), cfg, rows)
+    processor = build_vllm_processor(cfg, opts)
+    return run_canary(processor, cfg, rows, here=opts.sources is None)

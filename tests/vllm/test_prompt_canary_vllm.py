@@ -1,5 +1,6 @@
 """The prompt canary with vLLM's prepare-multimodal stage: a tiny Qwen2-VL whose template
-lost its `<|vision_start|><|image_pad|><|vision_end|>` is caught; and a sweep that lists a
+lost its `<|vision_start|><|image_pad|><|vision_end|>` is caught; the canary of a run on one
+node (its stages in the driver) decodes what Ray's actors decode; and a sweep that lists a
 model whose template fails the canary as failed and goes on with the next.
 
 No engine is loaded here: the canary runs before the engine stage. The tiny models passing
@@ -13,6 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -30,9 +32,11 @@ QWEN_IMAGE = "<|vision_start|><|image_pad|><|vision_end|>"
 
 
 def _rows(items: Path, cfg: Any) -> list[dict[str, Any]]:
-    """Request rows of one task in every setup, as evaluate builds them."""
+    """Request rows of one task in every setup the model takes, as evaluate builds them."""
     table = pq.read_table(items / "part-N-BCT-MT.parquet")
     text_only = cfg.modality == "text"
+    if text_only:
+        table = table.filter(pc.equal(table["setup"], "text"))
     rows = add_requests(table, cfg.repo, cfg.revision, SamplingConfig(), text_only=text_only)
     return rows.to_pylist()
 
@@ -57,6 +61,47 @@ def test_a_template_without_the_image_placeholder_is_caught(
     line = str(caught.value)
     want = f"check image_placeholders failed for model {cfg.name}: 0 x {QWEN_IMAGE!r} for 1 image"
     assert "\n" not in line and want in line, line
+
+
+@pytest.mark.parametrize("model", ["qwen2-vl", "llm"])
+def test_the_stages_in_the_driver_decode_what_rays_actors_decode(
+    vllm_ray: Any,
+    few_items: Path,
+    qwen: Path,
+    tiny_llm_dir: Path,
+    model: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The canary of a run on one node runs the processor's stages in this process
+    (canary_stage.render_here), with rows converted by Ray Data's block code between them:
+    the same decoded prompts and placeholders, row for row, as the same stages in Ray Data's
+    actors (canary_stage.render), for image and text rows; and no Ray pipeline is run."""
+    from pipelines.engines import canary_stage
+    from pipelines.engines.prompt_canary import canary_rows
+    from pipelines.engines.stages import build_vllm_processor
+
+    cfg = resolve_model("vllm", str(qwen if model == "qwen2-vl" else tiny_llm_dir), None, False)
+    opts = EngineOptions()
+    picked = canary_rows(_rows(few_items, cfg))
+    assert {json.loads(r["geosee_canary_expect"])["setup"] for r in picked} == (
+        {"text", "dotted", "full"} if model == "qwen2-vl" else {"text"}
+    )
+    processor = build_vllm_processor(cfg, opts)
+
+    def by_row(results: list[Any]) -> list[Any]:
+        return sorted(results, key=lambda pair: (pair[0].setup, pair[0].request))
+
+    in_actors = by_row(canary_stage.render(processor, picked))
+    here = by_row(canary_stage.render_here(processor, picked))
+    assert here == in_actors
+    assert all(result["decoded"] for _, result in here)
+
+    def no_ray_pipeline(*args: Any) -> None:
+        raise AssertionError("the canary of a run on one node started Ray actors")
+
+    monkeypatch.setattr(canary_stage, "render", no_ray_pipeline)
+    record = check_model_prompts(cfg, opts, _rows(few_items, cfg))
+    assert record["checked_rows"] == len(picked)
 
 
 def test_the_sweep_lists_a_model_failing_its_canary_and_runs_the_next(
