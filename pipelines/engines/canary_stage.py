@@ -162,7 +162,7 @@ def render_here(
     Data's own code (DelegatingBlockBuilder, BlockAccessor), as `map` and `map_batches`
     do. Without actors to start (each a worker process importing transformers and loading
     its tokenizer: seconds on a small machine, before any row of the run)."""
-    from ray.data.block import BlockAccessor
+    from ray.data.block import BlockAccessor, _apply_batch_format
     from ray.llm._internal.batch.processor.base import Processor
 
     # ray.data.from_items, then map(preprocess): a block of rows each way.
@@ -171,7 +171,8 @@ def render_here(
     for stage in _stages(processor):
         kwargs = stage.get_dataset_map_batches_kwargs(len(rows), Processor.DATA_COLUMN)
         udf = stage.fn(**kwargs["fn_constructor_kwargs"])
-        batch_format = kwargs.get("batch_format", "default")  # map_batches' own default
+        # map_batches' default format, resolved as map_batches resolves it (numpy).
+        batch_format = _apply_batch_format(kwargs.get("batch_format", "default"))
         batch = BlockAccessor.for_block(block).to_batch_format(batch_format)
         block = _block(batches=asyncio.run(_collected(udf(batch))))
     out = _rows(block)

@@ -251,6 +251,39 @@ def test_the_tiny_lm_passes_through_its_processors_own_stages(
         check_model_prompts(cfg, EngineOptions(), parts)
 
 
+def test_the_stages_in_the_driver_get_the_rows_as_rays_actors_do(
+    ray_local: Any, tiny_llm_dir: Path
+) -> None:
+    """A run on one node renders its canary in the driver (canary_stage.render_here): the
+    same results as the same stages in Ray Data's actors (canary_stage.render), row for row,
+    for lists of parts too, which Ray hands over as arrays (the tiny template prints them as
+    they come: `<ndarray>`; handed over as lists, they printed as Python reprs)."""
+    from pipelines.engines import canary_stage
+    from pipelines.engines.stages import EngineOptions, build_vllm_processor
+
+    cfg = ModelConfig(name="tiny", repo=str(tiny_llm_dir), engine="vllm")
+    rows = [
+        {
+            "item_id": f"i{k}",
+            "setup": setup,
+            "messages": build_messages(SYSTEM, QUESTION, None, False),
+        }
+        | {"sampling_params": {"max_tokens": 8}}
+        for k, setup in enumerate(["text", "text", "dotted"])
+    ]
+    processor = build_vllm_processor(cfg, EngineOptions())
+    picked = canary_rows(rows)
+
+    def by_row(results: list[Any]) -> list[Any]:
+        return sorted(results, key=lambda pair: pair[0].request)
+
+    here = by_row(canary_stage.render_here(processor, picked))
+    assert here == by_row(canary_stage.render(processor, picked))
+    assert [expect.request for expect, _ in here] == ["i0", "i1", "i2"]
+    for _, result in here:
+        assert "<ndarray>" in result["decoded"], result["decoded"]
+
+
 def test_evaluate_stops_a_broken_template_before_its_engine(
     ray_local: Any,
     small_items: Path,
