@@ -6,6 +6,12 @@ actor is placed as the run's is (Ray Data's scheduling, on a worker node of a mu
 cluster) and loads the same sources, and the rows reach it in the shape Ray Data gives the
 run's (Arrow in between: a list of parts can arrive as a numpy array, which some templates
 print as its repr). Only the pool is one actor per stage: a handful of rows.
+
+That is `render`, for a cluster of several nodes. On one node the actors would run beside
+the driver with the same files, and starting them (a worker process each, importing
+transformers and loading a tokenizer) cost more than the rest of the run's start: there
+`render_here` builds the same stage classes in the driver and converts the rows between
+them with Ray Data's own block code, as `map` and `map_batches` do.
 """
 
 from __future__ import annotations

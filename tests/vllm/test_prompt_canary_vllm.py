@@ -20,7 +20,7 @@ import pytest
 
 import pipelines.cli as cli
 from pipelines.engines.model_resolution import resolve_model
-from pipelines.engines.prompt_canary import CanaryError, check_model_prompts
+from pipelines.engines.prompt_canary import EXPECT, CanaryError, check_model_prompts
 from pipelines.engines.requests import SamplingConfig, add_requests
 from pipelines.engines.stages import EngineOptions
 from tests.conftest import REPO
@@ -83,7 +83,7 @@ def test_the_stages_in_the_driver_decode_what_rays_actors_decode(
     cfg = resolve_model("vllm", str(qwen if model == "qwen2-vl" else tiny_llm_dir), None, False)
     opts = EngineOptions()
     picked = canary_rows(_rows(few_items, cfg))
-    assert {json.loads(r["geosee_canary_expect"])["setup"] for r in picked} == (
+    assert {json.loads(r[EXPECT])["setup"] for r in picked} == (
         {"text", "dotted", "full"} if model == "qwen2-vl" else {"text"}
     )
     processor = build_vllm_processor(cfg, opts)
