@@ -31,4 +31,3 @@ def test_ray_processes_lead_their_own_group_and_read_nothing_from_the_terminal()
         for info in started:
             info.process.kill()
             info.process.wait()
-
