@@ -34,6 +34,7 @@ VENV_BIN = Path(sys.executable).parent
 HEAD_IP = "127.0.0.1"  # drivers started without --node-ip-address join the head's address
 NODE_PORTS = 6  # ports one node takes (node_ports)
 NODES_UP_S = 300
+HEAD_TRIES = 3  # starts of the head node, each with its own temp dir and ports
 
 
 def ray_env() -> dict[str, str]:
@@ -113,9 +114,10 @@ def raylet(root: int) -> int | None:
 
 
 class NodeStartError(AssertionError):
-    """A node's raylet died while it started. Ray 2.60's raylet waits 15 s (fixed) for its
-    dashboard agent's port files and aborts; on two busy cores the agent took longer, and
-    `ray start --block` then waits forever for a node that is gone."""
+    """A node's raylet died while it started, or its `ray start` exited. Ray 2.60's raylet
+    waits 15 s (fixed) for its dashboard agent's port files and aborts; on two busy cores the
+    agent took longer, and a worker's `ray start --block` then waits forever for a node that
+    is gone, while the head's exits 1 ("timed out during startup")."""
 
 
 def wait_nodes(
@@ -139,7 +141,9 @@ def wait_nodes(
     deadline = time.monotonic() + NODES_UP_S
     had_raylet = False
     while True:
-        assert proc.poll() is None, f"`ray start` exited with {proc.returncode}"
+        if proc.poll() is not None:
+            exited = f"`ray start` exited with {proc.returncode} while its node started"
+            raise NodeStartError(exited)
         alive_raylet = raylet(proc.pid) is not None
         if had_raylet and not alive_raylet:
             raise NodeStartError(f"the raylet of `ray start` {proc.pid} died while it started")
@@ -282,26 +286,35 @@ def ray_cluster(logs: Path, head_cpus: int, workers: list[Node]) -> Iterator[Ray
     the next starts; every node stopped on exit. Logs go to `logs/head.log`,
     `logs/worker<i>.log`."""
     env = ray_env()
-    head_temp = tempfile.mkdtemp(prefix="mh", dir="/tmp")  # short paths
-    # Every port the first nodes need from one call, so no two of them coincide.
-    gcs, client, *ports = free_ports(2 + NODE_PORTS * (1 + len(workers)))
-    address = f"{HEAD_IP}:{gcs}"
     cluster: RayCluster | None = None
     try:
-        head_cmd = [str(VENV_BIN / "ray"), "start", "--head", "--block", "--num-gpus", "0",
-                    "--num-cpus", str(head_cpus), "--include-dashboard=false",
-                    "--node-ip-address", HEAD_IP, "--port", str(gcs), "--temp-dir", head_temp,
-                    "--ray-client-server-port", str(client),
-                    *node_ports(ports[:NODE_PORTS])]  # fmt: skip
-        head = start(head_cmd, env, logs / "head.log")
+        # The head, started again (fresh temp dir and ports) when its raylet died while it
+        # started, as a worker's is (RayCluster._join): `ray start --head` exited 1 once in a
+        # CI rehearsal, its raylet aborted after 15 s without the dashboard agent's port file.
+        for attempt in range(HEAD_TRIES):
+            head_temp = tempfile.mkdtemp(prefix="mh", dir="/tmp")  # short paths
+            # Every port the first nodes need from one call, so no two of them coincide.
+            gcs, client, *ports = free_ports(2 + NODE_PORTS * (1 + len(workers)))
+            address = f"{HEAD_IP}:{gcs}"
+            head_cmd = [str(VENV_BIN / "ray"), "start", "--head", "--block", "--num-gpus", "0",
+                        "--num-cpus", str(head_cpus), "--include-dashboard=false",
+                        "--node-ip-address", HEAD_IP, "--port", str(gcs),
+                        "--temp-dir", head_temp, "--ray-client-server-port", str(client),
+                        *node_ports(ports[:NODE_PORTS])]  # fmt: skip
+            head = start(head_cmd, env, logs / "head.log")
+            try:
+                wait_nodes(address, env, 1, head, 0, logs / "head.log")
+                break
+            except NodeStartError:
+                stop(head)
+                shutil.rmtree(head_temp, ignore_errors=True)
+                if attempt == HEAD_TRIES - 1:
+                    raise
         cluster = RayCluster(address, env, logs, head, temps=[head_temp])
         cluster.ports.update([gcs, client, *ports[:NODE_PORTS]])
-        wait_nodes(address, env, 1, head, 0, logs / "head.log")
         for i, node in enumerate(workers):
             cluster._join(node, ports[NODE_PORTS * (i + 1) : NODE_PORTS * (i + 2)])
         yield cluster
     finally:
         if cluster is not None:
             cluster.close()
-        else:
-            shutil.rmtree(head_temp, ignore_errors=True)
