@@ -115,10 +115,10 @@ check-gpu-profile: setup
 # (Ray and process start-ups, polling), so a second part beside it costs little (measured
 # here: the main suite 26 min with tests/vllm's 12 min beside it, against 27 + 9 one after
 # the other). The walks (the README's lines and the smoke demo, ~7 min of command after
-# command) start when tests/vllm ends, then the GPU profile's check (pip's resolver, network
-# bound) beside the rest of the main suite. Each part's output is printed whole when it ends.
-# `.ci/run` on a clean clone, setup included: 27 min 39 s (main 22 min 20 s beside tests/vllm
-# 13 min 44 s, then the walks 8 min 31 s beside the rest of the main suite).
+# command) start when tests/vllm ends; the GPU profile's check (pip's resolver, network
+# bound) takes a free slot (in CI, beside the vLLM venv's setup). Each part's output is
+# printed whole when it ends. `.ci/run` on a clean clone, setup included: 28 min 25 s (main
+# 24 min 34 s beside tests/vllm 15 min 2 s, then the walks 8 min 39 s).
 test: lint
 	@echo "== test: the main suite beside tests/vllm, then the walks and the GPU profile; each prints its output when it ends"
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-main test-vllm test-walks check-gpu-profile
