@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
 from ray.llm._internal.batch.stages.base import StatefulStage, StatefulStageUDF
@@ -45,11 +45,15 @@ class CanaryUDF(StatefulStageUDF):
         tokenize_kwargs: dict[str, Any],
         chat_template_kwargs: dict[str, Any],
         multimodal_kwargs: dict[str, Any] | None,
+        built: Sequence[StatefulStageUDF] = (),
     ) -> None:
+        """`built`: the stages' UDFs already built in this process (`render_here`), used
+        instead of loading their tokenizer, model config or processor a second time."""
         from ray.llm._internal.batch.stages.tokenize_stage import TokenizeUDF
 
         super().__init__(data_column, expected_input_keys)
-        self.tokenizer = TokenizeUDF(data_column, [], **tokenize_kwargs).tokenizer
+        self.built = built
+        self.tokenizer = self._udf(TokenizeUDF, tokenize_kwargs).tokenizer
         self.chat_template_kwargs = chat_template_kwargs
         self.model_cls: Any = None
         self.image_token: str | None = None  # the HF processor's, loaded when vLLM has none
@@ -59,15 +63,20 @@ class CanaryUDF(StatefulStageUDF):
             )
             from vllm.model_executor.model_loader import get_model_cls
 
-            stage = PrepareMultimodalUDF(data_column, [], **multimodal_kwargs)
+            stage = self._udf(PrepareMultimodalUDF, multimodal_kwargs)
             self.model_cls = get_model_cls(stage.model_config)
             if self.model_cls.get_placeholder_str("image", 1) is None:
-                self.image_token = self._processor_image_token(data_column)
+                self.image_token = self._processor_image_token()
 
-    def _processor_image_token(self, data_column: str) -> str | None:
+    def _udf(self, cls: type[Any], kwargs: dict[str, Any]) -> Any:
+        """The stage UDF of class `cls`: the one built already, else one built from `kwargs`."""
+        done = next((udf for udf in self.built if isinstance(udf, cls)), None)
+        return done if done is not None else cls(self.data_column, [], **kwargs)
+
+    def _processor_image_token(self) -> str | None:
         from ray.llm._internal.batch.stages.chat_template_stage import ChatTemplateUDF
 
-        processor = ChatTemplateUDF(data_column, [], **self.chat_template_kwargs).processor
+        processor = self._udf(ChatTemplateUDF, self.chat_template_kwargs).processor
         token = getattr(processor, "image_token", None)
         return token if isinstance(token, str) and token else None
 
@@ -174,15 +183,17 @@ def render_here(
     # ray.data.from_items, then map(preprocess): a block of rows each way.
     block = _block(rows=rows)
     block = _block(rows=[processor.preprocess(row) for row in _rows(block)])
+    udfs: list[StatefulStageUDF] = []
     for stage in _stages(processor):
         kwargs = stage.get_dataset_map_batches_kwargs(len(rows), Processor.DATA_COLUMN)
-        udf = stage.fn(**kwargs["fn_constructor_kwargs"])
+        built = {"built": tuple(udfs)} if stage.fn is CanaryUDF else {}
+        udf = stage.fn(**kwargs["fn_constructor_kwargs"], **built)
+        udfs.append(udf)
         # map_batches' default format, resolved as map_batches resolves it (numpy).
         batch_format = _apply_batch_format(kwargs.get("batch_format", "default"))
         batch = BlockAccessor.for_block(block).to_batch_format(batch_format)
         block = _block(batches=asyncio.run(_collected(udf(batch))))
-    out = _rows(block)
-    return _results([_result(row) for row in out])
+    return _results([_result(row) for row in _rows(block)])
 
 
 async def _collected(outputs: AsyncIterator[dict[str, Any]]) -> list[dict[str, Any]]:
