@@ -305,10 +305,10 @@ def ray_cluster(logs: Path, head_cpus: int, workers: list[Node]) -> Iterator[Ray
             try:
                 wait_nodes(address, env, 1, head, 0, logs / "head.log")
                 break
-            except NodeStartError:
+            except BaseException as err:  # not a cluster yet: its close would not stop it
                 stop(head)
                 shutil.rmtree(head_temp, ignore_errors=True)
-                if attempt == HEAD_TRIES - 1:
+                if not isinstance(err, NodeStartError) or attempt == HEAD_TRIES - 1:
                     raise
         cluster = RayCluster(address, env, logs, head, temps=[head_temp])
         cluster.ports.update([gcs, client, *ports[:NODE_PORTS]])
