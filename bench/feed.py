@@ -28,7 +28,7 @@ Qwen2-VL's rule, (448 / 28)^2 = 256 tokens (image setups). The p4de.24xlarge giv
 vCPUs to 8 A100s: 12 per GPU (AWS's instance type table). Goal: ceiling per GPU >= 3x.
 
 Run in .venv-vllm (Ray's prepare-multimodal stage imports vLLM):
-    .venv-vllm/bin/python bench/feed.py [--small 100] [--large 400] [--repeats 3]
+    .venv-vllm/bin/python bench/feed.py [--small 4] [--large 16] [--repeats 3] [--stages both]
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,17 +59,27 @@ def a100_rows_per_s(prompt_tokens: float) -> float:
     return A100_BF16_FLOPS * ASSUMED_MFU / (2 * PARAMS_7B * prompt_tokens)
 
 
-def instant_vllm_stage(ds: Any, cfg: Any, opts: Any) -> Any:
-    """The vllm engine stage as evaluate builds it, its engine answering at once."""
+def instant_vllm_stage(ds: Any, cfg: Any, opts: Any, separate: bool = False) -> Any:
+    """The vllm engine stage as evaluate builds it, its engine answering at once;
+    `separate`: Ray's chat-template and tokenize stages in their own actors again, as Ray's
+    processor builds them (before pipelines/engines/chained_stage.py)."""
+    from collections import OrderedDict
+
     from actors.instant_vllm import use_instant_engine
+    from pipelines.engines.chained_stage import unchained
     from pipelines.engines.stages import LIGHT_CPUS, build_vllm_processor, normalise_engine_errors
 
     processor = build_vllm_processor(cfg, opts)
+    if separate:
+        stages = unchained(list(processor.stages.values()))
+        processor.stages = OrderedDict((type(stage).__name__, stage) for stage in stages)
     use_instant_engine(processor)
     return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
 
 
-def one_run(files: list[Path], cfg: Any, setup: str, out: Path) -> tuple[float, int, float]:
+def one_run(
+    files: list[Path], cfg: Any, setup: str, out: Path, separate: bool
+) -> tuple[float, int, float]:
     """Seconds, rows written and mean prompt tokens of one evaluate over `files`."""
     import polars as pl
 
@@ -78,11 +89,41 @@ def one_run(files: list[Path], cfg: Any, setup: str, out: Path) -> tuple[float, 
 
     run = EvaluateSettings(tasks=list(all_tasks()), setups=[setup], shard_rows=256)
     start = time.perf_counter()
-    rows = evaluate(files, cfg, run, out, engine_stage=instant_vllm_stage)
+    stage = partial(instant_vllm_stage, separate=separate)
+    rows = evaluate(files, cfg, run, out, engine_stage=stage)
     took = time.perf_counter() - start
     shards = pl.read_parquet(out / "noregeo" / "**" / "*.parquet")
     tokens = shards.select(pl.col("num_input_tokens").mean()).item()
     return took, rows, float(tokens or 0.0)
+
+
+def print_rate(
+    label: str,
+    extra_rows: int,
+    medians: tuple[float, float],
+    spread: float,
+    tokens: float,
+    cpus: int,
+) -> None:
+    """One line: the marginal rate of the extra rows, per core, per GPU, against an A100."""
+    small_s, large_s = medians
+    extra_s = large_s - small_s
+    # Within the start's spread the difference bounds the rate from below only.
+    bound = extra_s <= spread
+    seconds = max(extra_s, 0.0) + spread if bound else extra_s
+    if seconds <= 0:  # one repeat, and the large set no slower: no bound at all
+        print(f"{label:7} not measured: the large set was no slower; give it more rows or "
+              f"repeats ({small_s:.1f} s, {large_s:.1f} s)")  # fmt: skip
+        return
+    rate = extra_rows / seconds
+    per_core = rate / cpus
+    per_gpu = per_core * P4DE_VCPUS_PER_GPU
+    # Measured prompt tokens (an image row's placeholder counted once: vLLM expands it).
+    prompt = tokens + (IMAGE_TOKENS_448 if not label.startswith("text") else 0)
+    need = a100_rows_per_s(prompt)
+    at_least = ">=" if bound else "  "
+    print(f"{label:7} {at_least}{rate:5.0f} {per_core:6.1f} {per_gpu:7.1f} {prompt:6.0f} "
+          f"{need:6.1f} {at_least}{per_gpu / need:.1f}x")  # fmt: skip
 
 
 def main() -> None:
@@ -94,7 +135,15 @@ def main() -> None:
     parser.add_argument("--setups", default="text,dotted,full", help="comma-separated")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cpus", type=int, default=2, help="CPUs Ray is given")
+    parser.add_argument(
+        "--stages",
+        choices=["chained", "separate", "both"],
+        default="chained",
+        help="the chat-template and tokenize stages in one actor (as evaluate runs them), "
+        "in two (as Ray's processor builds them), or both, interleaved",
+    )
     args = parser.parse_args()
+    variants = ["chained", "separate"] if args.stages == "both" else [args.stages]
 
     import ray
     import torch
@@ -124,37 +173,29 @@ def main() -> None:
     for setup in setups:
         cfg = text_model if setup == "text" else image_model
         small, large = sizes[setup]
-        times: dict[int, list[float]] = {small: [], large: []}
+        times: dict[tuple[str, int], list[float]] = {
+            (v, size): [] for v in variants for size in (small, large)
+        }
         rows: dict[int, int] = {}
         tokens = 0.0
         for repeat in range(args.repeats):
-            for size in (small, large):
-                files = sorted(items[size].glob("part-*.parquet"))
-                out = work / f"out-{setup}-{size}-{repeat}"
-                took, rows[size], tokens = one_run(files, cfg, setup, out)
-                times[size].append(took)
-        extra_rows = rows[large] - rows[small]
-        small_s, large_s = statistics.median(times[small]), statistics.median(times[large])
-        extra_s = large_s - small_s
-        spread = max(times[small]) - min(times[small])
-        # Within the start's spread the difference bounds the rate from below only.
-        bound = extra_s <= spread
-        seconds = max(extra_s, 0.0) + spread if bound else extra_s
-        if seconds <= 0:  # one repeat, and the large set no slower: no bound at all
-            print(f"{setup:7} not measured: the large set was no slower; give it more rows or "
-                  f"repeats ({small_s:.1f} s, {large_s:.1f} s)")  # fmt: skip
-            continue
-        rate = extra_rows / seconds
-        per_core = rate / args.cpus
-        per_gpu = per_core * P4DE_VCPUS_PER_GPU
-        # Measured prompt tokens (an image row's placeholder counted once: vLLM expands it).
-        prompt = tokens + (IMAGE_TOKENS_448 if setup != "text" else 0)
-        need = a100_rows_per_s(prompt)
-        at_least = ">=" if bound else "  "
-        print(f"{setup:7} {at_least}{rate:5.0f} {per_core:6.1f} {per_gpu:7.1f} {prompt:6.0f} "
-              f"{need:6.1f} {at_least}{per_gpu / need:.1f}x")  # fmt: skip
-        print(f"{'':7} medians {small_s:.1f} s ({rows[small]} rows), {large_s:.1f} s "
-              f"({rows[large]} rows); spread of the small set's runs {spread:.1f} s")  # fmt: skip
+            for variant in variants:
+                for size in (small, large):
+                    files = sorted(items[size].glob("part-*.parquet"))
+                    out = work / f"out-{setup}-{variant}-{size}-{repeat}"
+                    separate = variant == "separate"
+                    took, rows[size], tokens = one_run(files, cfg, setup, out, separate)
+                    times[variant, size].append(took)
+        for variant in variants:
+            label = setup if len(variants) == 1 else f"{setup}/{variant}"
+            small_s, large_s = (statistics.median(times[variant, n]) for n in (small, large))
+            spread = max(times[variant, small]) - min(times[variant, small])
+            extra = rows[large] - rows[small]
+            print_rate(label, extra, (small_s, large_s), spread, tokens, args.cpus)
+            print(
+                f"{'':7} medians {small_s:.1f} s ({rows[small]} rows), {large_s:.1f} s "
+                f"({rows[large]} rows); spread of the small set's runs {spread:.1f} s"
+            )
     print(
         f"x12: the rate per core times the p4de's {P4DE_VCPUS_PER_GPU:g} vCPUs per A100; "
         f"A100: rows/s a 7B model's prefill consumes at {ASSUMED_MFU:.0%} of 312 TFLOPS "

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from ray.llm._internal.batch.stages.base import StatefulStage, StatefulStageUDF
 
+from pipelines.engines.chained_stage import unchained
 from pipelines.engines.prompt_canary import EXPECT, RESULT, Expected
+from pipelines.engines.ray_blocks import block_of, rows_of
 
 
 class CanaryUDF(StatefulStageUDF):
@@ -132,7 +134,7 @@ def _stages(processor: Any) -> list[Any]:
         vLLMEngineStage,
     )
 
-    stages = list(processor.stages.values())
+    stages = unchained(list(processor.stages.values()))
     before = stages[: next(i for i, s in enumerate(stages) if isinstance(s, vLLMEngineStage))]
     tokenize = next(s for s in before if isinstance(s, TokenizeStage))
     chat = next(s for s in before if isinstance(s, ChatTemplateStage))
@@ -181,8 +183,8 @@ def render_here(
     from ray.llm._internal.batch.processor.base import Processor
 
     # ray.data.from_items, then map(preprocess): a block of rows each way.
-    block = _block(rows=rows)
-    block = _block(rows=[processor.preprocess(row) for row in _rows(block)])
+    block = block_of(rows=rows)
+    block = block_of(rows=[processor.preprocess(row) for row in rows_of(block)])
     udfs: list[StatefulStageUDF] = []
     for stage in _stages(processor):
         kwargs = stage.get_dataset_map_batches_kwargs(len(rows), Processor.DATA_COLUMN)
@@ -192,29 +194,9 @@ def render_here(
         # map_batches' default format, resolved as map_batches resolves it (numpy).
         batch_format = _apply_batch_format(kwargs.get("batch_format", "default"))
         batch = BlockAccessor.for_block(block).to_batch_format(batch_format)
-        block = _block(batches=asyncio.run(_collected(udf(batch))))
-    return _results([_result(row) for row in _rows(block)])
+        block = block_of(batches=asyncio.run(_collected(udf(batch))))
+    return _results([_result(row) for row in rows_of(block)])
 
 
 async def _collected(outputs: AsyncIterator[dict[str, Any]]) -> list[dict[str, Any]]:
     return [out async for out in outputs]
-
-
-def _block(rows: Iterable[Any] = (), batches: Iterable[dict[str, Any]] = ()) -> Any:
-    """A block of `rows` (as `map` builds its output) or of UDF output `batches` (as
-    `map_batches` does)."""
-    from ray.data._internal.delegating_block_builder import DelegatingBlockBuilder
-
-    builder = DelegatingBlockBuilder()
-    for row in rows:
-        builder.add(row)
-    for batch in batches:
-        builder.add_batch(batch)
-    return builder.build()
-
-
-def _rows(block: Any) -> list[Any]:
-    """The block's rows as `map` hands them to its function."""
-    from ray.data.block import BlockAccessor
-
-    return list(BlockAccessor.for_block(block).iter_rows(public_row_format=True))

@@ -319,6 +319,7 @@ def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
     """Ray's processor for the model (not yet applied to a dataset)."""
     from ray.data.llm import build_processor
 
+    from pipelines.engines.chained_stage import chain_template_and_tokenize
     from pipelines.engines.model_fields import REASONING_END
 
     config = vllm_processor_config(cfg, opts, has_images=cfg.modality == "image-text")
@@ -334,6 +335,7 @@ def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
         postprocess_map_kwargs=light,
     )
     use_strict_pack(engine_stage_of(processor))
+    chain_template_and_tokenize(processor)
     if opts.sources is not None:
         from pipelines.engines.node_stages import download_before_prepare_multimodal
 

@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 from pipelines.cli import main
+from pipelines.engines.chained_stage import unchained
 from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.stages import (
     KEPT_PARAMS,
@@ -179,7 +180,11 @@ def test_vllm_revision_and_remote_code_reach_every_stage_that_loads_the_model(
     """Ray 2.60 gives the CPU stages only a model source and trust_remote_code, and the
     prepare-multimodal stage only its model_config_kwargs: each must still see the pin."""
     processor = build_vllm_processor(PINNED, EngineOptions())
-    stages = {name: stage.fn_constructor_kwargs for name, stage in processor.stages.items()}
+    # Ray's own stages, also where one actor runs two of them (chained_stage.py).
+    stages = {
+        type(stage).__name__: stage.fn_constructor_kwargs
+        for stage in unchained(list(processor.stages.values()))
+    }
     assert set(hub) == {(PINNED.repo, "0123abcd")}
     assert "DetokenizeStage" not in stages  # vLLM's own text: no second decode
     pinned = str(tmp_path / "snapshots" / "0123abcd")

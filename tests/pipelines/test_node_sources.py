@@ -17,6 +17,7 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.engines import node_sources as ns
+from pipelines.engines.chained_stage import unchained
 from pipelines.engines.config_from_checkpoint import checkpoint_config
 from pipelines.engines.model_schema import ModelConfig
 from pipelines.engines.stages import EngineOptions, build_vllm_processor
@@ -41,7 +42,8 @@ def _config(folder: Path, **update: Any) -> ModelConfig:
 def _stage_sources(processor: Any) -> dict[str, list[str]]:
     """Stage name -> every model or tokenizer source in its constructor arguments."""
     found: dict[str, list[str]] = {}
-    for name, stage in processor.stages.items():
+    for stage in unchained(list(processor.stages.values())):  # also where one actor runs two
+        name = type(stage).__name__
         kwargs = stage.fn_constructor_kwargs
         inner = kwargs.get("model_config_kwargs") or {}
         values = [kwargs.get("model"), inner.get("model"), inner.get("tokenizer")]
