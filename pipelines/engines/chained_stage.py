@@ -39,9 +39,7 @@ class ChainedUDF(StatefulStageUDF):
         super().__init__(data_column, expected_input_keys)
         self.udfs = [fn(**kwargs) for fn, kwargs in parts]
 
-    async def __call__(
-        self, batch: dict[str, Any]
-    ) -> AsyncIterator[dict[str, Any]]:
+    async def __call__(self, batch: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """Each UDF's output batch becomes the next one's input, as between two stages."""
         for udf in self.udfs[:-1]:
             outputs = [out async for out in udf(batch)]
@@ -70,15 +68,20 @@ class ChainedStage(StatefulStage):
 
 def chain(parts: list[Any], data_column: str) -> ChainedStage:
     """One stage running `parts` (adjacent stages of a processor) in one actor."""
-    built = [
-        (part.fn, part.get_dataset_map_batches_kwargs(1, data_column)["fn_constructor_kwargs"])
-        for part in parts
-    ]
     return ChainedStage(
         parts=parts,
-        fn_constructor_kwargs={"parts": built},
+        fn_constructor_kwargs={"parts": [(p.fn, _udf_kwargs(p, data_column)) for p in parts]},
         map_batches_kwargs=dict(parts[0].map_batches_kwargs),
     )
+
+
+def _udf_kwargs(stage: Any, data_column: str) -> dict[str, Any]:
+    """The stage UDF's constructor arguments, as Ray's processor passes them."""
+    # The stage's own batch size: another one changes only what Ray's method logs (a
+    # warning that would reach the run's console).
+    batch_size = int(stage.map_batches_kwargs.get("batch_size") or 1)
+    kwargs = stage.get_dataset_map_batches_kwargs(batch_size, data_column)
+    return dict(kwargs["fn_constructor_kwargs"])
 
 
 def chain_template_and_tokenize(processor: Any) -> None:
