@@ -26,7 +26,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup setup-vllm real-model check-gpu-profile test test-main test-vllm test-walks test-readme-fresh test-cluster-walk stress lint demo bench clean sweep-45-models cluster-up cluster-down
+.PHONY: setup setup-vllm real-model check-gpu-profile test test-main test-vllm test-walks test-vllm-then-walks test-readme-fresh test-cluster-walk stress lint demo bench clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -119,9 +119,15 @@ check-gpu-profile: setup
 # bound) takes a free slot (in CI, beside the vLLM venv's setup). Each part's output is
 # printed whole when it ends. `.ci/run` on a clean clone, setup included: 28 min 25 s (main
 # 24 min 34 s beside tests/vllm 15 min 2 s, then the walks 8 min 39 s).
-test: lint
-	@echo "== test: the main suite beside tests/vllm, then the walks and the GPU profile; each prints its output when it ends"
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-main test-vllm test-walks check-gpu-profile
+test:
+	@echo "== test: lint and the real model beside the vLLM venv's setup; then the main suite beside tests/vllm and the walks, and the GPU profile's check; each prints its output when it ends"
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint setup-vllm real-model
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-main test-vllm-then-walks check-gpu-profile
+
+# One lane of `make test`: the walks start when tests/vllm ends (never three suites at once).
+test-vllm-then-walks:
+	$(MAKE) --no-print-directory --output-sync=target test-vllm
+	$(MAKE) --no-print-directory --output-sync=target test-walks
 
 # The README's command lines and the smoke demo, each a chain of geosee commands.
 WALKS := tests/test_readme.py tests/test_demo_output.py
