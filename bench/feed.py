@@ -59,24 +59,6 @@ def a100_rows_per_s(prompt_tokens: float) -> float:
     return A100_BF16_FLOPS * ASSUMED_MFU / (2 * PARAMS_7B * prompt_tokens)
 
 
-def instant_vllm_stage(ds: Any, cfg: Any, opts: Any, separate: bool = False) -> Any:
-    """The vllm engine stage as evaluate builds it, its engine answering at once;
-    `separate`: Ray's chat-template and tokenize stages in their own actors again, as Ray's
-    processor builds them (before pipelines/engines/chained_stage.py)."""
-    from collections import OrderedDict
-
-    from actors.instant_vllm import use_instant_engine
-    from pipelines.engines.chained_stage import unchained
-    from pipelines.engines.stages import LIGHT_CPUS, build_vllm_processor, normalise_engine_errors
-
-    processor = build_vllm_processor(cfg, opts)
-    if separate:
-        stages = unchained(list(processor.stages.values()))
-        processor.stages = OrderedDict((type(stage).__name__, stage) for stage in stages)
-    use_instant_engine(processor)
-    return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
-
-
 def one_run(
     files: list[Path], cfg: Any, setup: str, out: Path, separate: bool
 ) -> tuple[float, int, float]:
@@ -89,6 +71,8 @@ def one_run(
 
     run = EvaluateSettings(tasks=list(all_tasks()), setups=[setup], shard_rows=256)
     start = time.perf_counter()
+    from pipelines.engines.instant_stage import instant_vllm_stage
+
     stage = partial(instant_vllm_stage, separate=separate)
     rows = evaluate(files, cfg, run, out, engine_stage=stage)
     took = time.perf_counter() - start

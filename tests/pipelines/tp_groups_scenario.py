@@ -23,16 +23,6 @@ GPUS = 4
 TASK = "C-BCT-CT"
 
 
-def instant_vllm_stage(ds: Any, cfg: Any, opts: Any) -> Any:
-    """The vllm engine stage as evaluate builds it, its engine answering at once."""
-    from actors.instant_vllm import use_instant_engine
-    from pipelines.engines.stages import LIGHT_CPUS, build_vllm_processor, normalise_engine_errors
-
-    processor = build_vllm_processor(cfg, opts)
-    use_instant_engine(processor)
-    return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
-
-
 def held_groups() -> list[dict[str, Any]]:
     """Placement groups that still reserve (or wait for) resources."""
     import ray
@@ -50,6 +40,7 @@ def main(folder: Path) -> None:
     import torch
 
     from pipelines.engines.config_from_checkpoint import checkpoint_config
+    from pipelines.engines.instant_stage import instant_vllm_stage
     from pipelines.engines.tiny_model import build_tiny_model
     from pipelines.noregeo.evaluate_pipeline import evaluate
     from pipelines.noregeo.generate import generate
