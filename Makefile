@@ -110,18 +110,19 @@ check-gpu-profile: setup
 		--quiet --report $(GPU_REPORT) '.[gpu]'
 	$(PY) -m pipelines.sweep.cluster_image $(GPU_REPORT)
 
-# lint first: a docstring or type hint missing fails in seconds, before the tests. The tests
-# then run as three parts, two at a time: alone, the main suite keeps the 2 cores ~56% busy
-# (Ray and process start-ups, polling), so a second part beside it costs little (measured
-# here: the main suite 26 min with tests/vllm's 12 min beside it, against 27 + 9 one after
-# the other). The walks (the README's lines and the smoke demo, ~7 min of command after
-# command) start when tests/vllm ends; the GPU profile's check (pip's resolver, network
-# bound) takes a free slot (in CI, beside the vLLM venv's setup). Each part's output is
-# printed whole when it ends. `.ci/run` on a clean clone, setup included: 28 min 25 s (main
-# 24 min 34 s beside tests/vllm 15 min 2 s, then the walks 8 min 39 s).
+# lint first: a docstring or type hint missing fails in seconds, before the tests; it and
+# the real model's build run beside the vLLM venv's setup. The tests then run in two lanes:
+# the main suite, and tests/vllm followed by the walks (the README's lines and the smoke
+# demo, command after command) and the main suite's multi-node cluster file, moved there so
+# the two lanes end together; the GPU profile's check (pip's resolver, network bound) takes
+# a third slot. Both lanes keep the 2 cores ~92% busy (measured here): a third lane of tests
+# would only slow the other two. Each part's output is printed whole when it ends.
+# `.ci/run` on a clean clone, setup included: 25 min 58 s (the tests start 2.5 min in; main
+# 23 min 35 s; tests/vllm 14 min 22 s, then the walks 8 min 15 s), before this stop's
+# balancing and the cross-engine test's shorter GeoBuild answers.
 test:
 	@echo "== test: lint and the real model beside the vLLM venv's setup; then the main suite beside tests/vllm and the walks, and the GPU profile's check; each prints its output when it ends"
-	$(MAKE) --no-print-directory -j2 --output-sync=target lint setup-vllm real-model
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint setup-vllm real-model
 	$(MAKE) --no-print-directory -j3 --output-sync=target test-main test-vllm-then-walks check-gpu-profile
 
 # One lane of `make test`: the walks start when tests/vllm ends (never three suites at once).
@@ -131,18 +132,20 @@ test-vllm-then-walks:
 
 # The README's command lines and the smoke demo, each a chain of geosee commands.
 WALKS := tests/test_readme.py tests/test_demo_output.py
+# Main-suite files that test-walks runs after the walks instead of test-main (lane balance).
+BESIDE_WALKS := tests/pipelines/test_multinode.py
 
 # tests/vllm runs only in .venv-vllm: tests/conftest.py keeps it out of the main collection.
 # The main suite needs .venv-vllm too: its http test talks to vLLM's real OpenAI server.
 # (`.venv/bin/python -m pytest` runs the main suite and the walks together.)
 test-main: setup setup-vllm real-model
-	$(PY) -m pytest $(addprefix --ignore=,$(WALKS))
+	$(PY) -m pytest $(addprefix --ignore=,$(WALKS) $(BESIDE_WALKS))
 
 test-vllm: setup-vllm real-model
 	$(VLLM_PY) -m pytest tests/vllm
 
 test-walks: setup setup-vllm real-model
-	$(PY) -m pytest $(WALKS)
+	$(PY) -m pytest $(WALKS) $(BESIDE_WALKS)
 
 # Fault scenarios repeated many times (kill-and-resume x20; 30 signals at random moments of
 # evaluate, 6 each of hf, geobuild and report; a disk that fills mid-run) and each GeoBuild
