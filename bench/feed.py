@@ -66,14 +66,13 @@ def one_run(
     import polars as pl
 
     from geometry.tasks.registry import all_tasks
+    from pipelines.engines.instant_stage import instant_vllm_stage
     from pipelines.noregeo.evaluate_pipeline import evaluate
     from pipelines.noregeo.run_settings import EvaluateSettings
 
     run = EvaluateSettings(tasks=list(all_tasks()), setups=[setup], shard_rows=256)
-    start = time.perf_counter()
-    from pipelines.engines.instant_stage import instant_vllm_stage
-
     stage = partial(instant_vllm_stage, separate=separate)
+    start = time.perf_counter()
     rows = evaluate(files, cfg, run, out, engine_stage=stage)
     took = time.perf_counter() - start
     shards = pl.read_parquet(out / "noregeo" / "**" / "*.parquet")
