@@ -117,9 +117,9 @@ check-gpu-profile: setup
 # the two lanes end together; the GPU profile's check (pip's resolver, network bound) takes
 # a third slot. Both lanes keep the 2 cores ~92% busy (measured here): a third lane of tests
 # would only slow the other two. Each part's output is printed whole when it ends.
-# `.ci/run` on a clean clone, setup included: 25 min 58 s (the tests start 2.5 min in; main
-# 23 min 35 s; tests/vllm 14 min 22 s, then the walks 8 min 15 s), before this stop's
-# balancing and the cross-engine test's shorter GeoBuild answers.
+# `.ci/run` on a clean clone, setup included: 23 min 52 s (the tests start ~2.3 min in; main
+# 21 min 36 s beside tests/vllm 12 min 44 s, then the walks and test_multinode 8 min 0 s);
+# rehearsals of one commit vary by about a minute.
 test:
 	@echo "== test: lint and the real model beside the vLLM venv's setup; then the main suite beside tests/vllm and the walks, and the GPU profile's check; each prints its output when it ends"
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint setup-vllm real-model
