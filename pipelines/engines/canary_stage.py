@@ -25,7 +25,7 @@ from ray.llm._internal.batch.stages.base import StatefulStage, StatefulStageUDF
 
 from pipelines.engines.chained_stage import unchained
 from pipelines.engines.prompt_canary import EXPECT, RESULT, Expected
-from pipelines.engines.ray_blocks import block_of, rows_of
+from pipelines.engines.ray_blocks import batch_of, block_of, rows_of
 
 
 class CanaryUDF(StatefulStageUDF):
@@ -179,7 +179,7 @@ def render_here(
     Data's own code (DelegatingBlockBuilder, BlockAccessor), as `map` and `map_batches`
     do. Without actors to start (each a worker process importing transformers and loading
     its tokenizer: seconds on a small machine, before any row of the run)."""
-    from ray.data.block import BlockAccessor, _apply_batch_format
+    from ray.data.block import _apply_batch_format
     from ray.llm._internal.batch.processor.base import Processor
 
     # ray.data.from_items, then map(preprocess): a block of rows each way.
@@ -193,7 +193,7 @@ def render_here(
         udfs.append(udf)
         # map_batches' default format, resolved as map_batches resolves it (numpy).
         batch_format = _apply_batch_format(kwargs.get("batch_format", "default"))
-        batch = BlockAccessor.for_block(block).to_batch_format(batch_format)
+        batch = batch_of(block, batch_format)
         block = block_of(batches=asyncio.run(_collected(udf(batch))))
     return _results([_result(row) for row in rows_of(block)])
 

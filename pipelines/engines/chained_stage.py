@@ -22,7 +22,7 @@ from typing import Any
 
 from ray.llm._internal.batch.stages.base import StatefulStage, StatefulStageUDF
 
-from pipelines.engines.ray_blocks import block_of, numpy_batch
+from pipelines.engines.ray_blocks import batch_of, block_of
 
 CHAINED_NAME = "ChatTemplateAndTokenizeStage"
 
@@ -46,7 +46,7 @@ class ChainedUDF(StatefulStageUDF):
             if not any(outputs):  # Ray's UDFs answer an empty batch with {}
                 yield {}
                 return
-            batch = numpy_batch(block_of(batches=outputs))
+            batch = batch_of(block_of(batches=outputs))
         async for out in self.udfs[-1](batch):
             yield out
 

@@ -28,8 +28,8 @@ def rows_of(block: Any) -> list[Any]:
     return list(BlockAccessor.for_block(block).iter_rows(public_row_format=True))
 
 
-def numpy_batch(block: Any) -> dict[str, Any]:
-    """The block as the batch `map_batches` hands its function by default (numpy)."""
+def batch_of(block: Any, batch_format: str | None = "numpy") -> Any:
+    """The block as the batch `map_batches` hands its function (numpy by default)."""
     from ray.data.block import BlockAccessor
 
-    return BlockAccessor.for_block(block).to_batch_format("numpy")
+    return BlockAccessor.for_block(block).to_batch_format(batch_format)
