@@ -72,8 +72,8 @@ class _Request:
 class PromptRenderer:
     """Chat messages -> the prompt text, images and input ids a model sees.
 
-    The engine and the driver's pre-flight check (`pipelines.engines.preflight`) share it, so the
-    check counts exactly the tokens the engine will send. Loads no weights.
+    The engine and the driver's pre-flight check (`pipelines.engines.prompts.preflight`)
+    share it, so the check counts exactly the tokens the engine will send. Loads no weights.
     """
 
     def __init__(

@@ -32,13 +32,13 @@ garbage) falls back to the engine's own backoff.
 
 The API key: the engine's own environment variable `api_key_env` if the worker has it (a
 cluster whose nodes or image export it), else the value behind `api_key_ref`, a Ray object
-the driver put in the object store (pipelines.engines.stages.http_stage). Never a runtime-env
-variable or a constructor argument: Ray writes runtime envs to its logs in plain text and
-constructor arguments into task specs. Whitespace around the key is stripped and any inside
-refused (actors/api_key.py), so no header the HTTP library refuses can print it. The key is
-never put into rows, logs, exceptions or repr; server text and the HTTP library's error text
-that echo it, in any case or in its common encodings and escapes, are redacted
-(actors/http_redact.py) before they land in a row.
+the driver put in the object store (pipelines.engines.stages.engine_stages.http_stage).
+Never a runtime-env variable or a constructor argument: Ray writes runtime envs to its logs
+in plain text and constructor arguments into task specs. Whitespace around the key is
+stripped and any inside refused (actors/api_key.py), so no header the HTTP library refuses
+can print it. The key is never put into rows, logs, exceptions or repr; server text and the
+HTTP library's error text that echo it, in any case or in its common encodings and escapes,
+are redacted (actors/http_redact.py) before they land in a row.
 """
 
 from __future__ import annotations
@@ -239,8 +239,8 @@ class HTTPEngine:
                 raise RuntimeError(
                     f"HTTPEngine: environment variable {api_key_env} is not set or empty and "
                     f"no api_key_ref was given; export it on this node, build the stage with "
-                    f"pipelines.engines.stages.http_stage (which hands the key over), or set "
-                    f"api_key_env=None"
+                    f"pipelines.engines.stages.engine_stages.http_stage (which hands the key "
+                    f"over), or set api_key_env=None"
                 )
             self._key = _Secret(value)
             self._redactor = Redactor(value)

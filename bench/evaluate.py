@@ -22,10 +22,11 @@ import pyarrow.parquet as pq
 from actors.baselines import OracleEngine
 from geometry.item import SETUPS
 from geometry.tasks.registry import all_tasks
-from pipelines.engines.model_resolution import resolve_model
-from pipelines.engines.ray_session import ensure_ray
-from pipelines.engines.requests import SamplingConfig, add_requests
-from pipelines.engines.stages import EngineOptions, oracle_actor_stage
+from pipelines.engines.models.model_resolution import resolve_model
+from pipelines.engines.prompts.requests import SamplingConfig, add_requests
+from pipelines.engines.session.ray_session import ensure_ray
+from pipelines.engines.stages.engine_stages import oracle_actor_stage
+from pipelines.engines.stages.options import EngineOptions
 from pipelines.noregeo.evaluate_pipeline import evaluate
 from pipelines.noregeo.generate import generate
 from pipelines.noregeo.results import ShardWriter

@@ -2,7 +2,7 @@
 
 The whole `evaluate --engine vllm` pipeline runs as on the cluster (item reading, requests,
 Ray's chat-template, tokenize and prepare-multimodal stages at the sizes
-pipelines/engines/vllm_config.py gives them, scoring, shard writing), with only vLLM's
+pipelines/engines/stages/vllm_config.py gives them, scoring, shard writing), with only vLLM's
 engine replaced by an instant stand-in that keeps its interface (actors/instant_vllm.py:
 it takes the tokenized prompt and multimodal data and returns the item's answer at once).
 So the rate measured is the ceiling the CPU side puts on a GPU.
@@ -66,7 +66,7 @@ def one_run(
     import polars as pl
 
     from geometry.tasks.registry import all_tasks
-    from pipelines.engines.instant_stage import instant_vllm_stage
+    from pipelines.engines.stages.instant_stage import instant_vllm_stage
     from pipelines.noregeo.evaluate_pipeline import evaluate
     from pipelines.noregeo.run_settings import EvaluateSettings
 
@@ -133,8 +133,8 @@ def main() -> None:
 
     from geometry.item import SETUPS
     from geometry.tasks.registry import all_tasks
-    from pipelines.engines.model_resolution import resolve_model
-    from pipelines.engines.tiny_model import build_tiny_model
+    from pipelines.engines.models.model_resolution import resolve_model
+    from pipelines.engines.models.tiny_model import build_tiny_model
     from pipelines.noregeo.generate import generate
 
     torch.set_num_threads(1)

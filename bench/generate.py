@@ -23,7 +23,7 @@ from geometry.item import SETUPS
 from geometry.items import build_items, task_draws
 from geometry.render import render_png
 from geometry.tasks.registry import all_tasks
-from pipelines.engines.ray_session import ensure_ray
+from pipelines.engines.session.ray_session import ensure_ray
 from pipelines.noregeo.generate import generate, item_table
 from store.atomic import write_parquet_atomic
 

@@ -50,13 +50,13 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import pyarrow.parquet as pq  # noqa: E402
 
 from geometry.tasks.registry import all_tasks  # noqa: E402
-from pipelines.engines.model_resolution import resolve_model  # noqa: E402
-from pipelines.engines.model_schema import ModelConfig  # noqa: E402
-from pipelines.engines.ray_session import ensure_ray  # noqa: E402
-from pipelines.engines.requests import SamplingConfig, add_requests  # noqa: E402
-from pipelines.engines.stages import LIGHT_CPUS, EngineOptions  # noqa: E402
-from pipelines.engines.tiny_model import build_tiny_model  # noqa: E402
-from pipelines.engines.vllm_config import (  # noqa: E402
+from pipelines.engines.models.model_resolution import resolve_model  # noqa: E402
+from pipelines.engines.models.model_schema import ModelConfig  # noqa: E402
+from pipelines.engines.models.tiny_model import build_tiny_model  # noqa: E402
+from pipelines.engines.prompts.requests import SamplingConfig, add_requests  # noqa: E402
+from pipelines.engines.session.ray_session import ensure_ray  # noqa: E402
+from pipelines.engines.stages.options import LIGHT_CPUS, EngineOptions  # noqa: E402
+from pipelines.engines.stages.vllm_config import (  # noqa: E402
     CPU_STAGE_CPUS,
     concurrent_batches,
     cpu_engine_defaults,

@@ -21,10 +21,10 @@ import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
 from geometry.tasks.registry import all_tasks  # noqa: E402
-from pipelines.engines.model_resolution import resolve_model  # noqa: E402
-from pipelines.engines.ray_session import ensure_ray  # noqa: E402
-from pipelines.engines.requests import SamplingConfig  # noqa: E402
-from pipelines.engines.stages import EngineOptions  # noqa: E402
+from pipelines.engines.models.model_resolution import resolve_model  # noqa: E402
+from pipelines.engines.prompts.requests import SamplingConfig  # noqa: E402
+from pipelines.engines.session.ray_session import ensure_ray  # noqa: E402
+from pipelines.engines.stages.options import EngineOptions  # noqa: E402
 from pipelines.noregeo.evaluate_pipeline import evaluate  # noqa: E402
 from pipelines.noregeo.run_settings import EvaluateSettings  # noqa: E402
 

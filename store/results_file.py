@@ -18,7 +18,8 @@ from store.storage import Location, children
 
 RESULTS_JSON = "results.json"
 # Run-record fields copied into results.json's `provenance`.
-# `prompt_canary`: the vllm engine's decoded prompt per setup (pipelines.engines.prompt_canary).
+# `prompt_canary`: the vllm engine's decoded prompt per setup
+# (pipelines.engines.prompts.prompt_canary).
 PROVENANCE_FIELDS = (
     "git_commit", "packages", "python", "platform", "started_utc", "argv", "prompt_canary",
 )  # fmt: skip

@@ -49,7 +49,7 @@ def tiny_llm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Llama-style causal LM with a BPE tokenizer and chat template (seed 0)."""
     import torch
 
-    from pipelines.engines.tiny_model import build_tiny_model
+    from pipelines.engines.models.tiny_model import build_tiny_model
 
     torch.set_num_threads(1)
     return build_tiny_model("llm", tmp_path_factory.mktemp("tiny_llm"), seed=0)
@@ -60,7 +60,7 @@ def tiny_vlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Llava-style image-text model (32 px images, 16 image tokens; seed 0)."""
     import torch
 
-    from pipelines.engines.tiny_model import build_tiny_model
+    from pipelines.engines.models.tiny_model import build_tiny_model
 
     torch.set_num_threads(1)
     return build_tiny_model("vlm", tmp_path_factory.mktemp("tiny_vlm"), seed=0)
@@ -75,7 +75,7 @@ def real_model_dir() -> Path:
     """SmolLM2-135M-Instruct, real weights, as `make real-model` builds it ($GEOSEE_REAL_MODEL,
     else models/smollm2-135m-instruct). Missing is a failure, not a skip: nothing is skipped
     on this machine."""
-    from pipelines.engines.real_model import is_complete
+    from pipelines.engines.models.real_model import is_complete
 
     path = Path(os.environ.get(REAL_MODEL_ENV) or REAL_MODEL_DEFAULT)
     if not is_complete(path):
@@ -92,7 +92,7 @@ def tiny_thinking_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny LM as a reasoning model: `<think>`/`</think>` tokens, R1-style template."""
     import torch
 
-    from pipelines.engines.tiny_model import build_tiny_model
+    from pipelines.engines.models.tiny_model import build_tiny_model
 
     torch.set_num_threads(1)
     return build_tiny_model("thinking", tmp_path_factory.mktemp("tiny_thinking"), seed=0)

@@ -74,9 +74,9 @@ def register(spec: TaskSpec) -> TaskSpec:
 
 
 def all_tasks() -> dict[str, TaskSpec]:
-    """Every registered task by ID, in DESIGN.md's table order."""
-    import geometry.tasks  # noqa: F401  (importing the package registers the generators)
-
+    """Every registered task by ID, in DESIGN.md's table order. Complete whenever this module
+    can be imported: importing it runs `geometry/tasks/__init__.py` first, which registers
+    every generator."""
     return dict(_REGISTRY)
 
 

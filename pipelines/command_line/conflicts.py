@@ -10,7 +10,7 @@ equal to the default is still a choice (`--feedback full --protocol public` aske
 feedback the public protocol never sends, and was accepted because `full` is the default).
 
 What a table cannot say stays with its command: whether `--engine` and the config that
-`--model` names agree (pipelines.engines.model_resolution reads the config for that), or a
+`--model` names agree (pipelines.engines.models.model_resolution reads the config for that), or a
 path inside another (`human-export --key` inside `--out`).
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pipelines.command_line.renames import hyphenated
-from pipelines.engines.engine_kinds import BASELINES
+from pipelines.engines.models.engine_kinds import BASELINES
 from pipelines.geobuild.engines import GEOBUILD_ENGINES
 from store.errors import UsageError
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.command_line.args import existing_dir
-from pipelines.engines.config_yaml import CONFIG_DIR, load_configs
-from pipelines.engines.model_schema import ModelConfigError
+from pipelines.engines.models.config_yaml import CONFIG_DIR, load_configs
+from pipelines.engines.models.model_schema import ModelConfigError
 from pipelines.terminal.output import add_format_argument, print_rows
 from store.errors import UsageError
 

@@ -16,7 +16,7 @@ import polars as pl
 from actors.contract import chat_message, image_part, text_part
 from geometry.dsl.dataset import Problem
 from geometry.dsl.prompts import problem_prompt, system_prompt
-from pipelines.engines.model_schema import ModelConfig
+from pipelines.engines.models.model_schema import ModelConfig
 from pipelines.geobuild.engines import Engine
 from pipelines.geobuild.public_prompts import PublicPrompts, load_public_prompts
 from pipelines.geobuild.react_protocol import FINAL_DSL_COLUMN, Step, final_dsl

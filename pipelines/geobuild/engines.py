@@ -1,4 +1,5 @@
-"""Engines for GeoBuild: the model engines of `pipelines.engines.stages`, and GeoBuild-only ones.
+"""Engines for GeoBuild: the model engines of `pipelines.engines.stages.engine_stages`, and
+GeoBuild-only ones.
 
 NoReGeo's answer baselines (oracle, random, constant) have no meaningful GeoBuild program
 and are refused. GeoBuild-only engines (`programs`: scripted replies; the solver baseline
@@ -13,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.engines.engine_kinds import BASELINES
-from pipelines.engines.model_resolution import resolve_model
-from pipelines.engines.model_schema import ModelConfig, ModelConfigError
-from pipelines.engines.stages import STAGES, EngineOptions, MissingKeyError, api_key
+from pipelines.engines.models.engine_kinds import BASELINES
+from pipelines.engines.models.model_resolution import resolve_model
+from pipelines.engines.models.model_schema import ModelConfig, ModelConfigError
+from pipelines.engines.stages.engine_stages import STAGES, MissingKeyError, api_key
+from pipelines.engines.stages.options import EngineOptions
 from pipelines.terminal.suggest import did_you_mean
 from store.errors import UsageError
 
@@ -129,7 +131,7 @@ def model_stage(engine: str) -> StageBuilder:
     """The stage of a model engine for a multi-round run. vLLM's engine is kept across
     rounds (`ResidentVLLM`): rebuilt per round, it would reload the weights every round."""
     if engine == "vllm":
-        from pipelines.engines.vllm_resident import ResidentVLLM
+        from pipelines.engines.stages.vllm_resident import ResidentVLLM
 
         return ResidentVLLM()
     return STAGES[engine]

@@ -18,11 +18,11 @@ from pipelines.command_line.args import (
     replicas_int,
     seed_int,
 )
-from pipelines.engines.model_resolution import add_model_arguments, config_engine
-from pipelines.engines.model_schema import ModelConfig, ModelConfigError
-from pipelines.engines.prompt_canary import CanaryError
-from pipelines.engines.requests import add_sampling_arguments
-from pipelines.engines.stages import NoGPUError
+from pipelines.engines.models.model_resolution import add_model_arguments, config_engine
+from pipelines.engines.models.model_schema import ModelConfig, ModelConfigError
+from pipelines.engines.prompts.prompt_canary import CanaryError
+from pipelines.engines.prompts.requests import add_sampling_arguments
+from pipelines.engines.stages.gpus import NoGPUError
 from pipelines.geobuild.dataset_args import add_dataset_arguments, load_dataset
 from pipelines.geobuild.engines import Engine, model_stage, resolve_engine, valid_engines
 from pipelines.geobuild.problem_selection import select_problems, stratified_problems
@@ -186,7 +186,7 @@ def sweep_model(
     """
     import os
 
-    from pipelines.engines.engine_kinds import BASELINES
+    from pipelines.engines.models.engine_kinds import BASELINES
 
     if cfg.engine in BASELINES:
         print(f"GeoBuild not run for {cfg.name}: {cfg.engine} is a NoReGeo answer baseline")

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from geometry.dsl.dataset import Problem
-from pipelines.engines.node_sources import check_shared_results, node_sources
-from pipelines.engines.prompt_canary import check_model_prompts
-from pipelines.engines.stages import LIGHT_CPUS, check_gpus
+from pipelines.engines.stages.node_sources import check_shared_results, node_sources
+from pipelines.engines.stages.options import LIGHT_CPUS
+from pipelines.engines.stages.vllm_path import before_rows
 from pipelines.geobuild.conversations import Conversations
 from pipelines.geobuild.engines import close_stage
 from pipelines.geobuild.react_protocol import restore_reply, to_public_program
@@ -43,7 +43,7 @@ class Loop(Conversations):
             self._run_locked(problems)
 
     def _run_locked(self, problems: list[Problem]) -> None:
-        from pipelines.engines.ray_session import ensure_ray
+        from pipelines.engines.session.ray_session import ensure_ray
 
         check_settings(self.root, self.settings(), self.checked_settings())
         on_interrupt(saved_rows(self.root))  # Ctrl-C's line counts the rows on disk
@@ -60,9 +60,8 @@ class Loop(Conversations):
             if self.cfg.engine == "vllm":
                 # A cluster that can never hold the engine refuses at once; then the first
                 # round's requests through the processor (its sources the run's).
-                check_gpus(self.cfg)
                 requests = self.requests(pending, by_id)
-                canary = check_model_prompts(self.cfg, self.opts, requests)
+                canary = before_rows(self.cfg, self.opts, requests)
             write_settings(self.root, self.settings())
         self._record(problems, canary)
         if pending is None:

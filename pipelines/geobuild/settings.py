@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from geometry.dsl.dataset import LANGUAGES
 from geometry.dsl.prompts import FEEDBACK_MODES
-from pipelines.engines.requests import SamplingConfig
-from pipelines.engines.stages import EngineOptions
+from pipelines.engines.prompts.requests import SamplingConfig
+from pipelines.engines.stages.options import EngineOptions
 
 # Reply tokens when --max-tokens is not given: our loop's (SamplingConfig's default), and
 # the public GeoBuildBench runner's (its src/agent/react_agent.py asks temperature=0,

@@ -20,22 +20,23 @@ from pipelines.command_line.args import (
     seconds_float,
     share,
 )
-from pipelines.engines.engine_kinds import CHECKPOINT_ENGINES, ENGINES
-from pipelines.engines.model_resolution import add_model_arguments, config_engine, resolve_model
-from pipelines.engines.model_schema import ModelConfigError
-from pipelines.engines.preflight import PreflightError, check_model
-from pipelines.engines.prompt_canary import CanaryError
-from pipelines.engines.requests import (
+from pipelines.engines.models.engine_kinds import CHECKPOINT_ENGINES, ENGINES
+from pipelines.engines.models.model_resolution import (
+    add_model_arguments,
+    config_engine,
+    resolve_model,
+)
+from pipelines.engines.models.model_schema import ModelConfigError
+from pipelines.engines.prompts.preflight import PreflightError, check_model
+from pipelines.engines.prompts.prompt_canary import CanaryError
+from pipelines.engines.prompts.requests import (
     ITEM_COLUMNS_NEEDED,
     SamplingConfig,
     add_sampling_arguments,
 )
-from pipelines.engines.stages import (
-    EngineOptions,
-    MissingKeyError,
-    NoGPUError,
-    api_key,
-)
+from pipelines.engines.stages.engine_stages import MissingKeyError, api_key
+from pipelines.engines.stages.gpus import NoGPUError
+from pipelines.engines.stages.options import EngineOptions
 from pipelines.noregeo.evaluate_pipeline import BENCHMARK, evaluate
 from pipelines.noregeo.evaluate_preflight import longest_prompts
 from pipelines.noregeo.generate import (

@@ -15,22 +15,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipelines.engines.engine_kinds import BASELINES
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.placement_groups import removed_when_done
-from pipelines.engines.requests import add_requests
-from pipelines.engines.stages import (
-    BASELINE_STAGES,
-    LIGHT_CPUS,
-    STAGES,
-    EngineStage,
-    check_gpus,
-)
+from pipelines.engines.models.engine_kinds import BASELINES
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.prompts.requests import add_requests
+from pipelines.engines.stages.engine_stages import BASELINE_STAGES, STAGES
+from pipelines.engines.stages.options import LIGHT_CPUS, EngineStage
+from pipelines.engines.stages.placement_groups import removed_when_done
+from pipelines.engines.stages.vllm_path import before_rows
 from pipelines.noregeo.baseline_step import AnswerScoreWrite, baseline_engine, score_block
 from pipelines.noregeo.evaluate_preflight import (
     _anything_pending,
+    _canary_requests,
     _in_run,
-    _prompt_canary,
     _with_node_sources,
 )
 from pipelines.noregeo.folder_settings import (
@@ -125,15 +121,15 @@ def evaluate(
             # record is still written: it holds this run's settings and expectations.
             write_run_record(root, record)
             return 0
-        from pipelines.engines.ray_session import ensure_ray
+        from pipelines.engines.session.ray_session import ensure_ray
 
         ensure_ray()
         run = _with_node_sources(cfg, run, out)
         if cfg.engine == "vllm":
             # A cluster that can never hold the engine refuses at once (exit 2); then the
-            # canary, before any row and before the engine loads.
-            check_gpus(cfg, replicas=run.engine_options.pool_size)
-            record["prompt_canary"] = _prompt_canary(files, cfg, run)
+            # canary on the run's own requests, before any row and before the engine loads.
+            asked = _canary_requests(files, cfg, run)
+            record["prompt_canary"] = before_rows(cfg, run.engine_options, asked)
         writer = ShardWriter(
             str(root.resolve()), cfg.name, cfg.revision, cfg.engine, token=lock.token
         )

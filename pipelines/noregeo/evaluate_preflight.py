@@ -13,8 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from geometry.item import IMAGE_SETUPS
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.requests import ITEM_COLUMNS_NEEDED, add_requests, build_messages
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.prompts.prompt_canary import CANARY_ROWS
+from pipelines.engines.prompts.requests import ITEM_COLUMNS_NEEDED, add_requests, build_messages
 from pipelines.noregeo.run_settings import EvaluateSettings
 from store.storage import Location, read_table
 
@@ -63,8 +64,9 @@ def _item_image(path: Location, item_id: str, setup: str) -> bytes | None:
 
 def _with_node_sources(cfg: ModelConfig, run: EvaluateSettings, out: Location) -> EvaluateSettings:
     """On a cluster of several nodes: results that every node reaches (else UsageError), and
-    a vllm or hf engine's files mirrored there for its nodes (pipelines.engines.node_sources)."""
-    from pipelines.engines.node_sources import check_shared_results, node_sources
+    a vllm or hf engine's files mirrored there for its nodes
+    (pipelines.engines.stages.node_sources)."""
+    from pipelines.engines.stages.node_sources import check_shared_results, node_sources
 
     check_shared_results(out, "evaluate")
     if cfg.engine not in ("vllm", "hf"):
@@ -76,14 +78,12 @@ def _with_node_sources(cfg: ModelConfig, run: EvaluateSettings, out: Location) -
     return run.model_copy(update={"engine_options": opts})
 
 
-def _prompt_canary(
+def _canary_requests(
     files: Sequence[Location], cfg: ModelConfig, run: EvaluateSettings
-) -> dict[str, Any]:
-    """The prompt canary (pipelines.engines.prompt_canary) on the run's own requests: per
+) -> list[dict[str, Any]]:
+    """The request rows the prompt canary checks (pipelines.engines.stages.vllm_path): per
     setup, the first row of each task file until CANARY_ROWS, so the rows ask different
-    tasks (answer formats). CanaryError, one line, when the rendered prompt fails a check."""
-    from pipelines.engines.prompt_canary import CANARY_ROWS, check_model_prompts
-
+    tasks (answer formats)."""
     rows: list[dict[str, Any]] = []
     wanted = dict.fromkeys(run.setups, CANARY_ROWS)
     for path in files:
@@ -101,7 +101,7 @@ def _prompt_canary(
             )
             rows += requests.to_pylist()
             wanted[setup] = left - requests.num_rows
-    return check_model_prompts(cfg, run.engine_options, rows)
+    return rows
 
 
 def _anything_pending(

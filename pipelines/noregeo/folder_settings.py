@@ -10,8 +10,8 @@ from typing import Any
 
 from geometry.answers import grammar_for
 from geometry.tasks.options import DEFAULT_OPTIONS
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.requests import SamplingConfig
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.prompts.requests import SamplingConfig
 from pipelines.noregeo.run_settings import recorded_settings
 from store.errors import UsageError
 from store.settings import SETTINGS_FILE, differences, read_settings

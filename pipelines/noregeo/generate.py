@@ -318,7 +318,7 @@ def generate(
     """Write the item shards and manifest; returns the manifest."""
     import ray
 
-    from pipelines.engines.ray_session import ensure_ray
+    from pipelines.engines.session.ray_session import ensure_ray
 
     ensure_ray()
     out.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from actors.contract import ENGINE_OUTPUT, plain
 from geometry.item import ITEM_SCHEMA
-from pipelines.engines.reasoning import OUT_OF_BUDGET
+from pipelines.engines.prompts.reasoning import OUT_OF_BUDGET
 from pipelines.noregeo.scoring import SCORE_FIELDS
 from store.atomic import write_parquet_atomic
 from store.records import run_guard
@@ -37,7 +37,7 @@ RESULT_SCHEMA = pa.schema(
     # scores, then the engine's accounting.
     + [f for f in ENGINE_OUTPUT if f.name != "generated_text"]
     # A reasoning model's row that ran out of its thinking budget or max_tokens (vLLM;
-    # pipelines.engines.reasoning); null for every other model and engine.
+    # pipelines.engines.prompts.reasoning); null for every other model and engine.
     + [pa.field(OUT_OF_BUDGET, pa.bool_())]
 )
 

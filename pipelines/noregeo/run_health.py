@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.requests import SamplingConfig
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.prompts.requests import SamplingConfig
 from store.records import is_transient
 
 # Above this share of engine-error rows a run has failed (evaluate's --max-error-rate

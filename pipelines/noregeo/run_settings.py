@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipelines.engines.requests import SamplingConfig
-from pipelines.engines.stages import EngineOptions
+from pipelines.engines.prompts.requests import SamplingConfig
+from pipelines.engines.stages.options import EngineOptions
 from pipelines.noregeo.run_health import DEFAULT_MAX_ERROR_RATE
 from store.records import RETRY_ERRORS
 from store.storage import Location, children

@@ -7,7 +7,7 @@ pair right).
 Accuracy is the paper's: over every item. The paper awards no credit to an answer that
 does not conform, so a row whose request failed (`engine_error`), a reasoning model's row
 that ran out of budget (`out_of_budget`: the thinking budget or max_tokens ran out before the
-model's own answer; `pipelines.engines.reasoning`) and an invalid answer all count as wrong,
+model's own answer; `pipelines.engines.prompts.reasoning`) and an invalid answer all count as wrong,
 in the accuracy and its bootstrap interval. Beside it: `answered_accuracy`, over the answered
 rows only (neither an engine error nor out of budget), and `unanswered`, the count of rows
 it leaves out. Invalid rate, MSE and pair consistency are over the answered rows;
@@ -25,7 +25,7 @@ import polars as pl
 
 from geometry.item import SETUPS
 from pipelines.command_line.args import path_component, results_location
-from pipelines.engines.reasoning import OUT_OF_BUDGET
+from pipelines.engines.prompts.reasoning import OUT_OF_BUDGET
 from pipelines.noregeo.results import RESULT_SCHEMA
 from pipelines.noregeo.run_settings import recorded_expectations, recorded_model_name
 from pipelines.terminal.output import (

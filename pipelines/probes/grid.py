@@ -104,7 +104,7 @@ def run_with_ray(spec: GridSpec, trials: list[Trial], out: Path) -> list[str]:
     from ray.util import ActorPool
 
     from actors.probe_trainer import ProbeTrainer
-    from pipelines.engines.ray_session import ensure_ray
+    from pipelines.engines.session.ray_session import ensure_ray
 
     ensure_ray()
     slots, resources = _cluster_slots(spec)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipelines.engines.engine_kinds import BASELINES
+from pipelines.engines.models.engine_kinds import BASELINES
 from pipelines.noregeo.summarize import every_item
 from pipelines.report import tables as rt
 from pipelines.report.chance import (

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.noregeo.summarize import every_item, missing_rows
+from pipelines.report import gap_tables, rate_tables
 from pipelines.report import provenance as prov
 from pipelines.report import tables as rt
 from pipelines.report.figures import gap_distribution, panel_heatmap
@@ -98,7 +99,7 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
         _tables(
             "overall",
             "Accuracy per model and setup, with intervals and error rates",
-            rt.intervals(df, ["model", "setup"]),
+            rate_tables.intervals(df, ["model", "setup"]),
             folded=True,
         ),
         folded=True,  # the key results show its accuracies
@@ -142,7 +143,7 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
             "U-task pair consistency",
             "Unstable tasks come in pairs one grid step apart with different answers; a pair "
             "counts only when both items are right (%).",
-            _tables("pair_consistency", "Pair consistency (%)", rt.pair_table(df)),
+            _tables("pair_consistency", "Pair consistency (%)", gap_tables.pair_table(df)),
             empty="no paired (U-task) results",
             folded=True,
         ),
@@ -153,7 +154,7 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
             _tables(
                 "intervals_category",
                 "Accuracy (%) with 95% interval, per model, category and setup",
-                rt.intervals(df, ["model", "category", "setup"]),
+                rate_tables.intervals(df, ["model", "category", "setup"]),
                 folded=True,
             ),
             folded=True,
@@ -328,12 +329,12 @@ def health_section(df: pl.DataFrame, refs: list[str]) -> Section:
     section.blocks += _tables(
         "engine_error_rates",
         "Engine-error rate (%), of all items",
-        rt.engine_error_rates(df),
+        rate_tables.engine_error_rates(df),
     )
     section.blocks += _tables(
         "invalid_rates",
         "Invalid-output rate (%), of the answered items",
-        rt.invalid_rates(df),
+        rate_tables.invalid_rates(df),
     )
     section.empty = "no rows"
     return section
@@ -350,7 +351,7 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
         empty="no model has both dotted and full results",
         folded=True,
     )
-    gap = rt.gap_by_task(df)
+    gap = gap_tables.gap_by_task(df)
     if gap.is_empty():
         return section
     path = panel_heatmap(
@@ -368,7 +369,7 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
             "Colour bar: points; blue above 0 (full images help), red below.",
         )
     )
-    per_task = rt.gap_by_task_long(gap)
+    per_task = gap_tables.gap_by_task_long(gap)
     tags = rt.model_tags(df)
     path = gap_distribution(
         per_task, out / "figures/gap_task_summary.png", refs, key="task", tags=tags
@@ -382,7 +383,7 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
             "markers, not in the box.",
         )
     )
-    per_category = rt.gap_by_category(df)
+    per_category = gap_tables.gap_by_category(df)
     path = gap_distribution(per_category, out / "figures/gap_categories.png", refs, tags=tags)
     section.blocks.append(
         Figure(
@@ -402,13 +403,13 @@ def gap_section(df: pl.DataFrame, out: Path, refs: list[str]) -> Section:
     section.blocks += _tables(
         "gap_task_summary",
         "Gap distribution per task, over the models under test (the paper's Figure 7)",
-        rt.gap_summary(per_task, refs, keys=("task",)),
+        gap_tables.gap_summary(per_task, refs, keys=("task",)),
         folded=True,
     )
     section.blocks += _tables(
         "gap_category_summary",
         "Gap distribution per category, over the models under test",
-        rt.gap_summary(per_category, refs),
+        gap_tables.gap_summary(per_category, refs),
         folded=True,
     )
     return section

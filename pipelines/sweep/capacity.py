@@ -29,7 +29,7 @@ from pipelines.sweep.cluster_image import image_mismatch
 from store.yaml_file import YAMLBoundError, load_bounded
 
 if TYPE_CHECKING:
-    from pipelines.engines.model_schema import ModelConfig
+    from pipelines.engines.models.model_schema import ModelConfig
 
 BOOTSTRAP_CONFIG = Path.home() / "ray_bootstrap_config.yaml"
 

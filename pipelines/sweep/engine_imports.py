@@ -22,8 +22,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from pipelines.engines.config_yaml import CONFIG_DIR, load_configs
-from pipelines.engines.model_schema import ModelConfig
+from pipelines.engines.models.config_yaml import CONFIG_DIR, load_configs
+from pipelines.engines.models.model_schema import ModelConfig
 
 # `architectures[0]` of each repo's config.json (vLLM picks its model class by it).
 ARCHITECTURES = {

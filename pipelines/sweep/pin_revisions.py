@@ -12,8 +12,8 @@ import argparse
 from pathlib import Path
 
 from pipelines.command_line.args import existing_dir
-from pipelines.engines.config_yaml import load_config
-from pipelines.engines.model_schema import ModelConfigError
+from pipelines.engines.models.config_yaml import load_config
+from pipelines.engines.models.model_schema import ModelConfigError
 from pipelines.noregeo.generate import parse_list
 from pipelines.sweep.revisions import HubError, on_hub, pin_config_text, resolve
 from store.atomic import write_bytes_atomic

@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow as pa
 
 from geometry.item import IMAGE_SETUPS, SETUPS
-from pipelines.engines.engine_kinds import BASELINES
-from pipelines.engines.model_fields import OUTPUT_TOKENS_PER_ROW
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.requests import SamplingConfig, add_requests
+from pipelines.engines.models.engine_kinds import BASELINES
+from pipelines.engines.models.model_fields import OUTPUT_TOKENS_PER_ROW
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.prompts.requests import SamplingConfig, add_requests
 from pipelines.sweep.capacity import GPUCapacity
 from store.records import model_dir
 from store.shards import quarantine, read_shards, shard_files

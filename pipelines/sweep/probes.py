@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from pipelines.engines.engine_kinds import ENGINE_KINDS
-from pipelines.engines.model_schema import ModelConfig
+from pipelines.engines.models.engine_kinds import ENGINE_KINDS
+from pipelines.engines.models.model_schema import ModelConfig
 from pipelines.sweep.capacity import GPUCapacity
 from probes.grid import EncoderSpec, GridSpec, Trial, encoder_dir, expand, load_grid, trial_path
 from probes.towers import EncoderError, check_encoder

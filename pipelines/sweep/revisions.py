@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import re
 
-from pipelines.engines.hub_model import HubError, HubId, is_commit, resolve_commit
-from pipelines.engines.model_schema import ModelConfig
+from pipelines.engines.models.hub_model import HubError, HubId, is_commit, resolve_commit
+from pipelines.engines.models.model_schema import ModelConfig
 from store.errors import UsageError
 from store.records import model_dir
 from store.settings import SETTINGS_FILE

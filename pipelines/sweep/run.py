@@ -34,28 +34,18 @@ from typing import Any
 
 from geometry.item import SETUPS
 from geometry.tasks.registry import all_tasks
-from pipelines.command_line.args import (
-    existing_dir,
-    existing_file,
-    image_size_int,
-    non_negative_float,
-    output_location,
-    per_task_int,
-    positive_int,
-    positive_seconds,
-    replicas_int,
-    seconds_float,
-    seed_int,
-)
-from pipelines.engines.config_yaml import load_configs
-from pipelines.engines.engine_kinds import BASELINES
-from pipelines.engines.gpu_request import GPURequest
-from pipelines.engines.model_schema import ModelConfig, ModelConfigError
-from pipelines.engines.requests import SamplingConfig, add_sampling_arguments
-from pipelines.engines.stages import EngineOptions
-from pipelines.noregeo.generate import MANIFEST, MIN_IMAGE_SIZE, parse_list, read_manifest
+from pipelines.engines.models.config_yaml import load_configs
+from pipelines.engines.models.engine_kinds import BASELINES
+from pipelines.engines.models.model_schema import ModelConfig, ModelConfigError
+from pipelines.engines.prompts.requests import SamplingConfig
+from pipelines.engines.stages.gpu_request import GPURequest
+from pipelines.engines.stages.options import EngineOptions
+from pipelines.noregeo.generate import MANIFEST, parse_list, read_manifest
 from pipelines.noregeo.run_settings import EvaluateSettings
-from pipelines.noregeo.task_selection import TASKS_HELP, select_tasks
+from pipelines.noregeo.task_selection import select_tasks
+
+# The command line calls the command module's add_arguments (pipelines/cli.py).
+from pipelines.sweep.arguments import add_arguments as add_arguments
 from pipelines.sweep.capacity import (
     BOOTSTRAP_CONFIG,
     GPUCapacity,
@@ -71,7 +61,6 @@ from pipelines.sweep.plan import (
     prompt_chars,
 )
 from pipelines.sweep.probes import (
-    DEFAULT_GRID,
     plan_probes,
     print_probe_plan,
     read_grid,
@@ -85,76 +74,6 @@ from store.errors import UsageError
 from store.storage import Location, children, location
 
 BENCHMARKS = ("noregeo", "geobuild")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of `python -m pipelines sweep`."""
-    parser.add_argument(
-        "--models", type=existing_dir, default=Path("configs/models"),
-        help="folder of model config YAML files",
-    )  # fmt: skip
-    parser.add_argument("--only", default=None, help="comma-separated config names")
-    parser.add_argument("--benchmarks", default="noregeo", help="noregeo,geobuild")
-    parser.add_argument(
-        "--out", required=True, type=output_location, metavar="RESULTS",
-        help="results root or URI (s3://...): RESULTS/noregeo, RESULTS/geobuild, RESULTS/sweep",
-    )  # fmt: skip
-    parser.add_argument("--items", type=output_location, help="item dir (default RESULTS/items)")
-    parser.add_argument("--per-task", type=per_task_int, default=100, help="items per task")
-    parser.add_argument("--tasks", default="all", help=TASKS_HELP)
-    parser.add_argument(
-        "--image-size", type=image_size_int(MIN_IMAGE_SIZE), default=448,
-        help="image side in pixels of generated items",
-    )  # fmt: skip
-    parser.add_argument(
-        "--item-seed", type=seed_int, default=0,
-        help="seed of the item draws, when the sweep generates the items",
-    )  # fmt: skip
-    add_sampling_arguments(parser)
-    parser.add_argument("--batch-size", type=positive_int, default=16, help="rows per engine call")
-    parser.add_argument("--replicas", type=replicas_int, default=1, help="engine replicas/model")
-    parser.add_argument(
-        "--shard-rows", type=positive_int, default=256,
-        help="rows per result shard: what a killed run can lose at most, per writer",
-    )  # fmt: skip
-    parser.add_argument(
-        "--baseline-delay",
-        type=seconds_float,
-        default=0.0,
-        help="seconds per batch (latency stand-in)",
-    )
-    parser.add_argument(
-        "--gpus",
-        type=non_negative_float,
-        default=None,
-        help="GPUs to plan for (default: what the autoscaler can add, else what is present)",
-    )
-    parser.add_argument(
-        "--cluster-config",
-        type=existing_file,
-        default=None,
-        help="cluster-launcher YAML to plan GPUs from (e.g. cluster.yaml, for a dry run)",
-    )
-    parser.add_argument(
-        "--cpu-parallel",
-        type=replicas_int,
-        default=None,
-        help="CPU-only models at once (default: one per 4 cluster CPUs; each pipeline holds "
-        "about 1 CPU of actors and needs 1 more for its read tasks)",
-    )
-    parser.add_argument("--progress-interval", type=positive_seconds, default=10.0, help="seconds")
-    parser.add_argument(
-        "--probes", type=existing_file, nargs="?", const=DEFAULT_GRID, default=None,
-        metavar="GRID",
-        help=f"also probe each evaluated model's own vision tower with GRID's trials "
-        f"(default {DEFAULT_GRID}; its `models:` says which); results in RESULTS/probes",
-    )  # fmt: skip
-    parser.add_argument(
-        "--keep-recorded-revisions", action="store_true",
-        help="when a config's revision (e.g. main) now resolves to another commit than its "
-        "results in RESULTS were made with, run the recorded commit instead of stopping",
-    )  # fmt: skip
-    parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
 
 
 def _select_configs(folder: Path, only: str | None) -> list[ModelConfig]:
@@ -187,7 +106,7 @@ def _materialise(cfg: ModelConfig, out: Location) -> ModelConfig:
     if cfg.repo_env and os.environ.get(cfg.repo_env):
         return cfg.model_copy(update={"repo": os.environ[cfg.repo_env]})
     if cfg.build_tiny:
-        from pipelines.engines.tiny_model import build_tiny_model
+        from pipelines.engines.models.tiny_model import build_tiny_model
 
         folder = (
             out / ".models"
@@ -253,7 +172,7 @@ def _run_model(
     """Body of one model's Ray task: wait for its GPUs, then evaluate (and GeoBuild)."""
     import ray
 
-    from pipelines.engines.stages import cluster_gpus
+    from pipelines.engines.stages.gpus import cluster_gpus
     from pipelines.noregeo.evaluate_pipeline import evaluate
 
     ray.data.DataContext.get_current().enable_progress_bars = False  # the driver shows progress
@@ -393,8 +312,8 @@ def execute(
 def _start_ray(out: Location) -> None:
     """Connect (or start local Ray); refuse results on one node's disk of a cluster of
     several nodes before anything is written."""
-    from pipelines.engines.node_sources import check_shared_results
-    from pipelines.engines.ray_session import ensure_ray
+    from pipelines.engines.session.ray_session import ensure_ray
+    from pipelines.engines.stages.node_sources import check_shared_results
 
     ensure_ray()
     check_shared_results(out, "sweep")

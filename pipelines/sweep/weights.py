@@ -1,7 +1,8 @@
 """What the sweep's GPU models move, from where to where, and whether the nodes' caches hold it.
 
-The path of a model's weights (docs/cluster.md, "Weights"; pipelines/engines/node_sources.py):
-the driver copies each model at its commit from the hub to the results store once per sweep
+The path of a model's weights (docs/cluster.md, "Weights";
+pipelines/engines/stages/node_sources.py): the driver copies each model at its commit from
+the hub to the results store once per sweep
 (`RESULTS/.models/<repo>@<commit>/`); every GPU node that runs the model reads it from there
 once into its Hugging Face cache (HF_HUB_CACHE: on cluster.yaml's p4de workers, the NVMe
 instance store mounted at /mnt/nvme) and keeps it. Over a sweep one node may run,
@@ -21,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from pipelines.engines.model_schema import ModelConfig
+from pipelines.engines.models.model_schema import ModelConfig
 from store.storage import Location
 from store.yaml_file import YAMLBoundError, load_bounded
 

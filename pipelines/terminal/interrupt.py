@@ -15,12 +15,12 @@ raises KeyboardInterrupt, SIGTERM raises `Terminated`; and a watcher thread, wok
 signal's byte on Python's wakeup descriptor whatever the main thread is doing, ends the
 process itself with the line if the main thread has not within GRACE_S. Either way the
 line is printed once and the process leaves by `os._exit`, skipping the shutdown that
-crashed; Ray's processes are ended by the reaper (pipelines.engines.ray_reaper).
+crashed; Ray's processes are ended by the reaper (pipelines.engines.session.ray_reaper).
 
 SIGTERM gets no grace. Sent to every process of a job (Slurm's scancel, systemd's control
 group), it also ends the raylet, and the driver's core worker then ends the process itself,
 exit 1 and nothing said, about 40 ms later, as soon as it learns its node is gone
-(pipelines.engines.ray_process_groups, which keeps a SIGTERM to the command's process group
+(pipelines.engines.session.ray_process_groups, which keeps a SIGTERM to the command's process group
 away from Ray's processes). So the watcher writes the rows the driver holds and ends the
 command at once; waiting for a main thread inside Ray would lose them.
 

@@ -65,7 +65,7 @@ class HFSource:
 
 def _model_configs() -> list[dict[str, Any]]:
     """configs/models/*.yaml as plain mappings (read here, not through pipelines/, which
-    probes/ may not import; pipelines/engines/config_yaml.py validates the same files)."""
+    probes/ may not import; pipelines/engines/models/config_yaml.py validates the same files)."""
     configs = []
     for path in sorted(MODEL_CONFIG_DIR.glob("*.yaml")):
         with contextlib.suppress(OSError, UnicodeDecodeError, yaml.YAMLError):

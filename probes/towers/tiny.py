@@ -2,7 +2,7 @@
 offline in seconds.
 
 Each is saved with its image processor, as a hub repo would be, so `load_tower` reads the
-same files it reads for a real model. CLIP comes from pipelines/engines/tiny_model.py's
+same files it reads for a real model. CLIP comes from pipelines/engines/models/tiny_model.py's
 Llava (the `tiny_vlm_dir` fixture); SigLIP and Qwen2-VL are built here.
 """
 

@@ -14,7 +14,7 @@ from PIL import Image
 from actors.contract import OUTPUT_COLUMNS, image_part, text_part
 from actors.hf_engine import HFEngine
 from geometry.answers import grammar_for, parse_answer
-from pipelines.engines.tiny_model import build_tiny_model
+from pipelines.engines.models.tiny_model import build_tiny_model
 
 ANSWER_TYPES: list[tuple[str, list[str]]] = [
     ("choice", ["yes", "no"]),

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from actors.hf_engine import PromptRenderer
-from pipelines.engines.config_yaml import load_config
-from pipelines.engines.stages import EngineOptions, hf_engine_kwargs
+from pipelines.engines.models.config_yaml import load_config
+from pipelines.engines.stages.engine_stages import hf_engine_kwargs
+from pipelines.engines.stages.options import EngineOptions
 from tests.conftest import REPO
 
 # Qwen3's switch in miniature: an empty think block when thinking is off.

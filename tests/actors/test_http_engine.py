@@ -58,7 +58,8 @@ def make_batch(
                     "temperature": 0.0,
                     "max_tokens": 32,
                     "seed": 7,
-                    # As pipelines/engines/requests.py builds them: the bounded grammar rides along.
+                    # As pipelines/engines/prompts/requests.py builds them: the bounded grammar
+                    # rides along.
                     "structured_outputs": {"grammar": grammar_for(answer_type, options)},
                 },
                 "answer_type": answer_type,
@@ -341,8 +342,9 @@ def test_unknown_constraint_is_refused_by_name() -> None:
 
 
 def test_http_stage_passes_the_configs_constraint_to_the_engine(ray_local: Any) -> None:
-    from pipelines.engines.model_schema import ModelConfig
-    from pipelines.engines.stages import EngineOptions, http_stage
+    from pipelines.engines.models.model_schema import ModelConfig
+    from pipelines.engines.stages.engine_stages import http_stage
+    from pipelines.engines.stages.options import EngineOptions
 
     class Recorder:
         kwargs: dict[str, Any] = {}
@@ -370,8 +372,9 @@ def test_http_stage_passes_the_configs_constraint_to_the_engine(ray_local: Any) 
 
 def _recorded_stage(monkeypatch: pytest.MonkeyPatch, key: str | None) -> dict[str, Any]:
     """The map_batches arguments http_stage gives Ray, with $KEY_ENV set to `key`."""
-    from pipelines.engines.model_schema import ModelConfig
-    from pipelines.engines.stages import EngineOptions, http_stage
+    from pipelines.engines.models.model_schema import ModelConfig
+    from pipelines.engines.stages.engine_stages import http_stage
+    from pipelines.engines.stages.options import EngineOptions
 
     if key is None:
         monkeypatch.delenv(KEY_ENV, raising=False)
@@ -422,7 +425,7 @@ def test_a_workers_own_variable_wins_over_the_ref(
 def test_http_stage_without_the_key_refuses_naming_the_variable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pipelines.engines.stages import MissingKeyError
+    from pipelines.engines.stages.engine_stages import MissingKeyError
 
     with pytest.raises(MissingKeyError, match=f"\\${KEY_ENV}, which is not set; export"):
         _recorded_stage(monkeypatch, None)

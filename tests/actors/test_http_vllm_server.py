@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from pipelines.cli import main
-from pipelines.engines.requests import build_messages
+from pipelines.engines.prompts.requests import build_messages
 from pipelines.noregeo.summarize import load_results
 from tests.actors.vllm_server import KEY_ENV, Served, serve
 

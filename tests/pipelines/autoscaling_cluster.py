@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from pipelines.engines.ray_reaper import descendants
+from pipelines.engines.session.ray_reaper import descendants
 from tests.conftest import REPO
 from tests.pipelines.processes import free_ports
 from tests.pipelines.ray_nodes import HEAD_IP, NODE_PORTS, VENV_BIN, node_ports, ray_env, start

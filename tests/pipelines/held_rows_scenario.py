@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pipelines.noregeo.evaluate_pipeline as pipeline_module
 from pipelines import cli
-from pipelines.engines.stages import oracle_actor_stage
+from pipelines.engines.stages.engine_stages import oracle_actor_stage
 from pipelines.terminal.progress import Progress
 
 

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.engines.ray_reaper import descendants
+from pipelines.engines.session.ray_reaper import descendants
 from tests.conftest import REPO
 from tests.pipelines.processes import free_ports
 

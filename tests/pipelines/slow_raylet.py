@@ -21,8 +21,8 @@ from typing import Any
 import ray
 import ray._private.node as ray_node
 
-from pipelines.engines.ray_reaper import descendants, start_time
-from pipelines.engines.ray_session import start_local
+from pipelines.engines.session.ray_reaper import descendants, start_time
+from pipelines.engines.session.ray_session import start_local
 
 
 def _names(pids: list[int]) -> dict[int, str]:

@@ -31,9 +31,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.engines.config_yaml import load_configs
-from pipelines.engines.requests import SamplingConfig
-from pipelines.engines.tiny_model import build_tiny_model
+from pipelines.engines.models.config_yaml import load_configs
+from pipelines.engines.models.tiny_model import build_tiny_model
+from pipelines.engines.prompts.requests import SamplingConfig
 from pipelines.noregeo.generate import MANIFEST
 from pipelines.sweep.cluster_image import expected_image
 from pipelines.sweep.plan import expected_keys

@@ -9,10 +9,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pipelines.engines.chained_stage import CHAINED_NAME, ChainedUDF, unchained
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.requests import build_messages
-from pipelines.engines.stages import EngineOptions, build_vllm_processor
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.prompts.requests import build_messages
+from pipelines.engines.stages.chained_stage import CHAINED_NAME, ChainedUDF, unchained
+from pipelines.engines.stages.options import EngineOptions
+from pipelines.engines.stages.vllm_path import build_vllm_processor
 
 SYSTEM = "You are a careful geometer."
 QUESTION = "Points A=(2,1), B=(4,5). Is AB vertical?"
@@ -87,7 +88,7 @@ def test_a_tokenize_stage_not_right_after_the_template_is_refused(
 ) -> None:
     from collections import OrderedDict
 
-    from pipelines.engines.chained_stage import chain_template_and_tokenize
+    from pipelines.engines.stages.chained_stage import chain_template_and_tokenize
 
     cfg = ModelConfig(name="tiny", repo=str(tiny_llm_dir), engine="vllm")
     processor = build_vllm_processor(cfg, EngineOptions())

@@ -8,7 +8,7 @@ import pytest
 
 import pipelines.cli as cli
 import pipelines.sweep.capacity as capacity_module
-from pipelines.engines.config_yaml import load_configs
+from pipelines.engines.models.config_yaml import load_configs
 from pipelines.sweep.capacity import GPUCapacity, discover, from_launcher_config, from_yaml
 from pipelines.sweep.plan import Job
 from pipelines.sweep.progress_table import waiting_state

@@ -313,7 +313,7 @@ def test_every_runnable_vllm_config_has_its_architecture_recorded() -> None:
     """engine_imports checks architectures, which the configs do not name: each runnable
     vLLM config's repo must be in its table (a missing one would be a failure line on every
     GPU node's setup)."""
-    from pipelines.engines.config_yaml import CONFIG_DIR, load_configs
+    from pipelines.engines.models.config_yaml import CONFIG_DIR, load_configs
     from pipelines.sweep.engine_imports import architectures
 
     used, unknown = architectures(load_configs(CONFIG_DIR))

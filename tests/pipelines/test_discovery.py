@@ -14,7 +14,7 @@ from PIL import Image
 from geometry.items import build_items
 from geometry.tasks.registry import all_tasks
 from pipelines.cli import main
-from pipelines.engines.config_yaml import CONFIG_DIR
+from pipelines.engines.models.config_yaml import CONFIG_DIR
 
 
 def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:

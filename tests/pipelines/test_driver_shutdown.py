@@ -1,5 +1,5 @@
 """A killed driver leaves no process of its Ray session behind (issue 26, item 9): before
-pipelines.engines.ray_reaper, the dashboard agent and the runtime-env agent outlived every
+pipelines.engines.session.ray_reaper, the dashboard agent and the runtime-env agent outlived every
 SIGKILL of a `geosee evaluate` driver (measured: still alive 60 s later)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.engines.ray_reaper import descendants, start_time
+from pipelines.engines.session.ray_reaper import descendants, start_time
 from tests.conftest import REPO
 
 AGENTS = {"ray::DashboardAgent", "ray::RuntimeEnvAgent"}

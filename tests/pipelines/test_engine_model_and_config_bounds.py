@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.engines.config_yaml import load_config
-from pipelines.engines.model_resolution import resolve_model
-from pipelines.engines.model_schema import ModelConfigError
+from pipelines.engines.models.config_yaml import load_config
+from pipelines.engines.models.model_resolution import resolve_model
+from pipelines.engines.models.model_schema import ModelConfigError
 from pipelines.noregeo.generate import MANIFEST
 from tests.conftest import REPO
 

@@ -13,17 +13,16 @@ import polars as pl
 import pytest
 
 from pipelines.cli import main
-from pipelines.engines.chained_stage import unchained
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.stages import (
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.stages.chained_stage import unchained
+from pipelines.engines.stages.options import EngineOptions
+from pipelines.engines.stages.vllm_path import build_vllm_processor, vllm_processor_config
+from pipelines.engines.stages.vllm_rows import (
     KEPT_PARAMS,
     KEPT_PROMPT,
-    EngineOptions,
-    build_vllm_processor,
     keep_asked,
     normalise_engine_errors,
     vllm_postprocess,
-    vllm_processor_config,
 )
 from pipelines.noregeo.summarize import load_results
 from tests.actors.loopback_server import LoopbackServer
@@ -280,8 +279,8 @@ def test_paper_qwen3_answers_one_shot_with_its_grammar_from_the_first_token(
 ) -> None:
     """The paper's protocol: thinking off by Qwen3's template switch, no reasoning parser (so
     the grammar is not deferred past a reasoning block), no thinking budget on the request."""
-    from pipelines.engines.config_yaml import load_config
-    from pipelines.engines.requests import SamplingConfig, sampling_params
+    from pipelines.engines.models.config_yaml import load_config
+    from pipelines.engines.prompts.requests import SamplingConfig, sampling_params
 
     cfg = load_config(REPO / "configs" / "models" / f"{name}.yaml")
     config = vllm_processor_config(cfg, EngineOptions(), has_images=False)

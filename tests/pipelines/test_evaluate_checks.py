@@ -19,11 +19,12 @@ import pyarrow as pa
 import pytest
 
 from pipelines.cli import main
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.preflight import ContextReport
-from pipelines.engines.requests import SamplingConfig
-from pipelines.engines.stages import LIGHT_CPUS, baseline_stage
-from pipelines.engines.tiny_model import build_tiny_model
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.models.tiny_model import build_tiny_model
+from pipelines.engines.prompts.preflight import ContextReport
+from pipelines.engines.prompts.requests import SamplingConfig
+from pipelines.engines.stages.engine_stages import baseline_stage
+from pipelines.engines.stages.options import LIGHT_CPUS
 from pipelines.noregeo import evaluate as evaluate_module
 from pipelines.noregeo import evaluate_pipeline as pipeline_module
 from pipelines.noregeo.generate import generate
@@ -255,7 +256,9 @@ def test_a_missing_api_key_is_refused_before_ray_starts(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     started: list[object] = []
-    monkeypatch.setattr("pipelines.engines.ray_session.ensure_ray", lambda *a: started.append(a))
+    monkeypatch.setattr(
+        "pipelines.engines.session.ray_session.ensure_ray", lambda *a: started.append(a)
+    )
     out = tmp_path / "results"
     assert _evaluate(items, "http", "gpt-4.1", out) == 2
     assert "$OPENAI_API_KEY, which is not set" in _one_line(capsys.readouterr().err)

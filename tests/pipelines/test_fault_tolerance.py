@@ -14,10 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from geometry.item import SETUPS
-from pipelines.engines.model_resolution import resolve_model
-from pipelines.engines.ray_reaper import descendants
-from pipelines.engines.requests import SamplingConfig
-from pipelines.engines.stages import EngineOptions, oracle_actor_stage
+from pipelines.engines.models.model_resolution import resolve_model
+from pipelines.engines.prompts.requests import SamplingConfig
+from pipelines.engines.session.ray_reaper import descendants
+from pipelines.engines.stages.engine_stages import oracle_actor_stage
+from pipelines.engines.stages.options import EngineOptions
 from pipelines.noregeo.evaluate_pipeline import evaluate
 from pipelines.noregeo.generate import generate
 from pipelines.noregeo.run_settings import EvaluateSettings

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import pipelines.cli as cli
-from pipelines.engines.model_resolution import resolve_model
+from pipelines.engines.models.model_resolution import resolve_model
 from pipelines.geobuild.loop import sweep_model
 from tests.conftest import SHARED
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-import pipelines.engines.gpu_request as gpu_request
-import pipelines.engines.stages as stages
+import pipelines.engines.stages.gpu_request as gpu_request
+import pipelines.engines.stages.gpus as gpus
 import pipelines.sweep.capacity as capacity
-from pipelines.engines.config_yaml import load_configs
+from pipelines.engines.models.config_yaml import load_configs
 from pipelines.sweep.capacity import GPUCapacity
 from tests.conftest import REPO
 
@@ -41,10 +41,10 @@ def _qwen3_32b():  # tensor parallel 2
 def _cluster(monkeypatch: pytest.MonkeyPatch, gpus_seen: list[float], can_grow_to: float):
     """The cluster shows `gpus_seen` one after the other (then the last for ever)."""
     seen = list(gpus_seen)
-    monkeypatch.setattr(stages, "cluster_gpus", lambda: seen.pop(0) if len(seen) > 1 else seen[0])
+    monkeypatch.setattr(gpus, "cluster_gpus", lambda: seen.pop(0) if len(seen) > 1 else seen[0])
     grow = GPUCapacity(total=can_grow_to, per_node=8, source="autoscaler config")
     monkeypatch.setattr(capacity, "discover", lambda *a, **k: grow)
-    monkeypatch.setattr(stages, "GPU_POLL_S", 0.01)
+    monkeypatch.setattr(gpus, "GPU_POLL_S", 0.01)
 
 
 def test_waits_for_the_autoscaler_then_withdraws_the_request(
@@ -53,8 +53,8 @@ def test_waits_for_the_autoscaler_then_withdraws_the_request(
     requests = Requests()
     requests.install(monkeypatch)
     _cluster(monkeypatch, [0, 0, 0, 8], can_grow_to=32)
-    monkeypatch.setenv(stages.GPU_WAIT_ENV, "60")
-    stages.check_gpus(_qwen3_32b(), replicas=2)
+    monkeypatch.setenv(gpus.GPU_WAIT_ENV, "60")
+    gpus.check_gpus(_qwen3_32b(), replicas=2)
     err = capsys.readouterr().err
     assert "qwen3-32b: waiting up to 60 s for 4 GPU(s)" in err and "8 GPU(s) up" in err
     assert requests.made == [[2.0, 2.0], []]  # one bundle per replica, then withdrawn
@@ -66,9 +66,9 @@ def test_gives_up_after_the_limit_and_withdraws_the_request(
     requests = Requests()
     requests.install(monkeypatch)
     _cluster(monkeypatch, [0], can_grow_to=32)
-    monkeypatch.setenv(stages.GPU_WAIT_ENV, "0.2")
-    with pytest.raises(stages.NoGPUError, match=r"did not appear within 0.2 s"):
-        stages.check_gpus(_qwen3_32b())
+    monkeypatch.setenv(gpus.GPU_WAIT_ENV, "0.2")
+    with pytest.raises(gpus.NoGPUError, match=r"did not appear within 0.2 s"):
+        gpus.check_gpus(_qwen3_32b())
     assert requests.made == [[2.0], []]
 
 
@@ -76,8 +76,8 @@ def test_a_cluster_that_cannot_grow_fails_at_once(monkeypatch: pytest.MonkeyPatc
     requests = Requests()
     requests.install(monkeypatch)
     _cluster(monkeypatch, [0], can_grow_to=0)
-    with pytest.raises(stages.NoGPUError, match="can grow to 0"):
-        stages.check_gpus(_qwen3_32b())
+    with pytest.raises(gpus.NoGPUError, match="can grow to 0"):
+        gpus.check_gpus(_qwen3_32b())
     assert requests.made == []  # nothing asked of an autoscaler that is not there
 
 

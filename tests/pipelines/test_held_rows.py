@@ -61,7 +61,7 @@ def test_a_signal_keeps_the_answered_rows_and_the_rerun_adds_the_rest(
     """The oracle in an actor pool, 0.5 s per engine call of 4 rows, shards of 1000 rows
     (more than the run's 150): once the driver holds answered rows, the signal, to the
     process group as `timeout` sends it (a SIGTERM that reached the raylet too ended the
-    driver with exit 1 and the rows lost, pipelines.engines.ray_process_groups). The line
+    driver with exit 1 and the rows lost, pipelines.engines.session.ray_process_groups). The line
     counts them on disk; the same command adds the rest, each row once."""
     out, marker = tmp_path / "out", tmp_path / "answered"
     args = ["--items", str(small_items), "--engine", "oracle", "--model", "oracle"]

@@ -19,10 +19,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.engines.hub_model import HubId, parse_hub_id
-from pipelines.engines.model_resolution import resolve_model
-from pipelines.engines.model_schema import ModelConfigError
-from pipelines.engines.tiny_model import MAX_POSITIONS
+from pipelines.engines.models.hub_model import HubId, parse_hub_id
+from pipelines.engines.models.model_resolution import resolve_model
+from pipelines.engines.models.model_schema import ModelConfigError
+from pipelines.engines.models.tiny_model import MAX_POSITIONS
 from tests.conftest import REPO
 from tests.pipelines.fake_hub import FakeHub, fake_hub
 
@@ -85,7 +85,7 @@ def test_a_hub_id_is_the_commit_its_revision_names_loaded_from_its_snapshot(
 
 def test_vllm_gets_the_local_snapshot_and_the_pinned_commit(hub: FakeHub) -> None:
     """The config handed to Ray's vLLM processor, built without starting vLLM."""
-    from pipelines.engines.vllm_config import processor_config
+    from pipelines.engines.stages.vllm_config import processor_config
 
     cfg = resolve_model("vllm", LLM)  # no revision: main
     commit = hub.commits[(LLM, "main")]
@@ -240,7 +240,7 @@ def test_the_image_text_table_read_from_source_is_transformers_own() -> None:
     import); it is the table the module itself builds."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
-    from pipelines.engines.checkpoint_files import image_text_table
+    from pipelines.engines.models.checkpoint_files import image_text_table
 
     assert image_text_table() == dict(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
     assert image_text_table()["qwen2_vl"] == "Qwen2VLForConditionalGeneration"

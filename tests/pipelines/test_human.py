@@ -21,11 +21,11 @@ import pytest
 
 from geometry.answers import parse_answer, score_answer
 from pipelines import cli
-from pipelines.noregeo.human_answers import COLUMNS, normalise, read_annotations
-from pipelines.noregeo.human_items import dotted_items, question_text
-from pipelines.noregeo.human_key import default_key
-from pipelines.noregeo.human_pages import QUALIFICATION_PAGE, TRAINING_PAGE
-from pipelines.noregeo.human_quality import (
+from pipelines.human.answers import COLUMNS, normalise, read_annotations
+from pipelines.human.items import dotted_items, question_text
+from pipelines.human.key import default_key
+from pipelines.human.pages import QUALIFICATION_PAGE, TRAINING_PAGE
+from pipelines.human.quality import (
     CONTROL,
     PAGE_SIZE,
     QUALIFICATION,
@@ -39,8 +39,8 @@ from pipelines.noregeo.summarize import load_results
 
 @pytest.fixture(autouse=True)
 def _commands(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(cli.COMMANDS, "human-export", ("pipelines.noregeo.human_export", "export"))
-    monkeypatch.setitem(cli.COMMANDS, "human-import", ("pipelines.noregeo.human_import", "import"))
+    monkeypatch.setitem(cli.COMMANDS, "human-export", ("pipelines.human.export_command", "export"))
+    monkeypatch.setitem(cli.COMMANDS, "human-import", ("pipelines.human.import_command", "import"))
 
 
 def _write_csv(
@@ -126,7 +126,7 @@ EXPORT_OPTIONS = ("--control-share", "0.2", "--training-page", "--page-time-limi
 def exported(small_items: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("export") / "pages"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(cli.COMMANDS, "human-export", ("pipelines.noregeo.human_export", "export"))
+        patch.setitem(cli.COMMANDS, "human-export", ("pipelines.human.export_command", "export"))
         assert _export(small_items, out, *EXPORT_OPTIONS) == 0
     return out
 

@@ -13,7 +13,7 @@ import pytest
 
 from geometry.tasks.registry import all_tasks
 from pipelines import cli
-from pipelines.engines import local_builds
+from pipelines.engines.models import local_builds
 from pipelines.noregeo.sample_log import write_sample_logs
 from pipelines.noregeo.task_selection import select_tasks
 from pipelines.sweep import run as sweep_run

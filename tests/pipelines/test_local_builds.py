@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pipelines import cli
-from pipelines.engines import local_builds
-from pipelines.engines.model_resolution import resolve_model
+from pipelines.engines.models import local_builds
+from pipelines.engines.models.model_resolution import resolve_model
 
 REAL = "smollm2-135m-instruct"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.engines.config_yaml import load_config, load_configs
-from pipelines.engines.model_fields import REASONING_PARSERS
-from pipelines.engines.model_resolution import resolve_model
-from pipelines.engines.model_schema import ModelConfigError
+from pipelines.engines.models.config_yaml import load_config, load_configs
+from pipelines.engines.models.model_fields import REASONING_PARSERS
+from pipelines.engines.models.model_resolution import resolve_model
+from pipelines.engines.models.model_schema import ModelConfigError
 from pipelines.noregeo.generate import MANIFEST
 from tests.conftest import REPO, SHARED
 
@@ -226,8 +226,8 @@ def test_vllm_takes_a_local_checkpoint_with_its_context(tmp_path: Path) -> None:
 def test_every_engine_list_is_the_engine_tables() -> None:
     from typing import get_args
 
-    from pipelines.engines.engine_kinds import ENGINE_KINDS, ENGINES, Engine
-    from pipelines.engines.stages import STAGES
+    from pipelines.engines.models.engine_kinds import ENGINE_KINDS, ENGINES, Engine
+    from pipelines.engines.stages.engine_stages import STAGES
 
     assert get_args(Engine) == ENGINES == tuple(ENGINE_KINDS)
     assert set(STAGES) == set(ENGINES)  # every engine has its Ray stage, and no other
@@ -236,7 +236,7 @@ def test_every_engine_list_is_the_engine_tables() -> None:
 def test_api_models_send_the_snapshot_they_record() -> None:
     """gpt-4.1 configs record a dated snapshot as their revision; the http engine sends that
     snapshot, never the alias that moves (issue 28); an unpinned one sends the repo."""
-    from pipelines.engines.model_revisions import api_model
+    from pipelines.engines.models.model_revisions import api_model
 
     api = [c for c in load_configs(REPO / "configs" / "models") if c.engine == "http"]
     assert {c.name for c in api} >= {"gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano"}

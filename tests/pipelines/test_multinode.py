@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from geometry.item import SETUPS
-from pipelines.engines.config_yaml import load_configs
-from pipelines.engines.ray_reaper import descendants
-from pipelines.engines.requests import SamplingConfig
+from pipelines.engines.models.config_yaml import load_configs
+from pipelines.engines.prompts.requests import SamplingConfig
+from pipelines.engines.session.ray_reaper import descendants
 from pipelines.noregeo.generate import MANIFEST
 from pipelines.sweep.plan import expected_keys
 from pipelines.sweep.run import _materialise

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 from pipelines.cli import main
-from pipelines.engines import node_sources as ns
-from pipelines.engines.chained_stage import unchained
-from pipelines.engines.config_from_checkpoint import checkpoint_config
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.stages import EngineOptions, build_vllm_processor
+from pipelines.engines.models.config_from_checkpoint import checkpoint_config
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.stages import node_sources as ns
+from pipelines.engines.stages.chained_stage import unchained
+from pipelines.engines.stages.options import EngineOptions
+from pipelines.engines.stages.vllm_path import build_vllm_processor
 from store.model_mirror import MANIFEST, MIRRORS, MirrorError, folder_files, read_manifest
 from store.storage import RemotePath, location
 from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
@@ -74,7 +75,7 @@ def test_every_stage_of_a_multinode_run_loads_from_the_bucket(
     kwargs = engine.fn_constructor_kwargs["engine_kwargs"]
     assert kwargs["revision"] is None and kwargs["tokenizer_revision"] is None
     if kind == "vlm":  # Ray's prepare-multimodal stage cannot load s3:// by itself
-        from pipelines.engines.node_stages import NodeLocalPrepareMultimodalUDF
+        from pipelines.engines.stages.node_stages import NodeLocalPrepareMultimodalUDF
 
         fns = [s.fn for s in processor.stages.values()]
         assert NodeLocalPrepareMultimodalUDF in fns, fns

@@ -1,4 +1,4 @@
-"""No placement group outlives its model (pipelines/engines/placement_groups.py).
+"""No placement group outlives its model (pipelines/engines/stages/placement_groups.py).
 
 Ray 2.60's vLLM engine stage makes a placement group per tensor-parallel engine replica and
 never removes it (ray-project/ray#64035), so in a sweep of TP>1 models each kept its GPUs
@@ -16,7 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.engines.placement_groups import STRATEGY, strict_pack_strategy, use_strict_pack
+from pipelines.engines.stages.placement_groups import (
+    STRATEGY,
+    strict_pack_strategy,
+    use_strict_pack,
+)
 from tests.conftest import REPO
 from tests.pipelines.tp_groups_scenario import MODELS
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.plain_tokenizer import adds_special_tokens, plain_tokenizer
-from pipelines.engines.tiny_model import BOS, EOS, IMAGE, PAD, TEXT_CHAT_TEMPLATE, byte_bpe
-from pipelines.engines.vllm_config import processor_config
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.models.tiny_model import BOS, EOS, IMAGE, PAD, TEXT_CHAT_TEMPLATE, byte_bpe
+from pipelines.engines.prompts.plain_tokenizer import adds_special_tokens, plain_tokenizer
+from pipelines.engines.stages.vllm_config import processor_config
 
 MESSAGES = [
     {"role": "system", "content": "Answer with JSON."},
@@ -131,7 +131,7 @@ def test_a_copy_that_still_adds_tokens_is_refused(
     """When the copy does not switch off every insertion (here: the edit is made to forget
     add_eos_token), the copy is checked against the original and refused, rather than
     giving Ray's stage ids that differ from the template's."""
-    from pipelines.engines import plain_tokenizer as module
+    from pipelines.engines.prompts import plain_tokenizer as module
 
     model = _save(tmp_path / "flag", "flag")
     config_path = model / "tokenizer_config.json"

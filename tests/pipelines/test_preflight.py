@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.preflight import (
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.models.tiny_model import IMAGE_SIZE, PATCH_SIZE, build_tiny_model
+from pipelines.engines.prompts.preflight import (
     PreflightError,
     check_context,
     check_model,
     check_remote_code,
 )
-from pipelines.engines.requests import build_messages
-from pipelines.engines.tiny_model import IMAGE_SIZE, PATCH_SIZE, build_tiny_model
+from pipelines.engines.prompts.requests import build_messages
 
 SYSTEM = "You are a helpful assistant that answers geometry questions with JSON only."
 QUESTION = "Points A=(2,1), B=(-3,4), C=(0,-7). Are A, B and C collinear? Answer yes or no."

@@ -133,7 +133,7 @@ def test_openai_tag_without_hub_fails_at_once(tmp_path, monkeypatch, capsys) -> 
     for target in (
         "socket.create_connection",
         "open_clip.download_pretrained",
-        "pipelines.engines.ray_session.ensure_ray",
+        "pipelines.engines.session.ray_session.ensure_ray",
     ):
         monkeypatch.setattr(target, lambda *a, _name=target, **k: slow.append(_name))
     code = cli.main(

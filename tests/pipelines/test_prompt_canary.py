@@ -1,4 +1,4 @@
-"""The prompt canary (pipelines.engines.prompt_canary): its checks as pure functions, the
+"""The prompt canary (pipelines.engines.prompts.prompt_canary): its checks as pure functions, the
 tiny LM through the real processor's stages (Ray's own chat-template and tokenize UDFs,
 which need no vLLM), and `evaluate --engine vllm` stopping a broken template before any
 engine or row. Image-text models (vLLM's prepare-multimodal stage): tests/vllm."""
@@ -13,17 +13,17 @@ import pytest
 
 from actors.contract import image_part
 from pipelines.cli import main
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.prompt_canary import (
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.prompts.prompt_canary import (
     CanaryError,
     Expected,
     canary_rows,
     expected,
     failed_check,
     failure_line,
-    run_canary,
 )
-from pipelines.engines.requests import build_messages
+from pipelines.engines.prompts.requests import build_messages
+from pipelines.engines.stages.canary_stage import run_canary
 from pipelines.report.provenance import Record, canary_table
 
 SYSTEM = "You are a careful geometer."
@@ -127,7 +127,7 @@ def test_a_failure_is_one_line_naming_the_check_and_the_config() -> None:
 
 def test_run_canary_stops_at_the_first_failing_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """The driver side over rendered rows (the stages are faked here; below, they are real)."""
-    from pipelines.engines import canary_stage
+    from pipelines.engines.stages import canary_stage
 
     rows = [
         {"item_id": f"i{k}", "setup": "text", "messages": build_messages(SYSTEM, QUESTION, None)}
@@ -171,7 +171,7 @@ def test_run_canary_stops_at_the_first_failing_row(monkeypatch: pytest.MonkeyPat
 def test_an_image_model_without_a_placeholder_rule_is_recorded_unchecked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pipelines.engines import canary_stage
+    from pipelines.engines.stages import canary_stage
 
     png = b"\x89PNG fake"
     rows = [{"item_id": "i0", "setup": "full", "messages": build_messages(SYSTEM, QUESTION, png)}]
@@ -226,8 +226,8 @@ def _with_template(model: Path, template: str, folder: Path) -> Path:
 def test_the_tiny_lm_passes_through_its_processors_own_stages(
     ray_local: Any, tiny_llm_dir: Path
 ) -> None:
-    from pipelines.engines.prompt_canary import check_model_prompts
-    from pipelines.engines.stages import EngineOptions
+    from pipelines.engines.stages.options import EngineOptions
+    from pipelines.engines.stages.vllm_path import check_model_prompts
 
     cfg = ModelConfig(name="tiny", repo=str(tiny_llm_dir), engine="vllm")
     rows = [
@@ -258,8 +258,9 @@ def test_the_stages_in_the_driver_get_the_rows_as_rays_actors_do(
     same results as the same stages in Ray Data's actors (canary_stage.render), row for row,
     for lists of parts too, which Ray hands over as arrays (the tiny template prints them as
     they come: `<ndarray>`; handed over as lists, they printed as Python reprs)."""
-    from pipelines.engines import canary_stage
-    from pipelines.engines.stages import EngineOptions, build_vllm_processor
+    from pipelines.engines.stages import canary_stage
+    from pipelines.engines.stages.options import EngineOptions
+    from pipelines.engines.stages.vllm_path import build_vllm_processor
 
     cfg = ModelConfig(name="tiny", repo=str(tiny_llm_dir), engine="vllm")
     rows = [
@@ -295,9 +296,9 @@ def test_evaluate_stops_a_broken_template_before_its_engine(
     """Exit 2 with one line naming the check and the model, before the engine stage is built.
     This machine has no GPU, whose refusal comes first (test_engines_e2e): the GPU check
     passes here as on a GPU cluster."""
-    import pipelines.noregeo.evaluate_pipeline as pipeline_module
+    import pipelines.engines.stages.vllm_path as vllm_path
 
-    monkeypatch.setattr(pipeline_module, "check_gpus", lambda *_, **__: None)
+    monkeypatch.setattr(vllm_path, "check_gpus", lambda *_, **__: None)
     broken = _with_template(tiny_llm_dir, NO_SYSTEM_TEMPLATE, tmp_path)
     out = tmp_path / "out"
     args = ["evaluate", "--items", str(small_items), "--engine", "vllm", "--model", str(broken)]
@@ -319,10 +320,10 @@ def test_geobuild_stops_a_broken_template_before_its_engine(
     """GeoBuild's first round through the canary: the same one line, exit 2, nothing written
     (no settings, no run record, no round). The GPU check passes, as on a GPU cluster."""
     import pipelines.cli
-    import pipelines.geobuild.rounds as rounds_module
+    import pipelines.engines.stages.vllm_path as vllm_path
     from tests.conftest import SHARED
 
-    monkeypatch.setattr(rounds_module, "check_gpus", lambda *_, **__: None)
+    monkeypatch.setattr(vllm_path, "check_gpus", lambda *_, **__: None)
 
     monkeypatch.setitem(pipelines.cli.COMMANDS, "geobuild", ("pipelines.geobuild.loop", "loop"))
     broken = _with_template(tiny_llm_dir, NO_SYSTEM_TEMPLATE, tmp_path)

@@ -16,8 +16,8 @@ import torch
 from actors.hf_engine import HFEngine
 from geometry.items import build_items
 from geometry.render import render_png
-from pipelines.engines.requests import SamplingConfig, add_requests
-from pipelines.engines.tiny_model import IMAGE, IMAGE_SIZE, PATCH_SIZE
+from pipelines.engines.models.tiny_model import IMAGE, IMAGE_SIZE, PATCH_SIZE
+from pipelines.engines.prompts.requests import SamplingConfig, add_requests
 from pipelines.noregeo.generate import item_table
 
 TASK = "C-BCT-CT"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import pipelines.engines.ray_session as ray_session
+import pipelines.engines.session.ray_session as ray_session
 from pipelines.cli import main
 from pipelines.terminal import logs
 from tests.conftest import REPO, SHARED

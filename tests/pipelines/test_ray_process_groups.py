@@ -1,5 +1,5 @@
 """Local Ray's processes start in process groups of their own (issue 38's group SIGTERM:
-pipelines.engines.ray_process_groups). The contract with Ray 2.60 checked here: every
+pipelines.engines.session.ray_process_groups). The contract with Ray 2.60 checked here: every
 process `ray.init` starts goes through `services.start_ray_process`, which looks up
 `ConsolePopen` in its module when it runs; by default the process shares our group. The
 whole path, a group SIGTERM to a running command, is tests/pipelines/test_held_rows.py."""
@@ -10,7 +10,7 @@ import os
 
 from ray._private import services
 
-from pipelines.engines.ray_process_groups import own_process_groups
+from pipelines.engines.session.ray_process_groups import own_process_groups
 
 
 def _started() -> services.ProcessInfo:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from pipelines.engines.ray_session import start_local
+from pipelines.engines.session.ray_session import start_local
 from tests.conftest import REPO
 
 

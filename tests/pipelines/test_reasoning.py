@@ -10,11 +10,11 @@ import json
 import polars as pl
 import pytest
 
-from pipelines.engines.config_yaml import CONFIG_DIR, load_config
-from pipelines.engines.model_fields import OUTPUT_TOKENS_PER_ROW
-from pipelines.engines.model_schema import ModelConfig, ModelConfigError
-from pipelines.engines.reasoning import ThinkingMarkers, out_of_budget, thinking_tokens
-from pipelines.engines.requests import SamplingConfig, request_key, sampling_params
+from pipelines.engines.models.config_yaml import CONFIG_DIR, load_config
+from pipelines.engines.models.model_fields import OUTPUT_TOKENS_PER_ROW
+from pipelines.engines.models.model_schema import ModelConfig, ModelConfigError
+from pipelines.engines.prompts.reasoning import ThinkingMarkers, out_of_budget, thinking_tokens
+from pipelines.engines.prompts.requests import SamplingConfig, request_key, sampling_params
 from pipelines.noregeo.summarize import accuracy_table, summary_tables
 from pipelines.sweep.plan import CHARS_PER_TOKEN, Job, estimate
 
@@ -99,7 +99,7 @@ def test_reasoning_configs_replace_greedy_with_their_authors_sampling(
 
 
 def test_every_reasoning_config_samples_as_its_authors_say_and_costs_its_budget() -> None:
-    from pipelines.engines.config_yaml import load_configs
+    from pipelines.engines.models.config_yaml import load_configs
 
     thinkers = [c for c in load_configs(CONFIG_DIR) if c.reasoning_parser]
     assert thinkers

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from pipelines import cli
-from pipelines.noregeo.human_items import dotted_items
+from pipelines.human.items import dotted_items
 from pipelines.noregeo.summarize import load_results
 from pipelines.report.html_page import INTERVAL_SUFFIX
 from pipelines.report.tables import TABLE3_SPREAD
@@ -25,7 +25,7 @@ BASELINES = ("oracle", "random", "constant")
 
 def _register(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(cli.COMMANDS, "report", ("pipelines.report.build", "report"))
-    monkeypatch.setitem(cli.COMMANDS, "human-import", ("pipelines.noregeo.human_import", "import"))
+    monkeypatch.setitem(cli.COMMANDS, "human-import", ("pipelines.human.import_command", "import"))
 
 
 def baseline_results(small_items: Path, root: Path) -> Path:

@@ -18,6 +18,7 @@ from PIL import Image
 
 from geometry.tasks.registry import all_tasks
 from pipelines import cli
+from pipelines.report import gap_tables
 from pipelines.report import table3_evidence as te
 from pipelines.report import tables as rt
 from pipelines.report.html_page import Section as PageSection
@@ -381,9 +382,9 @@ def test_figure8_transfer_matrix_panels_and_png(tmp_path: Path) -> None:
 
 def test_figure7_summarises_the_gap_per_task_over_models() -> None:
     df = _results()
-    gap = rt.gap_by_task(df)
-    long = rt.gap_by_task_long(gap)
-    summary = rt.gap_summary(long, ["oracle"], keys=("task",))
+    gap = gap_tables.gap_by_task(df)
+    long = gap_tables.gap_by_task_long(gap)
+    summary = gap_tables.gap_summary(long, ["oracle"], keys=("task",))
     # No `full` rows yet: no gap at all.
     assert gap.is_empty() and long.is_empty() and summary.is_empty()
     full = df.filter(pl.col("setup") == "dotted").with_columns(setup=pl.lit("full"))
@@ -393,8 +394,8 @@ def test_figure7_summarises_the_gap_per_task_over_models() -> None:
         .then(~pl.col("correct"))
         .otherwise(pl.col("correct"))
     )
-    long = rt.gap_by_task_long(rt.gap_by_task(pl.concat([df, flipped])))
-    summary = rt.gap_summary(long, ["oracle"], keys=("task",))
+    long = gap_tables.gap_by_task_long(gap_tables.gap_by_task(pl.concat([df, flipped])))
+    summary = gap_tables.gap_summary(long, ["oracle"], keys=("task",))
     ct = summary.filter(pl.col("task") == "C-BCT-CT").row(0, named=True)
     assert ct["models"] == 2  # m1 and m2; human and the oracle are not models
     assert (ct["min"], ct["max"], ct["mean"]) == (-50.0, 0.0, -25.0)

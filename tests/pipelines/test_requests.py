@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from geometry.answers import grammar_for
-from pipelines.engines.requests import (
+from pipelines.engines.prompts.requests import (
     SamplingConfig,
     add_requests,
     build_messages,

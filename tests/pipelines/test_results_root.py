@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from pipelines import cli
-from pipelines.noregeo.human_items import dotted_items
+from pipelines.human.items import dotted_items
 from pipelines.noregeo.summarize import load_results
 from tests.conftest import SHARED
 

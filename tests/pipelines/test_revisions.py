@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import cli
-from pipelines.engines.config_yaml import load_config
+from pipelines.engines.models.config_yaml import load_config
 from pipelines.sweep.revisions import pin_by_use, resolve
 from store.errors import UsageError
 from store.records import model_dir

@@ -6,8 +6,8 @@ import json
 
 import polars as pl
 
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.requests import SamplingConfig
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.prompts.requests import SamplingConfig
 from pipelines.noregeo.run_health import run_health
 
 CFG = ModelConfig(name="m", repo="m", revision="r1", engine="hf")

@@ -2,7 +2,7 @@
 of a job (Slurm, systemd), it ends Ray's raylet too, and the driver's core worker then
 ends the process with exit 1 and nothing said about 40 ms later, the answered rows the
 driver held lost (pipelines.terminal.interrupt; measured with a group SIGTERM before
-pipelines.engines.ray_process_groups: 1 in 12 at load 3). Here the main thread never ends
+pipelines.engines.session.ray_process_groups: 1 in 12 at load 3). Here the main thread never ends
 the command, as when it waits inside Ray, and the grace it would get is an hour: the command
 still ends with its line, after the saves the run registered, innermost first."""
 

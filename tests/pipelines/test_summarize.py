@@ -145,7 +145,7 @@ def test_a_group_whose_requests_all_failed_has_no_answered_accuracy() -> None:
 
 def test_the_pair_table_gives_each_models_count_not_the_largest() -> None:
     """Issue 39: a model that answered 1 pair beside one that answered 3 showed "pairs 3"."""
-    from pipelines.report.tables import pair_table
+    from pipelines.report.gap_tables import pair_table
 
     full = _frame()
     one_pair = full.filter(pl.col("pair_id") == "p0").with_columns(model=pl.lit("short"))

@@ -97,7 +97,7 @@ def test_unknown_model_name_is_a_usage_error(tmp_path: Path) -> None:
 def test_a_model_whose_rows_are_mostly_engine_errors_fails_the_sweep(
     ray_local, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pipelines.engines.tiny_model import build_tiny_model
+    from pipelines.engines.models.tiny_model import build_tiny_model
 
     # 64 positions: every prompt fills the context, so every row is an engine error.
     short = build_tiny_model("llm", tmp_path / "short", max_positions=64)

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 import pipelines.cli as cli
-from pipelines.engines.config_yaml import load_configs
+from pipelines.engines.models.config_yaml import load_configs
 from pipelines.sweep.probes import DEFAULT_GRID, model_grid
 from probes.grid import expand, load_grid, trial_path
 

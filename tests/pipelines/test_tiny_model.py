@@ -9,7 +9,7 @@ import torch
 
 from geometry.answers import grammar_for
 from pipelines.cli import main
-from pipelines.engines.tiny_model import build_tiny_model
+from pipelines.engines.models.tiny_model import build_tiny_model
 
 MAX_BYTES = 20 * 1024 * 1024
 

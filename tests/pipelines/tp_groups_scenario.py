@@ -39,9 +39,9 @@ def main(folder: Path) -> None:
     import ray
     import torch
 
-    from pipelines.engines.config_from_checkpoint import checkpoint_config
-    from pipelines.engines.instant_stage import instant_vllm_stage
-    from pipelines.engines.tiny_model import build_tiny_model
+    from pipelines.engines.models.config_from_checkpoint import checkpoint_config
+    from pipelines.engines.models.tiny_model import build_tiny_model
+    from pipelines.engines.stages.instant_stage import instant_vllm_stage
     from pipelines.noregeo.evaluate_pipeline import evaluate
     from pipelines.noregeo.generate import generate
     from pipelines.noregeo.run_settings import EvaluateSettings

@@ -3,7 +3,7 @@ stages will (issue 25, item 4): the question is there, one image placeholder per
 and the system prompt kept (or merged into the first user turn).
 
 The rendering path is the one Ray 2.60 runs for `vllm` configs, settings read from the
-processor config our code builds (`pipelines.engines.vllm_config.processor_config`) and
+processor config our code builds (`pipelines.engines.stages.vllm_config.processor_config`) and
 resolved by Ray's own stage-config classes:
 
 1. prepare-multimodal stage (image-text configs): vLLM 0.29's own
@@ -39,9 +39,9 @@ from typing import Any
 
 import pytest
 
-from pipelines.engines.config_yaml import CONFIG_DIR, load_configs
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.prompt_canary import expected, failed_check
+from pipelines.engines.models.config_yaml import CONFIG_DIR, load_configs
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.prompts.prompt_canary import expected, failed_check
 from tests.conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "chat_templates"
@@ -213,8 +213,9 @@ def stage_settings(cfg: ModelConfig, monkeypatch: pytest.MonkeyPatch) -> StageSe
         resolve_stage_config,
     )
 
-    from pipelines.engines import vllm_config
-    from pipelines.engines.stages import EngineOptions, vllm_processor_config
+    from pipelines.engines.stages import vllm_config
+    from pipelines.engines.stages.options import EngineOptions
+    from pipelines.engines.stages.vllm_path import vllm_processor_config
 
     # A pinned revision would snapshot the hub's tokenizer files; none are reachable here.
     monkeypatch.setattr(vllm_config, "tokenizer_source", lambda cfg: None)
@@ -359,8 +360,8 @@ def items() -> dict[str, Any]:
 
 
 def request(cfg: ModelConfig, item: Any) -> list[dict[str, Any]]:
-    """The messages `add_requests` builds for the config (pipelines.engines.requests)."""
-    from pipelines.engines.requests import build_messages
+    """The messages `add_requests` builds for the config (pipelines.engines.prompts.requests)."""
+    from pipelines.engines.prompts.requests import build_messages
 
     return build_messages(item.system_prompt, item.prompt, item.image, cfg.modality == "text")
 

@@ -27,7 +27,7 @@ import pytest
 
 from actors.contract import prompt_ids_digest
 from pipelines.cli import main
-from pipelines.engines.requests import build_messages
+from pipelines.engines.prompts.requests import build_messages
 from pipelines.geobuild.rows import read_round
 from pipelines.noregeo.summarize import load_results
 from tests.actors.vllm_server import KEY_ENV, Served, serve

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from packaging.specifiers import SpecifierSet
 
-from pipelines.engines.config_yaml import CONFIG_DIR, load_configs
+from pipelines.engines.models.config_yaml import CONFIG_DIR, load_configs
 from pipelines.sweep.engine_imports import architectures, import_failures, main
 from tests.conftest import REPO
 

@@ -83,7 +83,7 @@ def test_vllm_saw_the_question_as_text_not_a_repr(readme_run: ReadmeRun) -> None
     from transformers import AutoTokenizer
 
     from actors.contract import prompt_ids_digest
-    from pipelines.engines.requests import build_messages
+    from pipelines.engines.prompts.requests import build_messages
 
     text_rows = readme_run.rows
     tokenizer = AutoTokenizer.from_pretrained(readme_run.model)

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from pipelines.engines.config_yaml import CONFIG_DIR, load_configs
-from pipelines.engines.model_schema import ModelConfig
-from pipelines.engines.vllm_config import processor_config, tokenizer_source
+from pipelines.engines.models.config_yaml import CONFIG_DIR, load_configs
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.stages.vllm_config import processor_config, tokenizer_source
 
 # What a SentencePiece-style conversion puts where Tekken splits with its regex.
 METASPACE = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never"}

@@ -19,10 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import pipelines.cli as cli
-from pipelines.engines.model_resolution import resolve_model
-from pipelines.engines.prompt_canary import EXPECT, CanaryError, check_model_prompts
-from pipelines.engines.requests import SamplingConfig, add_requests
-from pipelines.engines.stages import EngineOptions
+from pipelines.engines.models.model_resolution import resolve_model
+from pipelines.engines.prompts.prompt_canary import EXPECT, CanaryError
+from pipelines.engines.prompts.requests import SamplingConfig, add_requests
+from pipelines.engines.stages.options import EngineOptions
+from pipelines.engines.stages.vllm_path import check_model_prompts
 from tests.conftest import REPO
 from tests.vllm.tiny_vlms import BUILDERS
 
@@ -76,9 +77,9 @@ def test_the_stages_in_the_driver_decode_what_rays_actors_decode(
     (canary_stage.render_here), with rows converted by Ray Data's block code between them:
     the same decoded prompts and placeholders, row for row, as the same stages in Ray Data's
     actors (canary_stage.render), for image and text rows; and no Ray pipeline is run."""
-    from pipelines.engines import canary_stage
-    from pipelines.engines.prompt_canary import canary_rows
-    from pipelines.engines.stages import build_vllm_processor
+    from pipelines.engines.prompts.prompt_canary import canary_rows
+    from pipelines.engines.stages import canary_stage
+    from pipelines.engines.stages.vllm_path import build_vllm_processor
 
     cfg = resolve_model("vllm", str(qwen if model == "qwen2-vl" else tiny_llm_dir), None, False)
     opts = EngineOptions()
@@ -107,7 +108,7 @@ def test_the_stages_in_the_driver_decode_what_rays_actors_decode(
 def test_the_sweep_lists_a_model_failing_its_canary_and_runs_the_next(
     vllm_ray: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pipelines.engines.tiny_model import build_tiny_model
+    from pipelines.engines.models.tiny_model import build_tiny_model
 
     monkeypatch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep.run", "run the model sweep"))
     tiny = build_tiny_model("llm", tmp_path / "tiny")

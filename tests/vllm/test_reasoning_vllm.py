@@ -20,9 +20,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.engines.config_yaml import load_config
-from pipelines.engines.requests import SamplingConfig
-from pipelines.engines.stages import EngineOptions, vllm_stage
+from pipelines.engines.models.config_yaml import load_config
+from pipelines.engines.prompts.requests import SamplingConfig
+from pipelines.engines.stages.options import EngineOptions
+from pipelines.engines.stages.vllm_path import vllm_stage
 from pipelines.noregeo.evaluate_pipeline import evaluate
 from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.noregeo.summarize import load_results, summary_tables

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.engines.config_yaml import CONFIG_DIR, load_configs
-from pipelines.engines.model_fields import REASONING_PARSERS
-from pipelines.engines.ray_session import local_gpus, vllm_cpu_installed
+from pipelines.engines.models.config_yaml import CONFIG_DIR, load_configs
+from pipelines.engines.models.model_fields import REASONING_PARSERS
+from pipelines.engines.session.ray_session import local_gpus, vllm_cpu_installed
 
 
 def test_known_reasoning_parsers_are_vllms_own() -> None:
@@ -28,14 +28,14 @@ def test_cpu_build_is_detected_as_vllms_own_platform_says() -> None:
 def test_reasoning_markers_are_vllms_own_for_the_parsers_the_configs_use(
     tiny_thinking_dir: Path,
 ) -> None:
-    """What pipelines.engines.reasoning counts between is what vLLM's budget counts
+    """What pipelines.engines.prompts.reasoning counts between is what vLLM's budget counts
     between: each used parser's start and end strings (the tiny thinking model has both
     tokens, which the parsers look up at construction)."""
     from transformers import AutoTokenizer
     from vllm.reasoning import ReasoningParserManager
 
-    from pipelines.engines.model_fields import REASONING_END
-    from pipelines.engines.reasoning import REASONING_START
+    from pipelines.engines.models.model_fields import REASONING_END
+    from pipelines.engines.prompts.reasoning import REASONING_START
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_thinking_dir)
     used = {c.reasoning_parser for c in load_configs(CONFIG_DIR) if c.reasoning_parser}

@@ -34,11 +34,11 @@ TASKS = ("C-BCT-CT", "C-SYM-SST", "N-BCT-MT", "N-ECL-SLT", "U-PAP-PT")
 
 
 def _keep_prompt_ids(ids_dir: Path) -> Callable[..., Any]:
-    """Wraps `stages.vllm_postprocess` so each row's prompt ids also land in `ids_dir` (the
+    """Wraps `vllm_path.vllm_postprocess` so each row's prompt ids also land in `ids_dir` (the
     stage runs in Ray workers on this machine; the results keep only their digest)."""
-    from pipelines.engines import stages
+    from pipelines.engines.stages import vllm_path
 
-    original = stages.vllm_postprocess
+    original = vllm_path.vllm_postprocess
 
     def wrapped(*args: Any, **kwargs: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
         inner = original(*args, **kwargs)  # whatever the stage passes it, passed on
@@ -62,7 +62,7 @@ def family_run(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[str, Path, pl.DataFrame, dict[tuple[str, str], list[int]]]]:
     """One engine load per family: its rows and the prompt ids vLLM received per row."""
-    from pipelines.engines import stages
+    from pipelines.engines.stages import vllm_path
 
     family = request.param
     model = BUILDERS[family](tmp_path_factory.mktemp(family))
@@ -71,9 +71,9 @@ def family_run(
     args = ["evaluate", "--items", str(few_items), "--engine", "vllm", "--model", str(model)]
     args += ["--tasks", ",".join(TASKS), "--setups", "text,dotted,full"]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(stages, "vllm_postprocess", _keep_prompt_ids(ids_dir))
+        patch.setattr(vllm_path, "vllm_postprocess", _keep_prompt_ids(ids_dir))
         assert main([*args, "--max-tokens", "48", "--out", str(out)]) == 0
-    # Every vllm evaluate first checks its prompts (pipelines.engines.prompt_canary): the
+    # Every vllm evaluate first checks its prompts (pipelines.engines.prompts.prompt_canary): the
     # family's real template passed, one placeholder per image by vLLM's rule.
     (record,) = out.glob("noregeo/model=*/runs/*.json")
     canary = json.loads(record.read_text())["prompt_canary"]

@@ -23,7 +23,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pipelines.engines.tiny_model import byte_bpe
+from pipelines.engines.models.tiny_model import byte_bpe
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
 CONTEXT = 4096

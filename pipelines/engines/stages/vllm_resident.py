@@ -1,0 +1,145 @@
+"""One vLLM engine for every round of a GeoBuild run.
+
+Each GeoBuild round is its own Ray Data pipeline, and Ray's processor starts its engine
+replicas with the pipeline, so a round-per-pipeline loop would reload the weights every
+round. Here the engine lives in long-lived Ray actors (`EngineHost`), each holding Ray's own
+engine UDF (`vLLMEngineStageUDF`, built with the very constructor arguments Ray's processor
+gives it); every round builds Ray's processor as usual and swaps its engine stage for a
+light stage that forwards batches to the hosts. Chat template, tokenize and detokenize stay
+Ray's (they load only a tokenizer).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ray.llm._internal.batch.stages.base import StatefulStageUDF
+
+from pipelines.engines.models.model_schema import ModelConfig
+from pipelines.engines.stages.gpus import check_gpus
+from pipelines.engines.stages.options import LIGHT_CPUS, EngineOptions
+from pipelines.engines.stages.placement_groups import made_count, remove_made_since
+from pipelines.engines.stages.vllm_path import build_vllm_processor, engine_stage_of
+from pipelines.engines.stages.vllm_rows import normalise_engine_errors
+
+# Resource options of Ray's engine stage that the host actor takes over.
+HOST_OPTIONS = ("num_gpus", "accelerator_type", "runtime_env")
+
+
+class EngineHost:
+    """Ray actor: one vLLM engine, loaded once, answering batches of many pipelines."""
+
+    def __init__(self, udf_kwargs: dict[str, Any]) -> None:
+        from ray.llm._internal.batch.stages.vllm_engine_stage import vLLMEngineStageUDF
+
+        self.udf = vLLMEngineStageUDF(**udf_kwargs)
+        self.calls = 0
+
+    async def run(self, batch: dict[str, Any]) -> list[dict[str, Any]]:
+        """The engine's replies to one batch."""
+        self.calls += 1
+        return [out async for out in self.udf(batch)]
+
+    def stats(self) -> dict[str, int]:
+        """Batches served and the host's process id (tests check the host is reused)."""
+        return {"calls": self.calls, "pid": os.getpid()}
+
+
+class ForwardUDF(StatefulStageUDF):
+    """Ray Data stage UDF: hands each batch, as Ray's stage protocol has it, to an engine
+    host, round-robin; the host's own UDF does the column handling."""
+
+    def __init__(self, data_column: str, expected_input_keys: list[str], hosts: list[Any]):
+        super().__init__(data_column, expected_input_keys)
+        self.hosts = hosts
+        self.turn = 0
+
+    async def __call__(self, batch: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """Send the batch to the next host in turn; yield its replies."""
+        host = self.hosts[self.turn % len(self.hosts)]
+        self.turn += 1
+        for out in await host.run.remote(batch):
+            yield out
+
+
+def _host_options(map_batches_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The engine stage's GPU request (or, for TP/PP over Ray, its placement group)."""
+    options = {k: map_batches_kwargs[k] for k in HOST_OPTIONS if map_batches_kwargs.get(k)}
+    make_strategy = map_batches_kwargs.get("ray_remote_args_fn")
+    if make_strategy is not None:
+        options.update(make_strategy())
+    return options
+
+
+class ResidentVLLM:
+    """A GeoBuild engine stage (`(ds, cfg, opts) -> ds`) whose engines outlive each round.
+
+    `hosts_started` counts engine loads, `rounds_served` the pipelines that used them;
+    `close()` ends the hosts and removes their placement groups (the loop calls it).
+    """
+
+    def __init__(self) -> None:
+        self.hosts: list[Any] = []
+        self.groups_mark: int | None = None  # placement groups made from here on are ours
+        self.hosts_started = 0  # engine loads
+        self.rounds_served = 0  # pipelines built on the hosts
+
+    def __call__(self, ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+        """The dataset through Ray's vLLM processor, its engine stage on the resident hosts."""
+        from ray.llm._internal.batch.processor.base import Processor
+        from ray.llm._internal.batch.stages.base import StatefulStage
+
+        check_gpus(cfg)
+        processor = build_vllm_processor(cfg, opts)
+        engine = engine_stage_of(processor)
+        name = next(n for n, s in processor.stages.items() if s is engine)
+        if not self.hosts:
+            self._start(engine, Processor.DATA_COLUMN, opts.pool_size)
+        self.rounds_served += 1
+        processor.stages[name] = StatefulStage(
+            fn=ForwardUDF,
+            fn_constructor_kwargs={"hosts": self.hosts},
+            map_batches_kwargs={
+                "compute": _pool(opts.pool_size),
+                "num_cpus": LIGHT_CPUS,
+                # Several batches in flight per forwarder, as Ray's engine stage allows.
+                "max_concurrency": engine.map_batches_kwargs.get("max_concurrency", 8),
+            },
+        )
+        return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
+
+    def _start(self, engine: Any, data_column: str, replicas: int) -> None:
+        import ray
+
+        udf_kwargs = {
+            **engine.fn_constructor_kwargs,
+            "data_column": data_column,
+            "expected_input_keys": list(engine.get_required_input_keys()),
+        }
+        host_cls = ray.remote(EngineHost)
+        if self.groups_mark is None:
+            self.groups_mark = made_count()
+        for _ in range(replicas):
+            options = _host_options(engine.map_batches_kwargs)
+            self.hosts.append(host_cls.options(**options).remote(udf_kwargs))
+            self.hosts_started += 1
+
+    def close(self) -> None:
+        """Stop the engine hosts (their weights are freed) and remove the placement groups
+        their tensor-parallel engines were given (Ray's stage removes none)."""
+        import ray
+
+        for host in self.hosts:
+            ray.kill(host)
+        self.hosts = []
+        if self.groups_mark is not None:
+            remove_made_since(self.groups_mark)
+            self.groups_mark = None
+
+
+def _pool(size: int) -> Any:
+    import ray
+
+    return ray.data.ActorPoolStrategy(size=size)
