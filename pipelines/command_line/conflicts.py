@@ -2,8 +2,8 @@
 
 `pipelines.cli` refuses a command line that breaks a rule right after parsing it, so before
 the command runs: one line naming both options, exit 2, nothing written, no Ray.
-tests/pipelines/test_cli_generated_bad_lines.py builds one command line per rule from this
-table and the parsers, so a new rule is tested without editing the test.
+tests/pipelines/command_line/test_cli_generated_bad_lines.py builds one command line per rule from
+this table and the parsers, so a new rule is tested without editing the test.
 
 A rule reads which options the command line gave, not only the parsed values: a value
 equal to the default is still a choice (`--feedback full --protocol public` asked for a

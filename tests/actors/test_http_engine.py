@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-import base64
-import logging
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
 import pytest
 from ray.data.block import BlockAccessor
 
-from actors.api_key import BadKeyError
 from actors.contract import OUTPUT_COLUMNS, image_part, text_part
 from actors.http_engine import MAX_BACKOFF_S, HTTPEngine, _retry_after_s, build_request
-from actors.http_redact import base64_runs
 from geometry.answers import grammar_for, json_schema_for
+from tests.actors.http_support import (
+    ANSWER,
+    KEY_ENV,
+    POISON_OUTCOMES,
+    fast_engine,
+    make_batch,
+)
 from tests.actors.loopback_server import (
     LONG_TEXT_CHARS,
     POISON_KINDS,
@@ -29,52 +31,6 @@ from tests.actors.loopback_server import (
     fail_first,
     poisoned,
 )
-
-KEY_ENV = "GEOSEE_TEST_API_KEY"
-KEY = "sk-test-9f8e7d6c5b4a-never-leak"
-
-
-def fast_engine(base_url: str, model: str = "m", **kwargs: Any) -> HTTPEngine:
-    """An engine with tiny backoff, so retry tests take milliseconds."""
-    return HTTPEngine(base_url, model, backoff_s=0.001, timeout_s=5.0, **kwargs)
-
-
-def make_batch(
-    prompts: list[str], answer_type: str = "choice", image: bool = False
-) -> dict[str, np.ndarray]:
-    """Rows in the numpy format Ray Data hands over after Arrow (None-filled part keys)."""
-    rows = []
-    options = ["yes", "no"] if answer_type == "choice" else []
-    for i, prompt in enumerate(prompts):
-        user = [image_part(b"\x89PNG fake"), text_part(prompt)] if image else [text_part(prompt)]
-        rows.append(
-            {
-                "request_key": f"k{i}",
-                "messages": [
-                    {"role": "system", "content": [text_part("Answer in JSON.")]},
-                    {"role": "user", "content": user},
-                ],
-                "sampling_params": {
-                    "temperature": 0.0,
-                    "max_tokens": 32,
-                    "seed": 7,
-                    # As pipelines/engines/prompts/requests.py builds them: the bounded grammar
-                    # rides along.
-                    "structured_outputs": {"grammar": grammar_for(answer_type, options)},
-                },
-                "answer_type": answer_type,
-                "options": options,
-            }
-        )
-    batch = BlockAccessor.for_block(pa.Table.from_pylist(rows)).to_numpy()
-    assert isinstance(batch, dict)
-    return batch
-
-
-@pytest.fixture
-def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv(KEY_ENV, KEY)
-    return KEY
 
 
 def test_429_once_then_success_is_retried() -> None:
@@ -189,57 +145,6 @@ def test_concurrency_is_bounded() -> None:
     assert len(server.requests) == 12
     assert 2 <= server.max_in_flight <= 3
     assert all(e is None for e in out["engine_error"])
-
-
-def test_key_never_leaks(
-    api_key: str, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # A hostile server echoes the key in an error body and in the assistant text.
-    def decide(request: Mapping[str, Any], attempt: int) -> Reply | None:
-        if "q0" in str(request["messages"]):
-            return Reply(500, body=f"auth was Bearer {api_key}".encode())
-        return Reply(text=f"my key is {api_key}")
-
-    caplog.set_level(logging.DEBUG)
-    with LoopbackServer(decide=decide) as server:
-        engine = fast_engine(server.base_url, "m", api_key_env=KEY_ENV, max_retries=1)
-        out = engine(make_batch(["q0", "q1"]))
-    assert out["engine_error"][0].startswith(
-        "transient: HTTP 500 after 2 attempts: auth was Bearer "
-    )
-    assert out["generated_text"][1].startswith("my key is ")
-    captured = capsys.readouterr()
-    for place in (str({k: v.tolist() for k, v in out.items()}), repr(engine), str(vars(engine))):
-        assert api_key not in place
-    assert api_key not in caplog.text + captured.out + captured.err
-
-
-@pytest.mark.parametrize("around", ["\n", "\r\n", "\t", "  "])
-def test_whitespace_around_the_key_is_stripped_before_it_is_sent(
-    monkeypatch: pytest.MonkeyPatch, around: str
-) -> None:
-    # Issue 38: a trailing line end made the HTTP library refuse the header and print it.
-    monkeypatch.setenv(KEY_ENV, f"{around}{KEY}{around}")
-    with LoopbackServer() as server:
-        out = fast_engine(server.base_url, api_key_env=KEY_ENV)(make_batch(["q"]))
-    assert out["engine_error"][0] is None and out["generated_text"][0] == "q"
-    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
-
-
-@pytest.mark.parametrize("inside", [" ", "\t", "\n", "\x7f", "\u00e9"])
-def test_a_key_with_a_character_no_header_carries_is_refused_without_the_key(
-    monkeypatch: pytest.MonkeyPatch, inside: str
-) -> None:
-    monkeypatch.setenv(KEY_ENV, f"sk-secret{inside}tail")
-    with pytest.raises(BadKeyError, match=f"\\${KEY_ENV} holds .* at character 10 of 14") as err:
-        HTTPEngine("http://127.0.0.1:9/v1", "m", api_key_env=KEY_ENV)
-    assert "secret" not in str(err.value)
-
-
-def test_missing_env_var_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(KEY_ENV, raising=False)
-    with pytest.raises(RuntimeError, match=KEY_ENV):
-        HTTPEngine("http://127.0.0.1:9/v1", "m", api_key_env=KEY_ENV)
 
 
 @pytest.mark.parametrize(
@@ -370,67 +275,6 @@ def test_http_stage_passes_the_configs_constraint_to_the_engine(ray_local: Any) 
     assert ModelConfig(name="x", repo="r").api_constraint == "json_schema"
 
 
-def _recorded_stage(monkeypatch: pytest.MonkeyPatch, key: str | None) -> dict[str, Any]:
-    """The map_batches arguments http_stage gives Ray, with $KEY_ENV set to `key`."""
-    from pipelines.engines.models.model_schema import ModelConfig
-    from pipelines.engines.stages.engine_stages import http_stage
-    from pipelines.engines.stages.options import EngineOptions
-
-    if key is None:
-        monkeypatch.delenv(KEY_ENV, raising=False)
-    else:
-        monkeypatch.setenv(KEY_ENV, key)
-    recorded: dict[str, Any] = {}
-
-    class Recorder:
-        def map_batches(self, fn: Any, **kwargs: Any) -> Recorder:
-            recorded.update(kwargs)
-            return self
-
-    cfg = ModelConfig(
-        name="served", repo="tiny", engine="http", api_base="http://x/v1", api_key_env=KEY_ENV
-    )
-    http_stage(Recorder(), cfg, EngineOptions())
-    return recorded
-
-
-def test_http_stage_hands_the_key_over_by_object_ref_only(
-    ray_local: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    recorded = _recorded_stage(monkeypatch, KEY)
-    # Nothing Ray logs (runtime env) or pickles into task specs (arguments) holds the key.
-    assert "runtime_env" not in recorded
-    kwargs = recorded["fn_constructor_kwargs"]
-    ref = kwargs.pop("api_key_ref")
-    assert KEY not in repr(kwargs) + repr(ref)
-    assert isinstance(ref, ray_local.ObjectRef) and ray_local.get(ref) == KEY.encode()
-    # A worker without the variable (started before it was exported) takes the ref's key.
-    monkeypatch.delenv(KEY_ENV)
-    with LoopbackServer(answer=lambda r: '{"answer": "yes"}') as server:
-        engine = HTTPEngine(server.base_url, "m", api_key_env=KEY_ENV, api_key_ref=ref)
-        engine(make_batch(["q0"]))
-    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
-
-
-def test_a_workers_own_variable_wins_over_the_ref(
-    ray_local: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ref = ray_local.put(b"sk-from-driver")
-    monkeypatch.setenv(KEY_ENV, "sk-node-local")
-    with LoopbackServer(answer=lambda r: '{"answer": "yes"}') as server:
-        HTTPEngine(server.base_url, "m", api_key_env=KEY_ENV, api_key_ref=ref)(make_batch(["q"]))
-    assert server.requests[0].headers["authorization"] == "Bearer sk-node-local"
-
-
-def test_http_stage_without_the_key_refuses_naming_the_variable(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from pipelines.engines.stages.engine_stages import MissingKeyError
-
-    with pytest.raises(MissingKeyError, match=f"\\${KEY_ENV}, which is not set; export"):
-        _recorded_stage(monkeypatch, None)
-
-
 def test_error_kinds_tag_what_a_rerun_may_fix() -> None:
     """The tag finished_keys reads: unreachable servers and 429/5xx are transient, a
     refused request is final, and a malformed row is final."""
@@ -450,42 +294,6 @@ def test_error_kinds_tag_what_a_rerun_may_fix() -> None:
     with LoopbackServer() as server:
         out = fast_engine(server.base_url)(bad)
     assert out["engine_error"][0].startswith("final: bad row: ") and server.requests == []
-
-
-# What each poisoned reply (loopback_server.POISON_KINDS) must become: the row's error
-# prefix, or None where the row keeps its answer (checked and normalised).
-POISON_OUTCOMES: dict[str, str | None] = {
-    "lone_surrogate": None,
-    "tokens_beyond_int64": None,
-    "nan_usage": None,
-    "inf_usage": None,
-    "negative_usage": None,
-    "usage_wrong_types": None,
-    "usage_not_an_object": None,
-    "long_text": None,
-    "content_a_number": "final: unreadable completion after 1 attempt: content is a int",
-    "content_a_list": "final: unreadable completion after 1 attempt: content is a list",
-    "refusal": "final: completion without text after 1 attempt: refusal: I will not",
-    "missing_choices": "final: unreadable completion after 1 attempt: choices is missing",
-    "empty_choices": "final: unreadable completion after 1 attempt: choices is an empty list",
-    "choices_a_string": "final: unreadable completion after 1 attempt: choices is a str",
-    "message_missing": "final: unreadable completion after 1 attempt: choices[0].message is "
-    "missing",
-    "json_array": "final: unreadable completion after 1 attempt: JSON list, not an object",
-    "nested_too_deep": "final: reply not JSON after 1 attempt: ",
-    "digits_beyond_parser": None,  # in a field no rule reads: the answer is kept
-    "usage_5000_digits": None,  # stored as 0, the answer kept
-    "bom_before_body": None,
-    "not_utf8": "final: reply not UTF-8 after 1 attempt: ",
-    "not_json": "final: reply not JSON after 1 attempt: ",
-    "huge_body": "final: reply too large after 1 attempt: over 8388608 bytes",
-    "empty_body": "transient: empty reply after 3 attempts: HTTP 200 with no body",
-    "html_page": "transient: HTML page instead of a completion after 3 attempts: 502 Bad Gateway",
-    "status_408": "transient: HTTP 408 after 3 attempts",
-    "status_409": "transient: HTTP 409 after 3 attempts",
-    "status_425": "transient: HTTP 425 after 3 attempts",
-}
-ANSWER = '{"answer": "yes"}'
 
 
 def test_each_poisoned_reply_costs_its_row_only() -> None:
@@ -547,56 +355,3 @@ def test_a_trickling_or_hung_server_costs_a_row_its_deadline_only() -> None:
     assert "the row's deadline of 1 s" in hung
     assert fine is None and out["generated_text"][2] == "fine"
     assert set(by_prompt) == {"trickle", "hung", "fine"}
-
-
-@pytest.mark.parametrize(
-    "echo",
-    [
-        lambda k: k.upper(),
-        lambda k: k.swapcase(),
-        lambda k: "Authorization: Bearer " + k,
-        lambda k: quote(k, safe=""),
-        lambda k: "".join(f"%{ord(c):02x}" for c in k),  # every character escaped
-        lambda k: base64.b64encode(k.encode()).decode(),
-        lambda k: base64.b64encode(f"Authorization: Bearer {k}".encode()).decode(),
-        lambda k: base64.urlsafe_b64encode(f"x{k}yz".encode()).decode(),
-        lambda k: base64.b64encode(f"ab{k}".encode()).decode(),
-        lambda k: "".join(f"\\u{ord(c):04x}" for c in k),  # JSON escapes, as an error body's
-        lambda k: "".join(f"\\u{ord(c):04X}" if i % 3 else c for i, c in enumerate(k)),
-        lambda k: repr(f"Bearer {k}\n".encode()),  # the HTTP library's refused header
-        lambda k: "".join(f"&#x{ord(c):x};" for c in k),
-    ],
-    ids=[
-        *("upper", "swapcase", "bearer", "url", "url-all", "b64", "b64-header", "b64-url"),
-        *("b64-2", "json-u", "json-u-mixed", "repr", "html"),
-    ],
-)
-def test_the_key_is_redacted_in_any_case_and_common_encodings(
-    api_key: str, capsys: pytest.CaptureFixture[str], echo: Any
-) -> None:
-    echoed = echo(api_key)
-
-    def decide(request: Mapping[str, Any], attempt: int) -> Reply | None:
-        if echo_last_text(request) == "q0":
-            return Reply(401, body=f"bad credentials: {echoed}".encode())
-        return Reply(text=f"you sent {echoed} ok")
-
-    with LoopbackServer(decide=decide) as server:
-        engine = fast_engine(server.base_url, "m", api_key_env=KEY_ENV)
-        out = engine(make_batch(["q0", "q1"]))
-    written = str(out["engine_error"].tolist()) + str(out["generated_text"].tolist())
-    assert "[REDACTED]" in out["engine_error"][0] and "[REDACTED]" in out["generated_text"][1]
-    assert echoed not in written and api_key.lower() not in written.lower()
-    for encoded in base64_runs(api_key.encode()):
-        assert encoded not in written
-    assert echoed not in capsys.readouterr().err
-
-
-def test_an_excerpt_never_cuts_the_key_in_half(api_key: str) -> None:
-    """Redaction comes before the 200-character excerpt: cut first, a key straddling the
-    cut would leave its first characters in the row."""
-    body = ("x" * 190 + " " + api_key).encode()
-    with LoopbackServer(then=always(400, body=body)) as server:
-        out = fast_engine(server.base_url, api_key_env=KEY_ENV)(make_batch(["q"]))
-    error = out["engine_error"][0]
-    assert error.startswith("final: HTTP 400 after 1 attempt: xxx") and api_key[:8] not in error

@@ -4,8 +4,8 @@ groups as Ray builds them) with the engine UDF swapped for an instant stand-in
 (actors.instant_vllm), so no model loads. After each model it prints one JSON line: the
 model, its rows, and the placement groups Ray still holds in CREATED or PENDING.
 
-Run by tests/pipelines/test_placement_groups.py in a process of its own (its own Ray with
-logical GPUs): `python -m tests.pipelines.tp_groups_scenario FOLDER`. On Ray 2.60's own
+Run by tests/pipelines/engines/stages/test_placement_groups.py in a process of its own (its own Ray
+with logical GPUs): `python -m tests.pipelines.tp_groups_scenario FOLDER`. On Ray 2.60's own
 stage (ray-project/ray#64035) the first model's group stayed CREATED, holding 2 of the 4
 GPUs, the second's too, and the third waited forever for its GPUs.
 """

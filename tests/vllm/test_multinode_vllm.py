@@ -32,7 +32,7 @@ from tests.conftest import REPO, SHARED
 from tests.pipelines.raw_shards import raw_keys
 from tests.pipelines.ray_nodes import Node, RayCluster, ray_cluster
 from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
-from tests.vllm.tiny_vlms import build_qwen2_vl
+from tests.tiny_vlms import build_qwen2_vl
 
 WORKER_IP = "127.0.0.2"
 TASKS = "C-BCT-CT,U-PAP-PT"

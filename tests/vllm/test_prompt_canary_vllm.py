@@ -25,7 +25,7 @@ from pipelines.engines.prompts.requests import SamplingConfig, add_requests
 from pipelines.engines.stages.options import EngineOptions
 from pipelines.engines.stages.vllm_path import check_model_prompts
 from tests.conftest import REPO
-from tests.vllm.tiny_vlms import BUILDERS
+from tests.tiny_vlms import BUILDERS
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -24,7 +24,7 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.noregeo.summarize import load_results
-from tests.vllm.tiny_vlms import BUILDERS, IMAGE_TOKEN, expected_image_tokens
+from tests.tiny_vlms import BUILDERS, IMAGE_TOKEN, expected_image_tokens
 
 # Three engine loads of 60-90 s each on an idle 2-core machine, several minutes when busy.
 pytestmark = pytest.mark.timeout(2400)

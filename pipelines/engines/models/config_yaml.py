@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pipelines.engines.models.model_schema import ModelConfig, ModelConfigError
 from store.yaml_file import YAMLBoundError, load_bounded
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "models"
+CONFIG_DIR = Path(__file__).resolve().parents[3] / "configs" / "models"
 
 
 def load_config(path: Path) -> ModelConfig:

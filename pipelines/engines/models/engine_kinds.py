@@ -20,6 +20,6 @@ ENGINES = tuple(ENGINE_KINDS)
 BASELINES = tuple(e for e, kind in ENGINE_KINDS.items() if kind == "baseline")
 # Engines that load weights, so that --model may name a local checkpoint directory.
 CHECKPOINT_ENGINES = tuple(e for e, kind in ENGINE_KINDS.items() if kind == "model")
-# pydantic needs the names spelled out; tests/pipelines/test_model_configs.py checks that
-# they are the table's.
+# pydantic needs the names spelled out; tests/pipelines/engines/models/test_model_configs.py checks
+# that they are the table's.
 Engine = Literal["vllm", "hf", "http", "oracle", "random", "constant"]

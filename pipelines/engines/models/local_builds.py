@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 # The checkout's folder of locally built models (git-ignored), beside configs/.
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+MODELS_DIR = Path(__file__).resolve().parents[3] / "models"
 # The command that builds each variable's folder, where the Makefile has one.
 BUILD_COMMANDS = {"GEOSEE_REAL_MODEL": "make real-model"}
 

@@ -8,7 +8,7 @@ batch system ending a job) then ends the raylet with the command; the driver's c
 learns from the GCS that its node is gone and ends the process itself, exit 1 and nothing
 said ("The connection to the plasma store is failed. Terminate the process",
 connection.cc), 40 ms after the raylet's SIGTERM: before the command had written the rows
-it held or printed its line (tests/pipelines/test_held_rows.py, 1 group SIGTERM in 12 at
+it held or printed its line (tests/pipelines/noregeo/test_held_rows.py, 1 group SIGTERM in 12 at
 load 3; 4 in 30 when the line was written without waiting for the main thread).
 
 Ray's own Windows code starts its processes in new groups the same way where the kernel

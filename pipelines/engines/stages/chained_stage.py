@@ -7,8 +7,8 @@ import transformers and load the model's tokenizer, and every batch travels thro
 object store once more between them. `ChainedStage` runs both of Ray's own UDFs, built from
 their own constructor arguments, one after the other in one actor; the first's output
 reaches the second as Ray Data would hand it over (a block, then a numpy batch), so a
-template sees the same rows either way (tests/pipelines/test_chained_stage.py). The stage
-keeps the chat-template stage's pool and resources (both are CPU_STAGE_CPUS).
+template sees the same rows either way (tests/pipelines/engines/stages/test_chained_stage.py). The
+stage keeps the chat-template stage's pool and resources (both are CPU_STAGE_CPUS).
 
 Measured on 2 cores with the real SmolLM2 (25-row evaluate, interleaved 3 x 2): 43.9 s
 separate, 39.5 s chained, the same rows.

@@ -20,26 +20,7 @@ from pipelines.noregeo.results import ShardWriter
 from pipelines.noregeo.summarize import load_results, summary_tables
 from store.records import finished_keys, model_dir, write_run_record
 from store.shards import QUARANTINE, read_shards, shard_files
-
-
-def _noregeo_rows(setup: str, start: int, n: int) -> list[dict[str, object]]:
-    return [
-        {
-            "item_id": f"i{k}",
-            "task": "N-ECL-SLT",
-            "category": "Calc",
-            "answer_type": "number",
-            "setup": setup,
-            "pair_id": None,
-            "sampling_params": {"temperature": 0.0},
-            "request_key": f"k{k}",
-            "generated_text": f'{{"answer": {k}}}',
-            "valid": True,
-            "correct": k % 2 == 0,
-            "sq_error": float(k),
-        }
-        for k in range(start, start + n)
-    ]
+from tests.pipelines.noregeo.result_rows import request_key, scored_rows
 
 
 @pytest.fixture
@@ -48,9 +29,9 @@ def noregeo(tmp_path: Path) -> tuple[Path, Path]:
     out = tmp_path / "results"
     root = model_dir(out, "noregeo", "m")
     writer = ShardWriter(str(root), "m", "rev", "oracle")
-    writer(pa.Table.from_pylist(_noregeo_rows("text", 0, 3)))
-    writer(pa.Table.from_pylist(_noregeo_rows("text", 3, 3)))
-    writer(pa.Table.from_pylist(_noregeo_rows("full", 6, 2)))
+    writer(pa.Table.from_pylist(scored_rows("text", 0, 3)))
+    writer(pa.Table.from_pylist(scored_rows("text", 3, 3)))
+    writer(pa.Table.from_pylist(scored_rows("full", 6, 2)))
     return out, root
 
 
@@ -78,7 +59,7 @@ def test_corrupt_shard_keys_are_unfinished_and_the_file_quarantined(
     bad = _corrupt(root / "setup=text" / "part-bad.parquet", kind, good[0])
     with caplog.at_level(logging.WARNING, logger="store.shards"):
         keys = finished_keys(root)
-    assert keys == {f"k{k}" for k in range(8)}
+    assert keys == {request_key(k) for k in range(8)}
     assert not bad.exists()
     moved = root / QUARANTINE / "setup=text__part-bad.parquet"
     assert moved.read_bytes() == _corrupt_bytes(kind, good[0])
@@ -121,7 +102,7 @@ def test_a_shard_lacking_the_column_asked_for_is_quarantined(noregeo: tuple[Path
     _, root = noregeo
     foreign = root / "setup=text" / "part-foreign.parquet"
     pl.DataFrame({"something": [1]}).write_parquet(foreign)
-    assert finished_keys(root) == {f"k{k}" for k in range(8)}
+    assert finished_keys(root) == {request_key(k) for k in range(8)}
     assert (root / QUARANTINE / "setup=text__part-foreign.parquet").exists()
 
 

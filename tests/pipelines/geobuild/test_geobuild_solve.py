@@ -17,8 +17,7 @@ import pipelines.cli as cli
 from geometry.dsl.dataset import load_problems
 from pipelines.geobuild.check import check_lines
 from store.journal import Journal, read_journal
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.conftest import REPO
 
 PROBLEMS = [
     {

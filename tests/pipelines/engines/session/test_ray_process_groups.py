@@ -2,7 +2,7 @@
 pipelines.engines.session.ray_process_groups). The contract with Ray 2.60 checked here: every
 process `ray.init` starts goes through `services.start_ray_process`, which looks up
 `ConsolePopen` in its module when it runs; by default the process shares our group. The
-whole path, a group SIGTERM to a running command, is tests/pipelines/test_held_rows.py."""
+whole path, a group SIGTERM to a running command, is tests/pipelines/noregeo/test_held_rows.py."""
 
 from __future__ import annotations
 

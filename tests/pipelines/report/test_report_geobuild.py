@@ -25,8 +25,8 @@ from pipelines.report.geobuild_sections import (
     solver_in_loop,
 )
 from pipelines.report.html_page import Figure, Heading, Table
-from tests.pipelines import test_geobuild_self_correction as self_correction
-from tests.pipelines.test_geobuild_self_correction import _expected, _row, write_results
+from tests.pipelines.geobuild import test_geobuild_self_correction as self_correction
+from tests.pipelines.geobuild.test_geobuild_self_correction import _expected, _row, write_results
 
 
 def _tables(section) -> dict[str, pl.DataFrame]:

@@ -1,4 +1,5 @@
-"""Tiny random image-text models of three vLLM families, built offline for tests/vllm.
+"""Tiny random image-text models of three vLLM families, built offline: the one place the
+tests build a VLM of a real family (tests/vllm; the main suite's may use them too).
 
 Each keeps its family's real contract: the real chat template (tests/fixtures/chat_templates/,
 sources in its README), the real processor classes and their placeholder tokens, and a
@@ -25,7 +26,7 @@ from typing import Any
 
 from pipelines.engines.models.tiny_model import byte_bpe
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
+TEMPLATES = Path(__file__).resolve().parent / "fixtures" / "chat_templates"
 CONTEXT = 4096
 
 QWEN_PATCH, QWEN_MERGE = 14, 2
@@ -93,10 +94,28 @@ def _seeded(model_class: Any, config: Any) -> Any:
         return model_class(config)
 
 
+def _tokenizer(special: list[str], template: str, **tokens: Any) -> Any:
+    """A byte-level BPE tokenizer holding `special` as single tokens, with the family's real
+    chat template (a file of tests/fixtures/chat_templates/) and its named tokens."""
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=byte_bpe(special), model_max_length=CONTEXT, **tokens
+    )
+    tokenizer.chat_template = (TEMPLATES / template).read_text(encoding="utf-8")
+    return tokenizer
+
+
+def _saved(out: Path, model: Any, processor: Any) -> Path:
+    """The model and its processor saved in `out`, as a hub repo holds them."""
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
 def build_qwen2_vl(out: Path) -> Path:
     """A tiny random Qwen2-VL with the real Qwen2-VL chat template."""
     from transformers import (
-        PreTrainedTokenizerFast,
         Qwen2VLConfig,
         Qwen2VLForConditionalGeneration,
         Qwen2VLImageProcessor,
@@ -104,15 +123,13 @@ def build_qwen2_vl(out: Path) -> Path:
     )
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
-    template = (TEMPLATES / "qwen2-vl.jinja").read_text(encoding="utf-8")
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=byte_bpe(QWEN_SPECIAL),
+    tokenizer = _tokenizer(
+        QWEN_SPECIAL,
+        "qwen2-vl.jinja",
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         extra_special_tokens={"image_token": "<|image_pad|>", "video_token": "<|video_pad|>"},
-        model_max_length=CONTEXT,
     )
-    tokenizer.chat_template = template
     ids = _token_ids(tokenizer, QWEN_SPECIAL)
     # M-RoPE sections sum to head_dim / 2 = 32.
     rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [8, 12, 12]}
@@ -149,11 +166,9 @@ def build_qwen2_vl(out: Path) -> Path:
         image_processor=images,
         tokenizer=tokenizer,
         video_processor=Qwen2VLVideoProcessor(),
-        chat_template=template,
+        chat_template=tokenizer.chat_template,
     )
-    model.save_pretrained(out)
-    processor.save_pretrained(out)
-    return out
+    return _saved(out, model, processor)
 
 
 def build_idefics3(out: Path) -> Path:
@@ -163,18 +178,15 @@ def build_idefics3(out: Path) -> Path:
         Idefics3ForConditionalGeneration,
         Idefics3ImageProcessor,
         Idefics3Processor,
-        PreTrainedTokenizerFast,
     )
 
-    template = (TEMPLATES / "smolvlm.jinja").read_text(encoding="utf-8")
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=byte_bpe(IDEFICS_SPECIAL),
+    tokenizer = _tokenizer(
+        IDEFICS_SPECIAL,
+        "smolvlm.jinja",
         bos_token="<|im_start|>",
         eos_token="<end_of_utterance>",
         pad_token="<|endoftext|>",
-        model_max_length=CONTEXT,
     )
-    tokenizer.chat_template = template
     ids = _token_ids(tokenizer, IDEFICS_SPECIAL)
     config = Idefics3Config(
         text_config=_text_config(len(tokenizer), ids["<end_of_utterance>"], ids["<|endoftext|>"]),
@@ -198,11 +210,12 @@ def build_idefics3(out: Path) -> Path:
     )
     per_tile = (IDEFICS_TILE // IDEFICS_PATCH) ** 2 // IDEFICS_SHUFFLE**2
     processor = Idefics3Processor(
-        image_processor=images, tokenizer=tokenizer, image_seq_len=per_tile, chat_template=template
+        image_processor=images,
+        tokenizer=tokenizer,
+        image_seq_len=per_tile,
+        chat_template=tokenizer.chat_template,
     )
-    model.save_pretrained(out)
-    processor.save_pretrained(out)
-    return out
+    return _saved(out, model, processor)
 
 
 def build_llava(out: Path) -> Path:
@@ -212,19 +225,16 @@ def build_llava(out: Path) -> Path:
         LlavaConfig,
         LlavaForConditionalGeneration,
         LlavaProcessor,
-        PreTrainedTokenizerFast,
     )
 
-    template = (TEMPLATES / "llava-1.5.jinja").read_text(encoding="utf-8")
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=byte_bpe(LLAVA_SPECIAL),
+    tokenizer = _tokenizer(
+        LLAVA_SPECIAL,
+        "llava-1.5.jinja",
         bos_token="<s>",
         eos_token="</s>",
         pad_token="<pad>",
         extra_special_tokens={"image_token": "<image>"},
-        model_max_length=CONTEXT,
     )
-    tokenizer.chat_template = template
     ids = _token_ids(tokenizer, LLAVA_SPECIAL)
     config = LlavaConfig(
         text_config={
@@ -257,10 +267,9 @@ def build_llava(out: Path) -> Path:
         patch_size=LLAVA_PATCH,
         vision_feature_select_strategy="default",
         num_additional_image_tokens=1,
-        chat_template=template,
+        chat_template=tokenizer.chat_template,
     )
-    model.save_pretrained(out)
-    processor.save_pretrained(out)
+    _saved(out, model, processor)
     _as_the_hub_stores_clip(out / "model.safetensors")
     return out
 

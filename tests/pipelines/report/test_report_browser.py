@@ -12,7 +12,7 @@ from PIL import Image
 
 from pipelines import cli
 from pipelines.report.samples import PAGE_ROWS
-from tests.pipelines.test_report import _register, baseline_results
+from tests.pipelines.report.report_support import _register, baseline_results
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = [

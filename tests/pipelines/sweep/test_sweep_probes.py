@@ -12,8 +12,8 @@ import pipelines.cli as cli
 from pipelines.engines.models.config_yaml import load_configs
 from pipelines.sweep.probes import DEFAULT_GRID, model_grid
 from probes.grid import expand, load_grid, trial_path
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 GRID = REPO / DEFAULT_GRID
 
 

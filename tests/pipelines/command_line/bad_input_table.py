@@ -1,36 +1,20 @@
-"""Every command x each class of bad input: exit 2, one line on stderr naming the flag (or
-file), nothing written, Ray never started.
-
-The table is the point: add a row for each new flag or input file. Rows run in-process
-through `pipelines.cli.main` (fast, no Ray); a few run through `python -m pipelines` to
-check the real exit code and undecodable argv bytes.
-
-A row is: id, text the error line must contain (the flag, or the file), the argv. In the
-argv, `E`, `G`, `S`, `W` stand for the required arguments of evaluate, geobuild,
-geobuild-solve and sweep (`BASE`); `{...}` are files and folders made by `_inputs`: `{dir}`
-an empty folder, `{file}` a small text file, `{out}` a path that must stay absent,
-`{items}` an item folder with a malformed manifest.json, `{latin1}` a file that is not UTF-8,
-and so on.
-"""
+"""The bad-input table of test_cli_bad_input.py: its rows (every command x each class of bad
+input), the required arguments and the input files the rows name."""
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
 import yaml
 
-from pipelines import cli
 from tests.conftest import REPO
-from tests.pipelines.fake_hub import FakeHub, fake_hub
 
 NOT_UTF8 = "caf\xe9 = 1\n".encode("latin-1")  # 0xE9 alone is not UTF-8
+
 UNDECODABLE = os.fsdecode(b"\xff\xfe")  # how Python hands over argv bytes that are not UTF-8
 
 TABLE = r"""
@@ -407,36 +391,12 @@ def _tree(root: Path) -> dict[str, int]:
     }
 
 
-@pytest.mark.parametrize(("names", "argv"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
-def test_bad_input_exits_2_with_one_line_and_writes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], names: str, argv: list[str]
-) -> None:
-    import ray
-
-    ray_was_up = ray.is_initialized()
-    inputs = _inputs(tmp_path)
-    before = _tree(tmp_path)
-    code = cli.main(_argv(argv, inputs))
-    captured = capsys.readouterr()
-    lines = captured.err.splitlines()
-    assert code == 2, captured
-    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
-    assert names in lines[0], lines[0]
-    assert _tree(tmp_path) == before, "a bad input wrote something"
-    assert ray.is_initialized() == ray_was_up, "Ray started for a bad input"
-
-
-def test_the_table_covers_every_command() -> None:
-    covered = {r[2][0] for r in ROWS}
-    assert set(cli.COMMANDS) <= covered, set(cli.COMMANDS) - covered
-
-
 # Hub ids against a fake hub on loopback (tests/pipelines/fake_hub.py; what huggingface_hub
-# asks, tests/pipelines/test_hub_ids.py). It holds org/llm (a config.json of a native model
-# type) and org/custom (one that needs remote code). A row whose id ends in -offline runs
-# with HF_HUB_OFFLINE=1, one ending in -unreachable with HF_ENDPOINT at a closed port. The
-# Hugging Face cache is outside tmp_path: the remote-code row caches the config.json it
-# read (no weights), as huggingface_hub does.
+# asks, tests/pipelines/engines/models/test_hub_ids.py). It holds org/llm (a config.json of a
+# native model type) and org/custom (one that needs remote code). A row whose id ends in
+# -offline runs with HF_HUB_OFFLINE=1, one ending in -unreachable with HF_ENDPOINT at a
+# closed port. The Hugging Face cache is outside tmp_path: the remote-code row caches the
+# config.json it read (no weights), as huggingface_hub does.
 HUB_ROWS = _rows("""
 evaluate-hub-id-unknown              org/none           evaluate --items {items_ok} --engine hf --model org/none --out {out}
 evaluate-hub-revision-unknown        'nope'             evaluate --items {items_ok} --engine hf --model org/llm@nope --out {out}
@@ -449,51 +409,6 @@ geobuild-hub-id-unknown              org/none           geobuild --dataset {noda
 geobuild-hub-offline                 HF_HUB_OFFLINE=1   geobuild --dataset {nodata} --engine vllm --model org/llm --out {out}
 """)  # noqa: E501
 
-
-@pytest.fixture
-def hub_for_row(
-    request: pytest.FixtureRequest,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[FakeHub]:
-    """The fake hub of HUB_ROWS, huggingface_hub pointed at it (its constants: it reads the
-    environment once, at import) in the state the row's id names."""
-    import huggingface_hub.constants as constants
-
-    files = tmp_path_factory.mktemp("hub-files")
-    native = {"model_type": "llama", "architectures": ["LlamaForCausalLM"]}
-    custom = {**native, "model_type": "geosee_custom", "auto_map": {"AutoModel": "m.M"}}
-    with fake_hub() as fake:
-        for repo, config in (("org/llm", native), ("org/custom", custom)):
-            (files / repo).mkdir(parents=True)
-            (files / repo / "config.json").write_text(json.dumps(config))
-            fake.publish(repo, files / repo)
-        endpoint = fake.endpoint
-        if request.node.callspec.id.endswith("-unreachable"):
-            with socket.socket() as closed:  # a port nothing listens on once closed
-                closed.bind(("127.0.0.1", 0))
-                endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
-        monkeypatch.setattr(constants, "ENDPOINT", endpoint)
-        template = endpoint + "/{repo_id}/resolve/{revision}/{filename}"
-        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
-        offline = request.node.callspec.id.endswith("-offline")
-        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", offline)
-        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path_factory.mktemp("hf-cache")))
-        yield fake
-
-
-@pytest.mark.parametrize(("names", "argv"), [r[1:] for r in HUB_ROWS], ids=[r[0] for r in HUB_ROWS])
-def test_hub_id_bad_input_exits_2_with_one_line_and_writes_nothing(
-    hub_for_row: FakeHub,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    names: str,
-    argv: list[str],
-) -> None:
-    test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, names, argv)
-    assert not any("model.safetensors" in r for r in hub_for_row.requests)  # no weights asked
-
-
 SUBPROCESS_ROWS = _rows("""
 batch-size-0          --batch-size   evaluate E --batch-size 0
 hub-offline           HF_HUB_OFFLINE=1 evaluate --items {items_ok} --engine hf --model org/llm --out {out}
@@ -502,27 +417,6 @@ benchmark-escapes     --benchmark    summarize {dir} --benchmark ../../x
 manifest-malformed    manifest.json  evaluate --items {items} --engine oracle --model o --out {out}
 unknown-flag          --nope         report {dir} --out {out} --nope
 """)  # noqa: E501
-
-
-@pytest.mark.parametrize(
-    ("names", "argv"), [r[1:] for r in SUBPROCESS_ROWS], ids=[r[0] for r in SUBPROCESS_ROWS]
-)
-def test_real_process_exits_2_with_one_line(tmp_path: Path, names: str, argv: list[str]) -> None:
-    inputs = _inputs(tmp_path)
-    before = _tree(tmp_path)
-    result = _python_m(_argv(argv, inputs))
-    lines = result.stderr.decode().splitlines()
-    assert result.returncode == 2, result.stderr
-    assert len(lines) == 1 and names in lines[0], result.stderr
-    assert _tree(tmp_path) == before
-
-
-def test_undecodable_argv_bytes_exit_2(tmp_path: Path) -> None:
-    """Bytes that are not UTF-8 on the real command line (not a Python string)."""
-    result = _python_m(["summarize", str(tmp_path), "--benchmark", b"caf\xe9"])
-    lines = result.stderr.decode("utf-8", "replace").splitlines()
-    assert result.returncode == 2, result.stderr
-    assert len(lines) == 1 and "--benchmark" in lines[0] and "UTF-8" in lines[0], lines
 
 
 def _python_m(argv: Sequence[str | bytes]) -> subprocess.CompletedProcess[bytes]:

@@ -129,7 +129,7 @@ def test_custom_code_without_trust_is_refused(
 def test_template_that_refuses_the_system_role_is_refused_before_anything_runs(
     items: Path, tiny_llm_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.pipelines.test_preflight import NO_SYSTEM_TEMPLATE, with_template
+    from tests.pipelines.engines.prompts.test_preflight import NO_SYSTEM_TEMPLATE, with_template
 
     model = with_template(tiny_llm_dir, tmp_path / "no-system-lm", NO_SYSTEM_TEMPLATE)
     out = tmp_path / "results"

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 import pipelines.cli
+from tests.conftest import SHARED
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "geobuildbench"
+DATA = SHARED / "geobuildbench"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"GeoBuild data not found at {DATA}")
 
 # Problem 367: quadrilateral ABCD inscribed in circle O, angle AOC = 100 degrees.

@@ -1,7 +1,7 @@
 """An engine on an autoscaling cluster waits for its GPUs (saying why, within a limit)
 instead of failing at once; on a cluster that can never have them it fails at once; an hf
 GPU model never runs on the CPU unasked. Ray's side is stood in for here (the GPUs the
-cluster has, what it can grow to, the request); tests/pipelines/test_autoscaling.py runs
+cluster has, what it can grow to, the request); tests/pipelines/sweep/test_autoscaling.py runs
 the same path against Ray's own autoscaler."""
 
 from __future__ import annotations

@@ -17,27 +17,7 @@ from pipelines.noregeo.summarize import load_results
 from store.atomic import write_parquet_atomic
 from store.records import finished_keys, model_dir
 from store.shards import QUARANTINE, read_shards, shard_files
-
-
-def _rows(setup: str, start: int, n: int) -> list[dict[str, object]]:
-    """Scored result rows as the engine step hands them to the writer."""
-    return [
-        {
-            "item_id": f"N-ECL-SLT-{k:04d}",
-            "task": "N-ECL-SLT",
-            "category": "Calc",
-            "answer_type": "number",
-            "setup": setup,
-            "pair_id": None,
-            "sampling_params": {"temperature": 0.0},
-            "request_key": f"{k:064x}",
-            "generated_text": f'{{"answer": {k}}}',
-            "valid": True,
-            "correct": k % 2 == 0,
-            "sq_error": float(k),
-        }
-        for k in range(start, start + n)
-    ]
+from tests.pipelines.noregeo.result_rows import scored_rows
 
 
 @pytest.fixture
@@ -45,7 +25,7 @@ def results(tmp_path: Path) -> tuple[Path, Path, Path]:
     """(out, model dir, the one shard): 40 rows in setup=text, written by the writer."""
     out = tmp_path / "results"
     root = model_dir(out, "noregeo", "m")
-    ShardWriter(str(root), "m", "rev", "oracle")(pa.Table.from_pylist(_rows("text", 0, 40)))
+    ShardWriter(str(root), "m", "rev", "oracle")(pa.Table.from_pylist(scored_rows("text", 0, 40)))
     (shard,) = shard_files(root)
     return out, root, Path(str(shard))
 
@@ -99,7 +79,7 @@ def test_a_flipped_byte_that_still_decodes_is_quarantined_not_read(
 
 def _wrongly_typed_correct(root: Path) -> Path:
     """A valid Parquet shard whose `correct` column holds strings, beside a good one."""
-    rows = _rows("full", 100, 4)
+    rows = scored_rows("full", 100, 4)
     schema = pa.schema(
         [pa.field("correct", pa.string()) if f.name == "correct" else f for f in RESULT_SCHEMA]
     )
@@ -131,7 +111,7 @@ def test_a_shard_with_a_null_request_key_is_quarantined(
     results: tuple[Path, Path, Path],
 ) -> None:
     out, root, _ = results
-    rows = _rows("full", 200, 3)
+    rows = scored_rows("full", 200, 3)
     for row in rows:
         row.update(model="m", revision="rev", engine="oracle", sampling_params="{}")
     rows[1]["request_key"] = None

@@ -10,6 +10,7 @@ import pytest
 
 from pipelines import cli
 from pipelines.command_line.renames import MOVED_POSITIONALS, RENAMED, parse_command
+from tests.conftest import REPO
 
 # command, old flag, the argv (a whole call but for the old flag), the new names the line gives.
 ROWS = [
@@ -52,7 +53,7 @@ def _argv(template: str, tmp: Path) -> list[str]:
         "out": tmp / "out",
         "dir": tmp / "empty",
         "file": tmp / "file.txt",
-        "models": Path(__file__).resolve().parents[2] / "configs" / "models",
+        "models": REPO / "configs" / "models",
     }
     return text.format(**places).split()
 

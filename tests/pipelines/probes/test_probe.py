@@ -18,8 +18,8 @@ import yaml
 import pipelines.cli as cli
 from probes.grid import expand, load_grid, result_files
 from probes.tables import summarize
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "configs" / "probes" / "smoke.yaml"
 # Registers the commands in a child process until the lead adds them to COMMANDS.
 CHILD = textwrap.dedent(
