@@ -61,7 +61,9 @@ class Loop(Conversations):
                 # A cluster that can never hold the engine refuses at once; then the first
                 # round's requests through the processor (its sources the run's).
                 requests = self.requests(pending, by_id)
-                canary = before_rows(self.cfg, self.opts, requests)
+                # Each round builds its own processor around the resident engine
+                # (vllm_resident): only the canary's record is kept.
+                _, canary = before_rows(self.cfg, self.opts, requests)
             write_settings(self.root, self.settings())
         self._record(problems, canary)
         if pending is None:

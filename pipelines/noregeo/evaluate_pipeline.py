@@ -21,13 +21,11 @@ from pipelines.engines.prompts.requests import add_requests
 from pipelines.engines.stages.engine_stages import BASELINE_STAGES, STAGES
 from pipelines.engines.stages.options import LIGHT_CPUS, EngineStage
 from pipelines.engines.stages.placement_groups import removed_when_done
-from pipelines.engines.stages.vllm_path import before_rows
 from pipelines.noregeo.baseline_step import AnswerScoreWrite, baseline_engine, score_block
 from pipelines.noregeo.evaluate_preflight import (
     _anything_pending,
-    _canary_requests,
+    _engine_ready,
     _in_run,
-    _with_node_sources,
 )
 from pipelines.noregeo.folder_settings import (
     ITEM_PREFIX,
@@ -124,12 +122,9 @@ def evaluate(
         from pipelines.engines.session.ray_session import ensure_ray
 
         ensure_ray()
-        run = _with_node_sources(cfg, run, out)
-        if cfg.engine == "vllm":
-            # A cluster that can never hold the engine refuses at once (exit 2); then the
-            # canary on the run's own requests, before any row and before the engine loads.
-            asked = _canary_requests(files, cfg, run)
-            record["prompt_canary"] = before_rows(cfg, run.engine_options, asked)
+        run, canary = _engine_ready(files, cfg, run, out)
+        if canary is not None:
+            record["prompt_canary"] = canary
         writer = ShardWriter(
             str(root.resolve()), cfg.name, cfg.revision, cfg.engine, token=lock.token
         )

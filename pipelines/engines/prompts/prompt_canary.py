@@ -7,12 +7,13 @@ and the GPU hours are spent on a prompt the model never saw. Twelve configs have
 reachable offline, so this is checked where the run happens, on the cluster, for every vllm
 evaluate and GeoBuild run.
 
-How: the processor the run builds (`stages.build_vllm_processor`) is applied up to its
-engine stage to a few request rows per setup, as a small Ray Data pipeline with the
-processor's own preprocess and stages, plus one check stage that decodes each row's
-`tokenized_prompt` with the tokenize stage's own tokenizer and names vLLM's image
-placeholder for the model (`get_placeholder_str`, the rule vLLM's own chat parser uses):
-`canary_stage`. The checks (`failed_check`) are pure functions on the driver.
+How: the processor the run builds (`stages.vllm_path.before_rows`) is applied up to its
+engine stage to a few request rows per setup, with the processor's own preprocess and
+stages, plus one check stage that decodes each row's `tokenized_prompt` with the tokenize
+stage's own tokenizer and names vLLM's image placeholder for the model
+(`get_placeholder_str`, the rule vLLM's own chat parser uses): `stages.canary_stage`, which
+runs them. This module holds what the driver checks: the rows picked (`canary_rows`), the
+checks (`failed_check`, pure functions) and the one line a failure stops with.
 
 The sources the stages load are whatever the processor config holds: the canary reads them
 from the processor object, never from the model config, so it follows the run.

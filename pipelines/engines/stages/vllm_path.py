@@ -1,10 +1,10 @@
 """A model's vLLM path, read top to bottom in the order it runs.
 
-`evaluate` and GeoBuild's resident engines take a model config through these steps:
+`evaluate` and GeoBuild take a model config through these steps:
 
 1. Sources for the nodes. On one node the stages and the engine load the local files; on a
    cluster of several nodes `node_sources.node_sources` mirrors every folder they load to
-   the results store first (the caller does it before the canary: `EngineOptions.sources`).
+   the results store first (the caller does, before the canary: `EngineOptions.sources`).
 2. Tokenizer and chat template: where the CPU stages load them and the tokenize stage's copy
    that adds no special tokens (`vllm_config.tokenizer_source`, `tokenize_stage_source`,
    `prompts.plain_tokenizer`).
@@ -16,15 +16,21 @@
    chat-template and tokenize stages chained in one actor (`chained_stage`), and on several
    nodes the prepare-multimodal stage downloading its source first (`node_stages`).
 6. The canary: the processor's stages up to its engine on a few of the run's rows
-   (`canary_stage`; its checks in `prompts.prompt_canary`).
-7. The stage: the GPUs waited for (`gpus.check_gpus`), the processor applied to the
-   dataset, failed rows given our columns.
+   (`canary_stage`; its checks in `prompts.prompt_canary`), before the engine loads.
+7. The stage: the processor applied to the dataset, failed rows given our columns
+   (`vllm_rows`).
 
-Each step is a call here; the modules named hold how.
+Each step is one call here, in this order; the modules named hold how. `before_rows` is
+steps 2-6 on a run's driver (GPUs first, `gpus.check_gpus`: a cluster that can never hold
+the engine refuses before anything loads) and hands the checked processor on in the
+options; `vllm_stage` is step 7 with it (or steps 2-5 and 7, given none). The modules that
+import Ray's LLM package or the mirror's store are imported where they are called, so
+importing this one (every `evaluate` does) stays light.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,12 +43,17 @@ from pipelines.engines.stages.placement_groups import use_strict_pack
 from pipelines.engines.stages.vllm_rows import keep_asked, normalise_engine_errors, vllm_postprocess
 
 
-def before_rows(cfg: ModelConfig, opts: EngineOptions, rows: Iterable[dict[str, Any]]) -> Any:
+def before_rows(
+    cfg: ModelConfig, opts: EngineOptions, rows: Iterable[dict[str, Any]]
+) -> tuple[EngineOptions, dict[str, Any]]:
     """Steps 2-6 on the driver, before any row: the GPUs the run's engines need (waited for,
-    or NoGPUError at once), then the processor the run builds, checked by the canary on
-    `rows` (request rows of the run). The canary's record, for the run record."""
+    or NoGPUError at once), the processor built once, and the canary on `rows` (request rows
+    of the run) through it. The options holding that processor (`vllm_stage` runs it), and
+    the canary's record for the run record."""
     check_gpus(cfg, replicas=opts.pool_size)
-    return check_model_prompts(cfg, opts, rows)
+    processor = build_vllm_processor(cfg, opts)
+    record = run_canary_on(processor, cfg, opts, rows)
+    return dataclasses.replace(opts, processor=processor), record
 
 
 def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
@@ -108,18 +119,28 @@ def engine_stage_of(processor: Any) -> Any:
 def check_model_prompts(
     cfg: ModelConfig, opts: EngineOptions, rows: Iterable[dict[str, Any]]
 ) -> dict[str, Any]:
-    """Step 6: the canary of a vllm run on the processor `build_vllm_processor` builds for
-    the run (the same builder, config and options, so the same sources and stages). On one
-    node (no remote sources) the stages run here, in the driver, beside where their actors
-    would (canary_stage.render_here); on several, in actors placed as the run's."""
+    """Step 6 alone: the canary on the processor `build_vllm_processor` builds for these
+    options (the same builder, config and options as the run's, so the same sources and
+    stages); its record."""
+    return run_canary_on(build_vllm_processor(cfg, opts), cfg, opts, rows)
+
+
+def run_canary_on(
+    processor: Any, cfg: ModelConfig, opts: EngineOptions, rows: Iterable[dict[str, Any]]
+) -> dict[str, Any]:
+    """Step 6: the canary through `processor`. On one node (no remote sources) its stages
+    run here, in the driver, beside where their actors would (canary_stage.render_here); on
+    several, in actors placed as the run's."""
     from pipelines.engines.stages.canary_stage import run_canary
 
-    processor = build_vllm_processor(cfg, opts)
     return run_canary(processor, cfg, rows, here=opts.sources is None)
 
 
 def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
-    """Step 7: the vllm engine on the dataset: Ray's processor and our error column."""
-    check_gpus(cfg)
-    processor = build_vllm_processor(cfg, opts)
+    """Step 7: the vllm engine on the dataset: Ray's processor (the one `before_rows`
+    checked, else one built here once the GPUs are there) and our error column."""
+    processor = opts.processor
+    if processor is None:
+        check_gpus(cfg)
+        processor = build_vllm_processor(cfg, opts)
     return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
