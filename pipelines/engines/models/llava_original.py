@@ -29,6 +29,7 @@ from typing import Any
 from store.errors import UsageError
 
 LAYOUT = "llava-original"
+CONVERTED_SUFFIX = "+llava-hf"  # a converted hub checkpoint's mirror: <repo>@<commit>+llava-hf
 ARCHITECTURE = "LlavaLlamaForCausalLM"
 # LLaVA's own config class says llava_llama; G-LLaVA and Math-LLaVA's forks say llava.
 MODEL_TYPES = ("llava_llama", "llava")
