@@ -25,8 +25,8 @@ import polars as pl
 import pytest
 
 from pipelines.cli import main
-from pipelines.noregeo.summarize import load_results
 from pipelines.engines.models import llava_convert
+from pipelines.noregeo.summarize import load_results
 from tests.tiny_llava_original import build_llava_original
 from tests.tiny_vlms import BUILDERS, IMAGE_TOKEN, expected_image_tokens
 

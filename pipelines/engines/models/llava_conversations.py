@@ -9,8 +9,8 @@ use the `SeparatorStyle.TWO` rule (LLaVA `conversation.py:32-107`):
 
 and an answered turn `"ASSISTANT: " + answer + sep2`, `sep2` being the tokenizer's EOS
 (`</s>` for Vicuna, `<｜end▁of▁sentence｜>` for DeepSeek: `conv_llava_dpsk`, MultiMath
-`llava/conversation.py:337-347`). `<image>\\n` goes before the question as the eval scripts put it (LLaVA
-`llava/eval/model_vqa_loader.py:43-46`). The BOS the original tokenizer adds
+`llava/conversation.py:337-347`). `<image>\\n` goes before the question as the eval scripts
+put it (LLaVA `llava/eval/model_vqa_loader.py:43-46`). The BOS the original tokenizer adds
 (`tokenizer_image_token`, `add_special_tokens=True`) is written by the template, because
 Ray's tokenize stage encodes the rendered prompt adding no special tokens
 (pipelines/engines/prompts/plain_tokenizer.py).

@@ -31,10 +31,10 @@ from pipelines.engines.models.llava_original import (
     TEXT_FIELDS,
     LayoutError,
     Plan,
-    _tower_name,
     load_tensors,
     plan,
     renamed,
+    tower_name,
 )
 from pipelines.engines.models.model_schema import ModelConfig
 
@@ -187,7 +187,7 @@ def _weights(p: Plan, out: Path, rows: int) -> dict[str, str]:
     tower: dict[str, Any] = {}
     for path in p.tower_weights:
         for key, tensor in load_tensors(path).items():
-            name = _tower_name(key)
+            name = tower_name(key)
             if name is not None:
                 tower[name] = tensor
     _save(save_file, tower, out, total, total, weight_map)

@@ -19,12 +19,9 @@ leaves nothing a later run would load (it converts again).
 from __future__ import annotations
 
 import json
-import logging
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from store.errors import UsageError
 
@@ -92,7 +89,8 @@ IMAGE_FIELDS = (
     "image_std",
     "do_convert_rgb",
 )
-log = logging.getLogger(__name__)
+# What llava-hf calls mm_vision_select_feature 'patch' (CLS dropped) and 'cls_patch'.
+Strategy = Literal["default", "full"]
 
 
 class LayoutError(UsageError):
@@ -121,7 +119,7 @@ class Plan:
     vision_config: dict[str, Any]
     image_processor: dict[str, Any]
     select_layer: int
-    strategy: str  # llava-hf's vision_feature_select_strategy
+    strategy: Strategy  # llava-hf's vision_feature_select_strategy
     do_pad: bool
     conversation: str
 
@@ -203,7 +201,7 @@ def renamed(key: str) -> str | None:
     )
 
 
-def _tower_name(key: str) -> str | None:
+def tower_name(key: str) -> str | None:
     """The llava-hf name of a CLIP tower tensor: the hub's `vision_model.*` (a CLIPModel's
     text half and projections are not the tower), or transformers 5's bare names."""
     if key.startswith("vision_model."):
@@ -220,7 +218,7 @@ def _need(config: dict[str, Any], key: str, kind: type, folder: Path) -> Any:
     return value
 
 
-def _check_flags(config: dict[str, Any], folder: Path) -> tuple[int, str, bool]:
+def _check_flags(config: dict[str, Any], folder: Path) -> tuple[int, Strategy, bool]:
     """The multimodal keys a LLaVA-1.5 checkpoint sets, each checked against what the
     llava-hf layout can express: (select layer, feature strategy, pad)."""
     where = folder / "config.json"
@@ -245,7 +243,7 @@ def _check_flags(config: dict[str, Any], folder: Path) -> tuple[int, str, bool]:
             )
     layer = _need(config, "mm_vision_select_layer", int, folder)
     feature = config.get("mm_vision_select_feature", "patch")  # train.py:56-76's default
-    strategies = {"patch": "default", "cls_patch": "full"}
+    strategies: dict[str, Strategy] = {"patch": "default", "cls_patch": "full"}
     if feature not in strategies:
         raise LayoutError(f"{where}: mm_vision_select_feature {feature!r} is not patch/cls_patch")
     # mm_utils.process_images: expand2square only for 'pad'; else CLIP's resize and crop.
@@ -330,7 +328,8 @@ def plan(
         )
     if not -(depth + 1) <= layer <= depth:  # hidden_states holds the embeddings + each layer
         raise LayoutError(
-            f"{folder}: mm_vision_select_layer {layer} is outside the {depth} layers of {tower_path}"
+            f"{folder}: mm_vision_select_layer {layer} is outside the {depth} layers of "
+            f"{tower_path}"
         )
     weights = weight_files(folder)
     shapes = _shapes(weights)
@@ -352,7 +351,7 @@ def plan(
                 f"vocab_size {vocab})"
             )
     tower_weights = weight_files(tower_path)
-    if not any(_tower_name(k) for k in _shapes(tower_weights)):
+    if not any(tower_name(k) for k in _shapes(tower_weights)):
         raise LayoutError(f"vision tower {tower_path}: its weights hold no CLIP vision model")
     if conversation is None:
         conversation = default_conversation(_eos_token(folder))

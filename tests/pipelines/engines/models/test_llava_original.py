@@ -20,12 +20,10 @@ from typing import Any
 
 import pytest
 
-from pipelines.cli import main
 from pipelines.engines.models import llava_convert
 from pipelines.engines.models.llava_conversations import VICUNA_SYSTEM
 from pipelines.engines.models.llava_original import RECORD
-from pipelines.engines.models.model_resolution import resolve_model
-from tests.tiny_llava_original import HIDDEN, TOWER_WIDTH, build_llava_original
+from tests.tiny_llava_original import build_llava_original
 
 QUESTION = "Are the points A=(1,2), B=(2,4) and C=(3,6) collinear?"
 
