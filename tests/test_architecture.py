@@ -339,7 +339,9 @@ def test_the_structure_checks_can_fail(tmp_path: Path, monkeypatch: pytest.Monke
     assert loose_engine_modules() == ["loose.py"]
     crossing = [p for path in files for p in engine_violations(path)]
     assert len(crossing) == 2, crossing
-    assert "engines/prompts) imports pipelines.engines.stages (engines/stages)" in crossing[1], crossing
+    assert "engines/prompts) imports pipelines.engines.stages (engines/stages)" in crossing[1], (
+        crossing
+    )
     assert "engines/models) imports pipelines.engines.session" in crossing[0], crossing
     assert too_long(tmp_path / "pipelines/long.py") == (
         f"pipelines/long.py: {MAX_LINES + 1} lines, no '{ONE_FILE_MARKER}' in its docstring"
