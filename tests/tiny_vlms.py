@@ -56,7 +56,13 @@ IDEFICS_SPECIAL = [
 LLAVA_IMAGE, LLAVA_PATCH = 56, 14
 LLAVA_SPECIAL = ["<s>", "</s>", "<image>", "<pad>"]
 
-IMAGE_TOKEN = {"qwen2-vl": "<|image_pad|>", "idefics3": "<image>", "llava-1.5": "<image>"}
+IMAGE_TOKEN = {
+    "qwen2-vl": "<|image_pad|>",
+    "idefics3": "<image>",
+    "llava-1.5": "<image>",
+    # tests/tiny_llava_original.py, converted: the conversion adds `<image>` to its tokenizer.
+    "llava-original": "<image>",
+}
 
 
 def _token_ids(tokenizer: Any, tokens: list[str]) -> dict[str, int]:
@@ -316,7 +322,8 @@ def expected_image_tokens(family: str, width: int, height: int) -> int:
         per_tile = (IDEFICS_TILE // IDEFICS_PATCH) ** 2 // IDEFICS_SHUFFLE**2
         # The split tiles, then one global tile (no split when the image fits one tile).
         return (tiles + 1 if tiles > 1 else 1) * per_tile
-    if family == "llava-1.5":
-        # Resize and centre-crop to one square: the count does not depend on the image.
+    if family in ("llava-1.5", "llava-original"):
+        # Resize and centre-crop to one square (the original layout pads to a square first):
+        # the count does not depend on the image.
         return (LLAVA_IMAGE // LLAVA_PATCH) ** 2
     raise ValueError(f"unknown family {family!r}")

@@ -43,6 +43,12 @@ ARCHITECTURES = {
     "meta-llama/Llama-3.1-8B-Instruct": "LlamaForCausalLM",
     "meta-llama/Llama-3.1-70B-Instruct": "LlamaForCausalLM",
     "llava-hf/llava-1.5-7b-hf": "LlavaForConditionalGeneration",
+    # Original-layout LlavaLlamaForCausalLM checkpoints: what vLLM loads is their llava-hf
+    # conversion (pipelines/engines/models/llava_convert.py).
+    "renjiepi/G-LLaVA-7B": "LlavaForConditionalGeneration",
+    "renjiepi/G-LLaVA-13B": "LlavaForConditionalGeneration",
+    "Zhiqiang007/Math-LLaVA": "LlavaForConditionalGeneration",
+    "pengshuai-rin/multimath-7b-llava-v1.5": "LlavaForConditionalGeneration",
     "llava-hf/llava-onevision-qwen2-7b-ov-hf": "LlavaOnevisionForConditionalGeneration",
     # The HF-format Pixtral: a Llava model whose vision tower is Pixtral's (llava.py -> pixtral.py).
     "mistral-community/pixtral-12b": "LlavaForConditionalGeneration",

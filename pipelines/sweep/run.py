@@ -172,11 +172,14 @@ def _run_model(
     """Body of one model's Ray task: wait for its GPUs, then evaluate (and GeoBuild)."""
     import ray
 
+    from pipelines.engines.models.llava_convert import prepare
     from pipelines.engines.stages.gpus import cluster_gpus
     from pipelines.noregeo.evaluate_pipeline import evaluate
 
     ray.data.DataContext.get_current().enable_progress_bars = False  # the driver shows progress
     model = ModelConfig.model_validate(cfg)
+    # An original-layout LLaVA is converted to llava-hf once, on the node that mirrors it.
+    model = prepare(model)
     # Every replica's GPUs, as the engine stage's own check counts them: that check then
     # finds them present and leaves the sweep's request to the autoscaler alone.
     need = model.gpus * int(opts.get("pool_size", 1))

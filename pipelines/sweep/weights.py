@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from pipelines.engines.models.llava_original import CONVERTED_SUFFIX, LAYOUT
 from pipelines.engines.models.model_schema import ModelConfig
 from store.storage import Location
 from store.yaml_file import YAMLBoundError, load_bounded
@@ -70,9 +71,10 @@ class NodeCache:
     medium: str  # "NVMe instance store ..." or "root volume ..."
 
 
-def mirror_location(repo: str, revision: str, results: Location | None) -> str:
-    """`RESULTS/.models/<repo>@<revision>/` (RESULTS spelled out when the root is unknown)."""
-    leaf = f"{repo}@{revision}"
+def mirror_location(repo: str, revision: str, results: Location | None, suffix: str = "") -> str:
+    """`RESULTS/.models/<repo>@<revision><suffix>/` (RESULTS spelled out when the root is
+    unknown)."""
+    leaf = f"{repo}@{revision}{suffix}"
     if results is None:
         return f"RESULTS/{MIRRORS}/{leaf}/"
     return f"{results / MIRRORS / leaf}/"
@@ -83,12 +85,17 @@ def model_weights(cfg: ModelConfig, results: Location | None = None) -> Weights 
     if not cfg.gpus or not cfg.params_b:
         return None
     per_param = BYTES_PER_PARAM.get(cfg.dtype, 2)
+    source, suffix = f"hf://{cfg.repo}@{cfg.revision}", ""
+    if cfg.layout == LAYOUT:  # the checkpoint and its tower, converted into one mirror
+        tower = cfg.vision_tower or "mm_vision_tower"
+        source += f"+hf://{tower}@{cfg.vision_tower_revision or 'main'}"
+        suffix = CONVERTED_SUFFIX
     return Weights(
         name=cfg.name,
         bytes=cfg.params_b * 1e9 * per_param,
         gpus=cfg.gpus,
-        source=f"hf://{cfg.repo}@{cfg.revision}",
-        mirror=mirror_location(cfg.repo, cfg.revision, results),
+        source=source,
+        mirror=mirror_location(cfg.repo, cfg.revision, results, suffix),
     )
 
 
@@ -185,6 +192,11 @@ def print_weights(
     print(f"all {len(weights)} GPU models: {total / GB:.0f} GB mirrored once "
           f"({total / MIRROR_BYTES_PER_S / 3600:.1f} h); each node reads only the models it "
           "runs", file=out)  # fmt: skip
+    converted = [c.name for c in configs if c.layout == LAYOUT and c.gpus and c.params_b]
+    if converted:
+        print(f"converted once to the llava-hf layout before mirroring (original-layout LLaVA "
+              f"checkpoint + its vision tower; bytes above: the LM's): {', '.join(converted)}",
+              file=out)  # fmt: skip
     for _, cache in sorted(caches.items()):
         print(cache_verdict(cache, weights), file=out)
     print(f"transfer assumptions: {ASSUMPTIONS}", file=out)

@@ -141,6 +141,11 @@ def no_template(cfg: ModelConfig) -> str | None:
         return "baseline: no model"
     if cfg.build_tiny:
         return "tiny model of ours: its template is tests/actors/test_hf_engine.py's subject"
+    if cfg.layout == "llava-original":
+        # No hub file holds it: the conversion writes LLaVA's conversation as the template
+        # (llava_conversations), rendered against conversation.py's rule in
+        # tests/pipelines/engines/models/test_llava_original.py and run in test_vlm_vllm.py.
+        return "original-layout LLaVA: the conversion writes its conversation as the template"
     return None
 
 

@@ -1,6 +1,8 @@
-"""Tiny random image-text models of three families (Qwen2-VL; Idefics3, SmolVLM's
-architecture; Llava-1.5) through `evaluate --engine vllm`: the project's own vllm stage on
-vLLM's CPU build.
+"""Tiny random image-text models of four families (Qwen2-VL; Idefics3, SmolVLM's
+architecture; Llava-1.5; an original-layout LLaVA-1.5 checkpoint as G-LLaVA publishes it,
+given as its folder and converted by `evaluate` itself, with its vicuna_v1 conversation as the
+chat template) through `evaluate --engine vllm`: the project's own vllm stage on vLLM's CPU
+build.
 
 One engine load per family (a module-scoped run): 5 tasks x 2 items in the text, dotted and
 full setups. Per row, the prompt token ids vLLM received (Ray's `prompt_token_ids`, kept by a
@@ -23,10 +25,14 @@ import polars as pl
 import pytest
 
 from pipelines.cli import main
+from pipelines.engines.models import llava_convert
 from pipelines.noregeo.summarize import load_results
+from tests.tiny_llava_original import build_llava_original
 from tests.tiny_vlms import BUILDERS, IMAGE_TOKEN, expected_image_tokens
 
-# Three engine loads of 60-90 s each on an idle 2-core machine, several minutes when busy.
+FAMILIES: dict[str, Callable[[Path], Path]] = {**BUILDERS, "llava-original": build_llava_original}
+
+# Four engine loads of 60-90 s each on an idle 2-core machine, several minutes when busy.
 pytestmark = pytest.mark.timeout(2400)
 
 # One task of each answer type and category mix (choice, number, point).
@@ -54,7 +60,15 @@ def _keep_prompt_ids(ids_dir: Path) -> Callable[..., Any]:
     return wrapped
 
 
-@pytest.fixture(scope="module", params=sorted(BUILDERS))
+def _loadable(family: str, model: Path) -> Path:
+    """The folder the engines load: the original layout's conversion (cached: made already
+    by `evaluate` when it ran first), else the folder as built."""
+    if family != "llava-original":
+        return model
+    return llava_convert.converted_folder(model, str(model))
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
 def family_run(
     request: pytest.FixtureRequest,
     vllm_ray: Any,
@@ -65,14 +79,17 @@ def family_run(
     from pipelines.engines.stages import vllm_path
 
     family = request.param
-    model = BUILDERS[family](tmp_path_factory.mktemp(family))
+    model = FAMILIES[family](tmp_path_factory.mktemp(family))
+    converted = tmp_path_factory.mktemp(f"{family}_converted")
     ids_dir = tmp_path_factory.mktemp(f"{family}_ids")
     out = tmp_path_factory.mktemp(f"{family}_out")
     args = ["evaluate", "--items", str(few_items), "--engine", "vllm", "--model", str(model)]
     args += ["--tasks", ",".join(TASKS), "--setups", "text,dotted,full"]
     with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(llava_convert.CACHE_ENV, str(converted))
         patch.setattr(vllm_path, "vllm_postprocess", _keep_prompt_ids(ids_dir))
         assert main([*args, "--max-tokens", "48", "--out", str(out)]) == 0
+        model = _loadable(family, model)
     # Every vllm evaluate first checks its prompts (pipelines.engines.prompts.prompt_canary): the
     # family's real template passed, one placeholder per image by vLLM's rule.
     (record,) = out.glob("noregeo/model=*/runs/*.json")
@@ -131,14 +148,19 @@ def test_vllm_got_the_question_and_the_image_placeholders(family_run: Any, few_i
 SIZES = [(128, 128), (32, 32), (448, 448), (100, 60), (97, 131), (200, 50)]
 
 
-@pytest.mark.parametrize("family", sorted(BUILDERS))
-def test_placeholder_rule_matches_the_families_processor(family: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_placeholder_rule_matches_the_families_processor(
+    family: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`expected_image_tokens` agrees with transformers' processor of the family (the real
     artifact vLLM calls) on sizes that take each branch of its resize rule."""
     from PIL import Image
     from transformers import AutoProcessor
 
-    processor = AutoProcessor.from_pretrained(BUILDERS[family](tmp_path))
+    monkeypatch.setenv(llava_convert.CACHE_ENV, str(tmp_path / "converted"))
+    processor = AutoProcessor.from_pretrained(
+        _loadable(family, FAMILIES[family](tmp_path / "model"))
+    )
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "q"}]}]
     text = processor.apply_chat_template(messages, add_generation_prompt=True)
     image_id = processor.tokenizer.convert_tokens_to_ids(IMAGE_TOKEN[family])

@@ -13,6 +13,7 @@ from geometry.item import SETUPS
 from pipelines.engines.models import checkpoint_files
 from pipelines.engines.models.hub_model import HubError, HubId, download, fetch_config
 from pipelines.engines.models.hub_model import resolve_commit as resolve_hub_commit
+from pipelines.engines.models.llava_original import LAYOUT, is_original_llava
 from pipelines.engines.models.model_fields import Weights
 from pipelines.engines.models.model_schema import ModelConfig, ModelConfigError
 
@@ -83,6 +84,46 @@ def hub_config(
         folder = download(wanted, commit)
     except HubError as err:
         raise ModelConfigError(f"--model {err}") from err
+    if is_original_llava(config):
+        origin = f"{wanted.repo}@{commit.commit}"
+        return _converted_config(
+            engine, wanted.repo, wanted.repo, commit.commit, folder, origin, trust_remote_code
+        )
     return checkpoint_config(
         engine, wanted.repo, wanted.repo, commit.commit, config, trust_remote_code, folder
     )
+
+
+def original_llava_config(
+    engine: str, folder: Path, revision: str, trust_remote_code: bool
+) -> ModelConfig:
+    """The config of a local original-layout LLaVA checkpoint (`--model FOLDER`): converted
+    to llava-hf in the cache (pipelines/engines/models/llava_convert.py), run from there."""
+    return _converted_config(
+        engine,
+        folder.name,
+        str(folder.resolve()),
+        revision,
+        folder,
+        str(folder.resolve()),
+        trust_remote_code,
+    )
+
+
+def _converted_config(
+    engine: str,
+    name: str,
+    repo: str,
+    revision: str,
+    folder: Path,
+    origin: str,
+    trust_remote_code: bool,
+) -> ModelConfig:
+    from pipelines.engines.models.llava_convert import converted_folder
+
+    converted = converted_folder(folder, origin)
+    config = json.loads((converted / "config.json").read_text(encoding="utf-8"))
+    cfg = checkpoint_config(
+        engine, name, repo, revision, config, trust_remote_code, snapshot=converted
+    )
+    return cfg.model_copy(update={"layout": LAYOUT})

@@ -14,6 +14,8 @@ TinyKind = Literal["llm", "vlm"]
 # the tiny test models, whose answers are noise by design), or no weights at all (`none`:
 # the answer baselines). The report marks the random-weight rows.
 Weights = Literal["real", "random", "none"]
+# Checkpoint layouts: transformers' own, or haotian-liu/LLaVA's original (converted before a run).
+Layout = Literal["hf", "llava-original"]
 # vLLM's two chat-template content formats (ChatTemplateContentFormat), as Ray 2.60's
 # prepare-multimodal stage takes them.
 ContentFormat = Literal["string", "openai"]

@@ -3,7 +3,9 @@
 
 `--model` names, in this order of precedence: a config (file stem or YAML path); for the
 `hf` and `vllm` engines a local checkpoint directory, then a hub id `ORG/NAME[@REVISION]`
-(pipelines/engines/models/hub_model.py), whose config is built from the model's own files; for
+(pipelines/engines/models/hub_model.py), whose config is built from the model's own files (an
+original-layout LLaVA checkpoint, or a config with `layout: llava-original`, is converted to
+llava-hf first: llava_convert.py); for
 baselines, any plain name. A model that is none of these is a usage error, and so is a
 config of another kind of engine (`--engine random --model oracle` would store random
 answers as the oracle's): a baseline's config goes with that baseline only, an API
@@ -23,7 +25,11 @@ from pydantic import ValidationError
 
 from geometry.item import SETUPS
 from pipelines.command_line.args import name_text
-from pipelines.engines.models.config_from_checkpoint import checkpoint_config, hub_config
+from pipelines.engines.models.config_from_checkpoint import (
+    checkpoint_config,
+    hub_config,
+    original_llava_config,
+)
 from pipelines.engines.models.config_yaml import CONFIG_DIR, load_config
 from pipelines.engines.models.engine_kinds import (
     BASELINES,
@@ -32,6 +38,8 @@ from pipelines.engines.models.engine_kinds import (
     ENGINES,
 )
 from pipelines.engines.models.hub_model import parse_hub_id
+from pipelines.engines.models.llava_convert import prepare
+from pipelines.engines.models.llava_original import is_original_llava
 from pipelines.engines.models.local_builds import MissingBuildError, local_repo
 from pipelines.engines.models.model_schema import ModelConfig, ModelConfigError
 from pipelines.terminal.suggest import did_you_mean
@@ -110,15 +118,18 @@ def _resolve_model(
                 update["repo"] = local_repo(cfg.name, cfg.repo, cfg.repo_env, cfg.build_tiny)
             except MissingBuildError as err:
                 raise ModelConfigError(str(err)) from err
-        return cfg.model_copy(update=update)
+        return prepare(cfg.model_copy(update=update))
     local = Path(model)
     if engine in CHECKPOINT_ENGINES and (local / "config.json").is_file():
+        config = _read_config(local)
+        if is_original_llava(config):
+            return original_llava_config(engine, local, revision or "local", trust_remote_code)
         return checkpoint_config(
             engine,
             local.name,
             str(local.resolve()),
             revision or "local",
-            _read_config(local),
+            config,
             trust_remote_code,
         )
     hub_id = parse_hub_id(model) if engine in CHECKPOINT_ENGINES else None

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from actors.http_reply import DEFAULT_DEADLINE_S
 from geometry.item import IMAGE_SETUPS
 from pipelines.engines.models.engine_kinds import BASELINES, Engine
+from pipelines.engines.models.llava_conversations import CONVERSATIONS
 from pipelines.engines.models.model_fields import (
     MAX_GPUS,
     MAX_IMAGES,
@@ -24,6 +25,7 @@ from pipelines.engines.models.model_fields import (
     REASONING_END,
     REASONING_PARSERS,
     ContentFormat,
+    Layout,
     Modality,
     SetupName,
     TinyKind,
@@ -194,6 +196,28 @@ class ModelConfig(BaseModel):
         description="Tiny random model the sweep builds offline when repo_env is unset "
         "(local test entries only).",
     )
+    layout: Layout = Field(
+        "hf",
+        description="Checkpoint layout: hf (what transformers and vLLM load), or "
+        "llava-original (haotian-liu/LLaVA's LlavaLlamaForCausalLM, converted once to "
+        "llava-hf before a run: pipelines/engines/models/llava_convert.py).",
+    )
+    conversation: str | None = Field(
+        None,
+        description="llava-original: the LLaVA conversation template the converted "
+        "checkpoint's chat template renders (vicuna_v1, llava_v1, dpsk); None: dpsk for a "
+        "DeepSeek tokenizer, else vicuna_v1.",
+    )
+    vision_tower: str | None = Field(
+        None,
+        description="llava-original: the CLIP tower's hub id or folder; None: the "
+        "checkpoint's own mm_vision_tower.",
+    )
+    vision_tower_revision: str | None = Field(
+        None,
+        description="llava-original: hub revision (commit) of the vision tower; None: its "
+        "default branch.",
+    )
     weights: Weights = Field(
         "real",
         description="real (pretrained), random (tiny test models: answers are noise) or "
@@ -220,9 +244,25 @@ class ModelConfig(BaseModel):
             )
         return value
 
+    @field_validator("conversation")
+    @classmethod
+    def _known_conversation(cls, value: str | None) -> str | None:
+        if value is not None and value not in CONVERSATIONS:
+            raise ValueError(
+                f"unknown LLaVA conversation {value!r}; known: {', '.join(CONVERSATIONS)}"
+            )
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> ModelConfig:
         """Combinations that cannot run are errors at load time, not hours into a sweep."""
+        if self.layout != "llava-original" and (
+            self.conversation or self.vision_tower or self.vision_tower_revision
+        ):
+            raise ValueError(
+                "layout: conversation, vision_tower and vision_tower_revision apply to "
+                "layout: llava-original only"
+            )
         if self.modality == "text" and any(s in IMAGE_SETUPS for s in self.setups):
             raise ValueError("setups: a text-only model can only run the text setup")
         if not self.setups:

@@ -18,6 +18,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipelines.engines.models.llava_original import CONVERTED_SUFFIX, LAYOUT
 from pipelines.engines.models.model_revisions import hub_revision
 from pipelines.engines.models.model_schema import ModelConfig
 from store.errors import UsageError
@@ -93,10 +94,12 @@ def model_folder(cfg: ModelConfig) -> tuple[Path, bool]:
 
 
 def mirror_key(cfg: ModelConfig, manifest: list[MirroredFile]) -> str:
-    """`<org>/<name>@<commit>` for a hub model at a commit, else `local/<name>@<digest>`."""
+    """`<org>/<name>@<commit>` for a hub model at a commit (`+llava-hf` once converted from the
+    original LLaVA layout), else `local/<name>@<digest>`."""
     revision = hub_revision(cfg.revision)
-    if not Path(cfg.source).is_dir() and revision:
-        key = f"{cfg.repo}@{revision}"
+    converted = cfg.layout == LAYOUT  # a hub checkpoint converted here (llava_convert)
+    if revision and (converted or not Path(cfg.source).is_dir()):
+        key = f"{cfg.repo}@{revision}" + (CONVERTED_SUFFIX if converted else "")
     else:
         key = f"local/{cfg.name}@{manifest_digest(manifest)[:16]}"
     return key + ("+fix-mistral-regex" if cfg.fix_mistral_regex else "")

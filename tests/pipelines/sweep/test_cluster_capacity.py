@@ -139,9 +139,19 @@ def test_dry_run_prints_bytes_mirrored_once_and_read_per_node_with_the_mirror(
         assert float(node_gb) == pytest.approx(size / 1e9, abs=0.051), cfg.name
         assert float(mirror_min) == pytest.approx(size / MIRROR_BYTES_PER_S / 60, abs=0.051)
         assert float(node_min) == pytest.approx(size / NODE_READ_BYTES_PER_S / 60, abs=0.051)
-        assert (source, arrow) == (f"hf://{cfg.repo}@{cfg.revision}", "->")
+        hub = f"hf://{cfg.repo}@{cfg.revision}"
+        if cfg.layout == "llava-original":  # the checkpoint and its tower, converted
+            tower = f"hf://{cfg.vision_tower}@{cfg.vision_tower_revision or 'main'}"
+            assert (source, arrow) == (f"{hub}+{tower}", "->"), cfg.name
+            assert mirror == f"{out}/.models/{cfg.repo}@{cfg.revision}+llava-hf/"
+            continue
+        assert (source, arrow) == (hub, "->")
         assert mirror == f"{out}/.models/{cfg.repo}@{cfg.revision}/"
     assert len(rows) == len(gpu)
+    converted = sorted(c.name for c in gpu if c.layout == "llava-original")
+    assert len(converted) == 4  # G-LLaVA 7B/13B, Math-LLaVA, MultiMath
+    (line,) = [t for t in text.splitlines() if t.startswith("converted once to the llava-hf")]
+    assert sorted(line.rsplit(": ", 1)[1].split(", ")) == converted
     hours = total / MIRROR_BYTES_PER_S / 3600
     assert f"all {len(gpu)} GPU models: {total / 1e9:.0f} GB mirrored once ({hours:.1f} h)" in text
     # An S3 results root names the bucket's mirror (a dry run would ask S3 for the bucket).

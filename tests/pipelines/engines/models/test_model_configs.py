@@ -176,6 +176,9 @@ def test_a_thinking_config_marked_paper_is_refused_in_one_line(
 def test_blocked_models_say_why(configs) -> None:
     blocked = {c.name: c.blocked for c in configs if c.blocked}
     assert "vision LoRA" in (blocked.get("phi-4-multimodal-instruct") or "")
+    # Each reason says what is missing and what would unblock it (docs/engines.md).
+    for name in ("ursa-8b", "llava-mini-llama-3.1-8b", "phi-4-multimodal-instruct"):
+        assert "Unblock" in (blocked.get(name) or ""), name
     pixtral = next(c for c in configs if c.name == "pixtral-12b")
     # The HF-format repo: Ray's chat-template/tokenize stages need HF tokenizer files.
     assert pixtral.repo == "mistral-community/pixtral-12b" and not pixtral.blocked
@@ -245,3 +248,35 @@ def test_api_models_send_the_snapshot_they_record() -> None:
         assert cfg.revision.startswith(cfg.repo + "-20"), cfg.name
     unpinned = api[0].model_copy(update={"revision": "main"})
     assert api_model(unpinned) == unpinned.repo
+
+
+# The original-layout LLaVA-1.5 models (haotian-liu/LLaVA's LlavaLlamaForCausalLM), converted
+# to llava-hf before a run (pipelines/engines/models/llava_convert.py), with the conversation
+# each was trained or evaluated with (docs/engines.md, "Original-layout LLaVA models").
+ORIGINAL_LLAVA = {
+    "g-llava-7b": "vicuna_v1",
+    "g-llava-13b": "vicuna_v1",
+    "math-llava-13b": "vicuna_v1",
+    "multimath-7b-llava-v1.5": "dpsk",
+}
+
+
+def test_original_layout_llava_models_run_through_the_conversion(configs) -> None:
+    by_name = {c.name: c for c in configs}
+    for name, conversation in ORIGINAL_LLAVA.items():
+        cfg = by_name[name]
+        assert not cfg.blocked and cfg.layout == "llava-original", name
+        assert cfg.conversation == conversation and cfg.engine == "vllm", name
+        assert cfg.vision_tower == "openai/clip-vit-large-patch14-336", name
+    # No other config claims the original layout.
+    assert {c.name for c in configs if c.layout == "llava-original"} == set(ORIGINAL_LLAVA)
+
+
+def test_conversion_fields_need_the_original_layout(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text("name: m\nrepo: org/m\nconversation: vicuna_v1\n")
+    with pytest.raises(ModelConfigError, match="llava-original"):
+        load_config(path)
+    path.write_text("name: m\nrepo: org/m\nlayout: llava-original\nconversation: vicuna_v9\n")
+    with pytest.raises(ModelConfigError, match="conversation"):
+        load_config(path)

@@ -133,3 +133,16 @@ def test_local_results_on_several_nodes_are_refused_before_anything_is_written(
     assert code == 2
     assert len(err) == 1 and "several nodes" in err[0] and str(out) in err[0], err
     assert not out.exists() or not any(out.rglob("*"))
+
+
+def test_a_converted_hub_checkpoint_is_mirrored_under_its_commit_and_the_conversion(
+    tmp_path: Path,
+) -> None:
+    """An original-layout LLaVA at a pinned commit is mirrored from its converted folder
+    under `<repo>@<commit>+llava-hf` (what the sweep's dry run prints), never under the
+    name a mirror of the unconverted repo would have."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    fields = {"name": "g-llava-7b", "repo": "renjiepi/G-LLaVA-7B", "revision": commit}
+    converted = ModelConfig(**fields, layout="llava-original", snapshot=str(tmp_path))
+    assert ns.mirror_key(converted, []) == f"renjiepi/G-LLaVA-7B@{commit}+llava-hf"
+    assert ns.mirror_key(ModelConfig(**fields), []) == f"renjiepi/G-LLaVA-7B@{commit}"
