@@ -25,7 +25,9 @@ VOLATILE = {
     "durations": "measured seconds: the audit's per-problem time, an answer's time taken",
     "completion order": "rows a parallel step writes as they finish (compared sorted)",
     "training logs": "TensorBoard event files, named by the time and process that wrote them",
-    "audit digest": "the solver's revision, a digest of its audit journal (timings, finish order)",
+    "audit digest": "the solver's revision, a digest of its audit journal (timings, finish order),"
+    " and the request keys hashed from it",
+    "checkout folder": "the program path a run record's argv starts with",
 }
 TIME = re.compile(
     r"\d{8}T\d{6}Z(-\d+-[0-9a-f]{8})?(\.json)?"
@@ -63,6 +65,14 @@ def masked(text: str, root: Path, shas: set[str]) -> str:
 
 def _durations_out(data: Any) -> Any:
     if isinstance(data, dict):
+        data = dict(data)
+        if isinstance(data.get("argv"), list) and data["argv"]:
+            data["argv"] = ["<checkout folder>", *data["argv"][1:]]
+        if (
+            AUDIT_DIGEST.fullmatch(str(data.get("revision")))
+            or data.get("revision") == "<audit digest>"
+        ):
+            data["request_key"] = "<audit digest>"
         return {
             k: "<duration>" if DURATION_KEYS.search(str(k)) else _durations_out(v)
             for k, v in data.items()

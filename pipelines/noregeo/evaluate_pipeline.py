@@ -122,9 +122,10 @@ def evaluate(
         from pipelines.engines.session.ray_session import ensure_ray
 
         ensure_ray()
-        run, canary = _engine_ready(files, cfg, run, out)
+        run, checked, canary = _engine_ready(files, cfg, run, out)
         if canary is not None:
             record["prompt_canary"] = canary
+        engine_stage = engine_stage or checked  # a caller's own stage still wins (benches)
         writer = ShardWriter(
             str(root.resolve()), cfg.name, cfg.revision, cfg.engine, token=lock.token
         )

@@ -17,6 +17,7 @@ from geometry.item import IMAGE_SETUPS
 from pipelines.engines.models.model_schema import ModelConfig
 from pipelines.engines.prompts.prompt_canary import CANARY_ROWS
 from pipelines.engines.prompts.requests import ITEM_COLUMNS_NEEDED, add_requests, build_messages
+from pipelines.engines.stages.options import EngineStage
 from pipelines.engines.stages.vllm_path import before_rows
 from pipelines.noregeo.run_settings import EvaluateSettings
 from store.storage import Location, read_table
@@ -66,17 +67,18 @@ def _item_image(path: Location, item_id: str, setup: str) -> bytes | None:
 
 def _engine_ready(
     files: Sequence[Location], cfg: ModelConfig, run: EvaluateSettings, out: Location
-) -> tuple[EvaluateSettings, dict[str, Any] | None]:
+) -> tuple[EvaluateSettings, EngineStage | None, dict[str, Any] | None]:
     """The engine's files where its nodes read them, then for vllm its path up to the first
     row (pipelines.engines.stages.vllm_path.before_rows: a cluster that can never hold the
     engine refuses at once, exit 2; then the canary on the run's own requests, before the
-    engine loads). The run's settings with the engine options the stage takes (the sources,
-    the checked processor), and the canary's record (None: not a vllm run)."""
+    engine loads). The run's settings with the sources in its engine options, the vllm
+    stage that runs the processor the canary checked, and the canary's record (both None:
+    not a vllm run)."""
     run = _with_node_sources(cfg, run, out)
     if cfg.engine != "vllm":
-        return run, None
-    opts, canary = before_rows(cfg, run.engine_options, _canary_requests(files, cfg, run))
-    return run.model_copy(update={"engine_options": opts}), canary
+        return run, None, None
+    stage, canary = before_rows(cfg, run.engine_options, _canary_requests(files, cfg, run))
+    return run, stage, canary
 
 
 def _with_node_sources(cfg: ModelConfig, run: EvaluateSettings, out: Location) -> EvaluateSettings:

@@ -20,9 +20,6 @@ class EngineOptions:
     baseline_delay_s: float = 0.0  # baselines sleep this long per batch (latency stand-in)
     # vllm on a cluster of several nodes: the remote sources its stages load (NodeSources).
     sources: Any = None
-    # vllm: Ray's processor the prompt canary checked (vllm_path.before_rows); the stage
-    # runs that one rather than building its own again.
-    processor: Any = None
 
 
 # Light steps ask for a quarter CPU: on a 2-CPU node, engine actors holding a CPU each would

@@ -22,15 +22,15 @@
 
 Each step is one call here, in this order; the modules named hold how. `before_rows` is
 steps 2-6 on a run's driver (GPUs first, `gpus.check_gpus`: a cluster that can never hold
-the engine refuses before anything loads) and hands the checked processor on in the
-options; `vllm_stage` is step 7 with it (or steps 2-5 and 7, given none). The modules that
+the engine refuses before anything loads) and hands on step 7, the stage that runs the
+processor it checked (`checked_stage`); `vllm_stage` is steps 2-5 and 7 for a caller without
+it (the engine table's entry). The modules that
 import Ray's LLM package or the mirror's store are imported where they are called, so
 importing this one (every `evaluate` does) stays light.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -38,22 +38,22 @@ from pipelines.engines.models.model_fields import REASONING_END
 from pipelines.engines.models.model_schema import ModelConfig
 from pipelines.engines.prompts.reasoning import ThinkingMarkers, markers_for
 from pipelines.engines.stages.gpus import check_gpus
-from pipelines.engines.stages.options import LIGHT_CPUS, EngineOptions
+from pipelines.engines.stages.options import LIGHT_CPUS, EngineOptions, EngineStage
 from pipelines.engines.stages.placement_groups import use_strict_pack
 from pipelines.engines.stages.vllm_rows import keep_asked, normalise_engine_errors, vllm_postprocess
 
 
 def before_rows(
     cfg: ModelConfig, opts: EngineOptions, rows: Iterable[dict[str, Any]]
-) -> tuple[EngineOptions, dict[str, Any]]:
+) -> tuple[EngineStage, dict[str, Any]]:
     """Steps 2-6 on the driver, before any row: the GPUs the run's engines need (waited for,
     or NoGPUError at once), the processor built once, and the canary on `rows` (request rows
-    of the run) through it. The options holding that processor (`vllm_stage` runs it), and
-    the canary's record for the run record."""
+    of the run) through it. The engine stage that runs that processor (step 7), and the
+    canary's record for the run record."""
     check_gpus(cfg, replicas=opts.pool_size)
     processor = build_vllm_processor(cfg, opts)
     record = run_canary_on(processor, cfg, opts, rows)
-    return dataclasses.replace(opts, processor=processor), record
+    return checked_stage(processor), record
 
 
 def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
@@ -136,11 +136,18 @@ def run_canary_on(
     return run_canary(processor, cfg, rows, here=opts.sources is None)
 
 
+def checked_stage(processor: Any) -> EngineStage:
+    """Step 7 with the processor `before_rows` built and checked: the vllm engine stage
+    that applies it (the one the canary passed, not one built again)."""
+
+    def stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
+        return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
+
+    return stage
+
+
 def vllm_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
-    """Step 7: the vllm engine on the dataset: Ray's processor (the one `before_rows`
-    checked, else one built here once the GPUs are there) and our error column."""
-    processor = opts.processor
-    if processor is None:
-        check_gpus(cfg)
-        processor = build_vllm_processor(cfg, opts)
-    return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
+    """Steps 2-5 and 7 for a caller without `before_rows`: the GPUs waited for, Ray's
+    processor built, applied to the dataset with our error column."""
+    check_gpus(cfg)
+    return checked_stage(build_vllm_processor(cfg, opts))(ds, cfg, opts)
