@@ -129,7 +129,7 @@ def report(table: pl.DataFrame) -> list[str]:
                 f"{'mean':10} {setup:5} {'':>10} {_pct(one['trained'].mean()):>8} "
                 f"{_pct(one['random'].mean()):>7}"
             )
-    beaten = table.filter(~pl.col("trained_beats")).select("eval_task", "eval_setup")
+    beaten = table.filter(~pl.col("trained_beats")).select("eval_task", "eval_setup").sort("*")
     not_in = ", ".join(f"{task}/{setup}" for task, setup in beaten.iter_rows()) or "none"
     lines.append(
         f"\ntrained beats random in {table.height - beaten.height} of {table.height} cells; "
