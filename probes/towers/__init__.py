@@ -7,6 +7,8 @@
   config's (else main).
 - `scratch:colour-moments`: a small from-scratch tower for CPU smoke grids
   (probes/towers/scratch.py); `pretrained` must be null.
+- `imagenet:mobilenet_v2`: torchvision's MobileNetV2 (probes/towers/imagenet.py);
+  `pretrained` is `imagenet1k-v1` (trained weights from a pinned package's file) or null.
 
 `check_encoder` fails in seconds without loading weights (exit 2 at the CLI);
 `load_tower` builds the tower a trial trains.
@@ -22,7 +24,7 @@ from probes.towers.base import (
     Tower,
 )
 
-KINDS = ("open_clip", "hf", "scratch")
+KINDS = ("open_clip", "hf", "scratch", "imagenet")
 
 __all__ = [
     "KINDS",
@@ -60,6 +62,11 @@ def check_encoder(arch: str, pretrained: str | None) -> None:
 
         check_scratch(name, pretrained)
         return
+    if kind == "imagenet":
+        from probes.towers.imagenet import check_imagenet
+
+        check_imagenet(name, pretrained)
+        return
     from probes.towers.hf import check_source, resolve_source
 
     check_source(resolve_source(name, pretrained))
@@ -76,6 +83,10 @@ def load_tower(arch: str, pretrained: str | None, token_norm: TokenNorm) -> Towe
         from probes.towers.scratch import load_scratch_tower
 
         return load_scratch_tower(name, pretrained, token_norm)
+    if kind == "imagenet":
+        from probes.towers.imagenet import load_imagenet_tower
+
+        return load_imagenet_tower(name, pretrained, token_norm)
     from probes.towers.hf import load_hf_tower
 
     return load_hf_tower(name, pretrained, token_norm)
