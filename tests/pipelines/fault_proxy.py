@@ -62,7 +62,7 @@ class FaultProxy(ThreadingHTTPServer):
 
     @property
     def endpoint(self) -> str:
-        """"127.0.0.1:PORT", to put in a URI's endpoint_override."""
+        """ "127.0.0.1:PORT", to put in a URI's endpoint_override."""
         return f"127.0.0.1:{self.server_address[1]}"
 
     def uri(self, s3: Any, prefix: str = "") -> str:

@@ -18,8 +18,16 @@ import pytest
 from pipelines.cli import main
 from pipelines.noregeo.results import ShardWriter
 from pipelines.noregeo.summarize import load_results
-from store.model_mirror import MANIFEST, PENDING, check_complete, endpoint_env, mirror_folder
-from store.model_mirror import folder_files, manifest_of, read_manifest
+from store.model_mirror import (
+    MANIFEST,
+    PENDING,
+    check_complete,
+    endpoint_env,
+    folder_files,
+    manifest_of,
+    mirror_folder,
+    read_manifest,
+)
 from store.records import model_dir
 from store.retries import ATTEMPTS_ENV, MODE_ENV
 from store.run_lock import LOCK_FILE, RunLock, writing_allowed
@@ -50,8 +58,8 @@ def proxy(s3: S3Server, request: pytest.FixtureRequest) -> Iterator[FaultProxy]:
         yield p
 
 
-def _write_shards(root: RemotePath, batches: int, rows: int) -> None:
-    writer = ShardWriter(str(root), "m", "main", "oracle")
+def _write_shards(root: RemotePath, batches: int, rows: int, token: str | None = None) -> None:
+    writer = ShardWriter(str(root), "m", "main", "oracle", token)
     for b in range(batches):
         assert writer.write_rows(scored_rows("text", b * rows, rows)) == rows
 
@@ -62,7 +70,8 @@ def test_shard_writes_and_summarize_lose_and_double_nothing(
     out = location(proxy.uri(s3, "shards"))
     root = model_dir(out, "noregeo", "m")
     assert isinstance(root, RemotePath)
-    _write_shards(root, batches=8, rows=5)
+    with RunLock(root, command="retry test") as lock:  # each write reads the lock first
+        _write_shards(root, batches=8, rows=5, token=lock.token)
     assert len(raw_keys(root)) == 40 and raw_duplicates(root) == 0
     assert load_results(out, model="m").height == 40
     assert proxy.faults() >= 10, proxy.counts  # the faults happened, and were ridden out
@@ -71,9 +80,9 @@ def test_shard_writes_and_summarize_lose_and_double_nothing(
 def test_the_run_lock_takes_guards_and_releases(s3: S3Server, proxy: FaultProxy) -> None:
     folder = model_dir(location(proxy.uri(s3, "lock")), "noregeo", "m")
     for _ in range(3):
-        with RunLock(folder, command="retry test") as lock:
-            with writing_allowed(folder, lock.token) as ours:
-                assert ours
+        lock = RunLock(folder, command="retry test")
+        with lock, writing_allowed(folder, lock.token) as ours:
+            assert ours
         assert not (folder / LOCK_FILE).exists()
     assert proxy.faults() >= 3, proxy.counts
 
