@@ -9,7 +9,10 @@ copied once to `RESULTS/.models/<key>/`, and handed to Ray as that `s3://` URI: 
 s3://; Ray writes the folder's optional `hash` file into the snapshot's refs/main).
 
 A mirror is complete when its manifest (`geosee-mirror.json`, written last) is there and
-every file it lists is there with its size. The manifest holds each file's SHA-256: a
+every file it lists is there with its size. A copy cut short (SlowDown past the retry
+budget, a killed run) is resumed by the next run: the files already there with the right
+size are kept when the copy was of the same files (`PENDING`), so a failed upload of
+weights does not start again from the first file. The manifest holds each file's SHA-256: a
 mirror whose manifest differs from the source's files (another commit, an edited file) is
 refused, never overwritten, so two runs never load different bytes under one name.
 """
@@ -28,10 +31,14 @@ from urllib.parse import parse_qsl
 import pyarrow.fs as pafs
 
 from store.errors import UsageError
+from store.retries import boto_retry_env
 from store.storage import RemotePath
 
 MIRRORS = ".models"  # under the results root
 MANIFEST = "geosee-mirror.json"
+# Written before the first file, removed after the manifest: a copy cut short and resumed
+# keeps the files it finds with their size only when this is the manifest it means to write.
+PENDING = "geosee-mirror.pending.json"
 RAY_HASH_FILE = "hash"  # Ray names the node's snapshot folder after its content
 CHUNK = 8 << 20
 log = logging.getLogger(__name__)
@@ -89,16 +96,20 @@ def ray_uri(path: RemotePath) -> str:
 
 
 def endpoint_env(path: RemotePath) -> dict[str, str]:
-    """What Ray's boto3 downloader needs to reach the store of `path`: nothing on AWS; for
-    an S3-compatible server named in the URI (`endpoint_override`, `scheme`), the same
-    address as AWS_ENDPOINT_URL_S3 (boto3 reads it; it reads no URI query)."""
+    """What Ray's boto3 downloader needs to reach the store of `path` (an s3:// one; nothing
+    for others): the retry budget of store.retries as AWS_RETRY_MODE/AWS_MAX_ATTEMPTS, and,
+    for an S3-compatible server named in the URI (`endpoint_override`, `scheme`), the same
+    address as AWS_ENDPOINT_URL_S3 (boto3 reads them; it reads no URI query)."""
     query = dict(parse_qsl(path.query))
     endpoint = query.get("endpoint_override")
-    if path.scheme != "s3" or not endpoint:
+    if path.scheme != "s3":
         return {}
-    if "://" not in endpoint:
-        endpoint = f"{query.get('scheme', 'https')}://{endpoint}"
-    return {"AWS_ENDPOINT_URL_S3": endpoint}
+    env = boto_retry_env()  # Ray's boto3 gives up after 5 tries (legacy mode) otherwise
+    if endpoint:
+        if "://" not in endpoint:
+            endpoint = f"{query.get('scheme', 'https')}://{endpoint}"
+        env["AWS_ENDPOINT_URL_S3"] = endpoint
+    return env
 
 
 def read_manifest(dest: RemotePath) -> list[MirroredFile] | None:
@@ -116,13 +127,7 @@ def read_manifest(dest: RemotePath) -> list[MirroredFile] | None:
 def check_complete(dest: RemotePath, manifest: list[MirroredFile]) -> None:
     """MirrorError naming the first file of the manifest that is missing or of another
     size in the bucket."""
-    selector = pafs.FileSelector(dest.fs_path, recursive=True, allow_not_found=True)
-    prefix = dest.fs_path.rstrip("/") + "/"
-    sizes = {
-        info.path.removeprefix(prefix): info.size
-        for info in dest.filesystem.get_file_info(selector)
-        if info.type == pafs.FileType.File
-    }
+    sizes = _sizes(dest)
     for f in manifest:
         if f.name not in sizes:
             raise MirrorError(
@@ -134,6 +139,17 @@ def check_complete(dest: RemotePath, manifest: list[MirroredFile]) -> None:
                 f"model mirror {dest} is incomplete: {f.name} has {sizes[f.name]} bytes, its "
                 f"manifest says {f.size} (remove the folder and run again)"
             )
+
+
+def _sizes(dest: RemotePath) -> dict[str, int]:
+    """Each file under `dest` (its path below it) and its size, from one listing."""
+    selector = pafs.FileSelector(dest.fs_path, recursive=True, allow_not_found=True)
+    prefix = dest.fs_path.rstrip("/") + "/"
+    return {
+        info.path.removeprefix(prefix): info.size
+        for info in dest.filesystem.get_file_info(selector)
+        if info.type == pafs.FileType.File
+    }
 
 
 def _upload(source: Path, target: RemotePath) -> None:
@@ -167,16 +183,33 @@ def mirror_folder(
             )
         check_complete(dest, found)
         return ray_uri(dest), 0
-    copied = 0
-    log.info("%s: copying %d file(s) to %s", what, len(files), dest)
-    for name, path in files.items():
-        _upload(path, dest / name)
-        copied += path.stat().st_size
     body: dict[str, Any] = {"of": what, "files": [f.__dict__ for f in manifest]}
+    text = json.dumps(body, indent=1).encode()
+    done = _already_copied(dest, text, manifest)
+    copied = 0
+    log.info("%s: copying %d file(s) to %s (%d there already)", what, len(files) - len(done),
+             dest, len(done))  # fmt: skip
+    (dest / PENDING).write_bytes(text)  # before any file: what a resumed copy may keep
+    for name, path in files.items():
+        if name not in done:
+            _upload(path, dest / name)
+            copied += path.stat().st_size
     (dest / RAY_HASH_FILE).write_bytes(manifest_digest(manifest)[:40].encode())
     # Last: its presence means every file above is complete.
-    (dest / MANIFEST).write_bytes(json.dumps(body, indent=1).encode())
+    (dest / MANIFEST).write_bytes(text)
+    (dest / PENDING).unlink(missing_ok=True)
     return ray_uri(dest), copied
+
+
+def _already_copied(dest: RemotePath, text: bytes, manifest: list[MirroredFile]) -> set[str]:
+    """The files a copy cut short left in `dest` that need no upload again: those with the
+    manifest's size, when that copy was of the same files (its pending manifest is ours, so
+    the checksums match too). A copy of other files, or of unknown ones, keeps nothing."""
+    pending = dest / PENDING
+    if not pending.is_file() or pending.read_bytes() != text:
+        return set()
+    sizes = _sizes(dest)
+    return {f.name for f in manifest if sizes.get(f.name) == f.size}
 
 
 def fetch_mirror(uri: str, cache: Path) -> Path:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import time
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import TypeAlias
@@ -34,10 +35,15 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from store.errors import UsageError, error_chain
+from store.retries import retry_budget, retry_delay, s3_retry_strategy
 
 # The URI schemes pyarrow's FileSystem.from_uri builds a file system for (besides file://).
 KNOWN_SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs")
 # Query parameters that carry secrets: refused, so no URI we print or store holds one.
+# The AWS SDK reads a ranged GET's answer into a buffer of the object's size, so an error
+# answer (SlowDown's XML body, about 250 bytes) longer than a small object (a run lock, a
+# settings file) overflows it, and the SDK does not retry what it then reports.
+_UNRETRIED_READ = "Failed to flush response stream"
 _SECRET_PARAMS = {"access_key", "secret_key", "session_token", "account_key", "sas_token"}
 
 
@@ -199,10 +205,19 @@ class RemotePath:
                 yield self / info.path[len(base) :]
 
     def read_bytes(self) -> bytes:
-        """The whole object, in one read."""
-        with self.filesystem.open_input_stream(self.fs_path) as f:
-            data: bytes = f.read()
-        return data
+        """The whole object, in one read; retried (store.retries' budget) when an error
+        answer came in place of a small object (`_UNRETRIED_READ`)."""
+        _, attempts = retry_budget()
+        for retried in range(attempts):
+            try:
+                with self.filesystem.open_input_stream(self.fs_path) as f:
+                    data: bytes = f.read()
+                return data
+            except OSError as err:
+                if _UNRETRIED_READ not in str(err) or retried + 1 >= attempts:
+                    raise
+                time.sleep(retry_delay(retried))
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def read_text(self, encoding: str = "utf-8") -> str:
         """The whole object, decoded."""
@@ -301,9 +316,22 @@ def _filesystem(scheme: str, netloc: str, query: str) -> tuple[pafs.FileSystem, 
     root, so every path under it shares one client."""
     uri = f"{scheme}://{netloc}" + (f"?{query}" if query else "")
     try:
-        return pafs.FileSystem.from_uri(uri)
+        filesystem, path = pafs.FileSystem.from_uri(uri)
     except (ValueError, OSError) as err:  # pyarrow's ArrowInvalid is a ValueError
         raise StorageURIError(f"{uri.split('?')[0]}: {err}") from err
+    if isinstance(filesystem, pafs.S3FileSystem):
+        filesystem = _with_retries(filesystem)
+    return filesystem, path
+
+
+def _with_retries(filesystem: pafs.S3FileSystem) -> pafs.S3FileSystem:
+    """The same S3 file system with store.retries' strategy: from_uri takes none, and its
+    own gives up after 6 s of SlowDown. Its options (endpoint, scheme, region, resolved from
+    the bucket when the URI names none, ...) are read back from the keyword arguments its
+    pickled form rebuilds it from, so nothing from_uri set is lost; credentials stay unset,
+    so the SDK reads them from the environment as before."""
+    options = dict(filesystem.__reduce__()[1][0])
+    return pafs.S3FileSystem(**options, retry_strategy=s3_retry_strategy())
 
 
 def storage_failure(err: BaseException, roots: list[RemotePath]) -> str | None:
