@@ -138,9 +138,10 @@ check-gpu-profile: setup
 # the two lanes end together; the GPU profile's check (pip's resolver, network bound) takes
 # a third slot. Both lanes keep the 2 cores ~92% busy (measured here): a third lane of tests
 # would only slow the other two. Each part's output is printed whole when it ends.
-# `.ci/run` on a clean clone, setup included: 23 min 52 s (the tests start ~2.3 min in; main
-# 21 min 36 s beside tests/vllm 12 min 44 s, then the walks and test_multinode 8 min 0 s);
-# rehearsals of one commit vary by about a minute.
+# `.ci/run` on a clean clone, setup included: 32 min 28 s at issue 48's stop (main 29 min 26 s
+# beside tests/vllm 19 min 16 s, then the walks and test_multinode 10 min 24 s), on a machine
+# ~1.3x slower than at stop 45's 23 min 52 s by its unchanged walks (8 min 0 s then); the new
+# tests/vllm family (original-layout LLaVA) adds one engine start (~55 s).
 test:
 	@echo "== test: lint and the real model beside the vLLM venv's setup; then the main suite beside tests/vllm and the walks, and the GPU profile's check; each prints its output when it ends"
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint setup-vllm real-model
