@@ -23,24 +23,12 @@ import pytest
 from pipelines.engines.models import llava_convert
 from pipelines.engines.models.llava_conversations import VICUNA_SYSTEM
 from pipelines.engines.models.llava_original import RECORD
-from tests.tiny_llava_original import build_llava_original
 
 QUESTION = "Are the points A=(1,2), B=(2,4) and C=(3,6) collinear?"
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "converted"
-    monkeypatch.setenv(llava_convert.CACHE_ENV, str(cache))
-    return cache
-
-
-@pytest.fixture(scope="module")
-def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
-
-    torch.set_num_threads(1)
-    return build_llava_original(tmp_path_factory.mktemp("llava-original"))
+# Every test converts into a cache of its own (conftest.py).
+pytestmark = pytest.mark.usefixtures("cache")
 
 
 @pytest.fixture(scope="module")

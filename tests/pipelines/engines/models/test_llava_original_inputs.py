@@ -18,21 +18,6 @@ from pipelines.noregeo.generate import MANIFEST
 from tests.tiny_llava_original import HIDDEN, TOWER_WIDTH, build_llava_original
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "converted"
-    monkeypatch.setenv(llava_convert.CACHE_ENV, str(path))
-    return path
-
-
-@pytest.fixture(scope="module")
-def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
-
-    torch.set_num_threads(1)
-    return build_llava_original(tmp_path_factory.mktemp("llava-original"))
-
-
 def test_a_checkpoint_folder_is_converted_once_and_run_from_the_copy(
     original: Path, cache: Path
 ) -> None:
