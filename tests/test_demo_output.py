@@ -28,7 +28,10 @@ from tests.conftest import REPO, SHARED
 STEP_CEILING = 8
 # Progress lines (pipelines.terminal.progress): one at the start, one per PLAIN_EVERY_S, one at
 # the end.
-PROGRESS = re.compile(r"^[\w.-]+( [\w.-]+)*: \d+(/\d+)? [a-z]+s( \(\d+%\))?$")
+PROGRESS = re.compile(
+    r"^[\w.-]+( [\w.-]+)*: \d+(/\d+)? [a-z]+s( \(\d+%\))?"
+    r"(, [\d.]+ [a-z]+s/s(, about [\w ]+ left|, in [\w ]+)?)?$"
+)
 # The demo's 15 steps (with GeoBuild's data, which tests have), their headers, the closing
 # table and the report line.
 STEPS = 15
@@ -105,7 +108,7 @@ def test_the_checks_find_what_the_baseline_demo_printed() -> None:
     ]
     assert [bool(noise(line)) for line in printed] == [True] * len(printed)
     quiet = [
-        "== step 2: evaluate: baseline oracle on 75 rows (estimate: 20 s)",
+        "== step 2: evaluate: baseline oracle on 75 rows (estimate at load 1: 20 s; load now 1.5)",
         "evaluate oracle: 75/75 rows (100%)",
         "│ oracle ┆ C-ACM-PST  ┆ 100.0  ┆ 100.0    ┆ 100.0  │",
         "wrote /tmp/x/results/noregeo/model=oracle/results.json",
@@ -115,8 +118,8 @@ def test_the_checks_find_what_the_baseline_demo_printed() -> None:
     assert step_lines(sample) == {1: ["x", "y"], 2: ["w", ""]}
     assert step_seconds(sample) == {1: 2}
     progress = [
-        "evaluate tiny-vlm: 300/300 rows (100%)",
-        "probe trials: 5/10 trials (50%)",
+        "evaluate tiny-vlm: 300/300 rows (100%), 4.2 rows/s, in 1 min 11 s",
+        "probe trials: 5/10 trials (50%), 0.031 trials/s, about 2 min 41 s left",
         "geobuild-solve: 0/489 problems (0%)",
         "probe trials: 3 trials",
     ]
@@ -187,6 +190,11 @@ def test_each_evaluate_step_says_its_accuracy_and_names_the_log_with_its_tables(
         assert len([x for x in lines if ACCURACY.match(x)]) == 1, (n, lines)
         assert len(named) == 1, (n, lines)
         log = Path(named[0].removeprefix("(its tables: ").removesuffix(")"))
+        # Named by its step (a rerun that skips a step used to renumber the logs and write
+        # one step's output into another's step-NN.log).
+        header = next(x for x in output.splitlines() if x.startswith(f"== step {n}: "))
+        assert log.stem.startswith("evaluate-"), log
+        assert log.stem.removeprefix("evaluate-") in header, (log, header)
         text = log.read_text()
         assert "## accuracy_by_task" in text and "## overall" in text, log
         assert not any(x.startswith(("## ", "│", "┌")) for x in lines), (n, lines)

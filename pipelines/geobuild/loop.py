@@ -159,10 +159,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from err
     from pipelines.geobuild.summarize import print_tables, summary_tables
 
-    print_tables(summary_tables(args.out, model=engine.cfg.name))
+    tables = summary_tables(args.out, model=engine.cfg.name)
+    print_tables(tables)
+    from pipelines.geobuild.result_line import result_line
     from pipelines.geobuild.results_json import write_results_json
 
     print(f"wrote {write_results_json(args.out, engine.cfg.name)}")
+    print(result_line(tables["overall"], engine.cfg.name))
     return 0
 
 

@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         if resumed or torn:
             print(
                 f"resuming {root / JOURNAL}: {resumed} of {len(chosen)} problems already "
-                f"solved" + (f", {torn} torn line(s) skipped" if torn else "")
+                f"audited" + (f", {torn} torn line(s) skipped" if torn else "")
             )
         bar = Progress(len(chosen), "geobuild-solve", "problem", initial=resumed)
         with Journal(root / JOURNAL) as journal:
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     counts = Counter(records[p.id]["status"] for p in chosen)
     shown = ", ".join(f"{status} {counts[status]}" for status in _STATUSES)
     print(
-        f"{len(chosen)} problems ({len(todo)} solved now, {resumed} resumed): {shown} "
+        f"{len(chosen)} problems ({len(todo)} audited now, {resumed} resumed): {shown} "
         f"({time.monotonic() - started:.1f} s); audit of {len(ordered)} in {root / 'audit.csv'}"
     )
     return 0

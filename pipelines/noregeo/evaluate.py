@@ -49,6 +49,7 @@ from pipelines.noregeo.generate import (
 from pipelines.noregeo.run_health import run_health
 from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.noregeo.sample_log import check_sample_dir, write_sample_logs
+from pipelines.noregeo.subset_balance import balance_line
 from pipelines.noregeo.task_selection import TASKS_HELP, select_tasks
 from pipelines.terminal.interrupt import on_interrupt, saved_rows
 from store.errors import UsageError
@@ -164,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--per-task must be at least 1, got {args.per_task}")
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; give a directory")
+    balance = balance_line(files, tasks, setups, args.per_task)
+    if balance is not None:
+        print(balance)
     run_settings = EvaluateSettings(
         tasks=tasks,
         setups=setups,
@@ -221,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
             f"nothing to do: 0 new rows; {results.height} rows already in {root} "
             f"(`geosee summarize {args.out}` shows their tables)"
         )
+        print(accuracy_line(summary_tables(results)["overall"]))  # what a first run ends with
     if args.log_samples is not None:
         logged = write_sample_logs(results, cfg.name, args.log_samples)
         print(f"wrote {len(logged)} sample log(s) in {args.log_samples / model_slug(cfg.name)}")

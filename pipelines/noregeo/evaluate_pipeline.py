@@ -25,7 +25,7 @@ from pipelines.noregeo.baseline_step import AnswerScoreWrite, baseline_engine, s
 from pipelines.noregeo.evaluate_preflight import (
     _anything_pending,
     _engine_ready,
-    _in_run,
+    rows_in_run,
 )
 from pipelines.noregeo.folder_settings import (
     ITEM_PREFIX,
@@ -55,7 +55,7 @@ def item_reader(tasks: list[str], setups: list[str], limit: int | None) -> Any:
 
     def read(batch: dict[str, np.ndarray]) -> pa.Table:
         tables = [read_table(location(str(path))) for path in batch["path"]]
-        return _in_run(pa.concat_tables(tables), tasks, setups, limit)
+        return rows_in_run(pa.concat_tables(tables), tasks, setups, limit)
 
     return read
 

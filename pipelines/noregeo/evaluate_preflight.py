@@ -27,7 +27,9 @@ from store.storage import Location, read_table
 PREFLIGHT_PROMPTS = 4
 
 
-def _in_run(table: pa.Table, tasks: list[str], setups: list[str], limit: int | None) -> pa.Table:
+def rows_in_run(
+    table: pa.Table, tasks: list[str], setups: list[str], limit: int | None
+) -> pa.Table:
     """The rows of `table` (items or results) that a run of these tasks/setups/limit covers."""
     keep = pc.and_(
         pc.is_in(table["task"], pa.array(tasks)), pc.is_in(table["setup"], pa.array(setups))
@@ -47,7 +49,7 @@ def longest_prompts(
     columns = ["item_id", "task", "setup", "system_prompt", "prompt"]
     found: list[tuple[int, Location, dict[str, Any]]] = []
     for path in files:
-        for row in _in_run(read_table(path, columns), tasks, setups, limit).to_pylist():
+        for row in rows_in_run(read_table(path, columns), tasks, setups, limit).to_pylist():
             found.append((len(row["system_prompt"]) + len(row["prompt"]), path, row))
     prompts = []
     for with_image in (False, True):
@@ -110,7 +112,7 @@ def _canary_requests(
             break
         if path.stem.removeprefix("part-") not in run.tasks:
             continue
-        table = _in_run(
+        table = rows_in_run(
             read_table(path, ["task", *ITEM_COLUMNS_NEEDED]), run.tasks, run.setups, run.limit
         )
         for setup, left in wanted.items():
@@ -140,7 +142,7 @@ def _anything_pending(
     for path in files:
         if path.stem.removeprefix("part-") not in run.tasks:
             continue
-        rows = _in_run(
+        rows = rows_in_run(
             read_table(path, ["task", *ITEM_COLUMNS_NEEDED]), run.tasks, run.setups, run.limit
         )
         requests = add_requests(rows, cfg.repo, cfg.revision, run.sampling, with_messages=False)

@@ -41,6 +41,7 @@ from pipelines.command_line.args import (
     seed_int,
 )
 from pipelines.noregeo.task_selection import TASKS_HELP, select_tasks
+from pipelines.terminal.progress import Progress
 from pipelines.terminal.suggest import did_you_mean
 from store.atomic import parquet_bytes, write_bytes_atomic
 from store.errors import UsageError
@@ -340,7 +341,15 @@ def generate(
         num_cpus=1,
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=len(tasks)),
     )
-    shards = sorted(ds.take_all(), key=lambda s: tasks.index(s["task"]))
+    shown = Progress(len(tasks), "generate", "task")  # a task's shard is the unit written
+    written = []
+    try:
+        for shard in ds.iter_rows():
+            written.append(shard)
+            shown.update(1)
+    finally:
+        shown.close()
+    shards = sorted(written, key=lambda s: tasks.index(s["task"]))
     manifest = build_manifest(shards, tasks, per_task, seed, setups, image_size, options)
     write_bytes_atomic(out / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
     return manifest

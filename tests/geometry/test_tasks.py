@@ -330,6 +330,18 @@ def test_labels_are_balanced(task_id: str, option_set: str) -> None:
     assert max(counts.values()) - min(counts.values()) <= (0 if len(options) == 2 else 1)
 
 
+@pytest.mark.parametrize("task_id", [t for t in TASK_IDS if get_task(t).options])
+def test_every_prefix_is_label_balanced(task_id: str) -> None:
+    """`evaluate --per-task N` takes each task's first N items: every such subset keeps its
+    labels balanced (whole U- pairs for an even N), so a one-label answerer scores chance."""
+    labels = [json.loads(item.answer)["answer"] for item in items(task_id)]
+    options = get_task(task_id).options
+    step = 2 if get_task(task_id).paired else 1
+    for n in range(step, PER_TASK + 1, step):
+        counts = [labels[:n].count(o) for o in options]
+        assert max(counts) - min(counts) <= 1, (n, dict(zip(options, counts, strict=True)))
+
+
 @pytest.mark.parametrize("task_id", [t for t in TASK_IDS if t.startswith("U-")])
 @with_options
 def test_pairs_differ_by_one_grid_step_and_flip_the_answer(task_id: str, option_set: str) -> None:

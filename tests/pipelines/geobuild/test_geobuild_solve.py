@@ -145,7 +145,7 @@ def without_seconds(rows: list[dict[str, str]]) -> list[dict[str, str]]:
 
 
 def counts_line(text: str) -> str:
-    return next(line for line in text.splitlines() if "solved now" in line)
+    return next(line for line in text.splitlines() if "audited now" in line)
 
 
 def test_killed_run_resumes_to_the_same_audit(
@@ -180,7 +180,7 @@ def test_killed_run_resumes_to_the_same_audit(
 
     assert solve(dataset, killed, "--workers", "2") == 0
     line = counts_line(capsys.readouterr().out)
-    assert f"({len(PROBLEMS) - len(persisted)} solved now, {len(persisted)} resumed)" in line
+    assert f"({len(PROBLEMS) - len(persisted)} audited now, {len(persisted)} resumed)" in line
     assert without_seconds(audit_rows(killed)) == without_seconds(audit_rows(whole))
     assert (killed / "audit" / "programs.jsonl").read_bytes() == (
         whole / "audit" / "programs.jsonl"
@@ -188,7 +188,7 @@ def test_killed_run_resumes_to_the_same_audit(
 
     audit = (killed / "audit" / "audit.csv").read_bytes()
     assert solve(dataset, killed, "--workers", "1") == 0
-    assert f"(0 solved now, {len(PROBLEMS)} resumed)" in counts_line(capsys.readouterr().out)
+    assert f"(0 audited now, {len(PROBLEMS)} resumed)" in counts_line(capsys.readouterr().out)
     assert (killed / "audit" / "audit.csv").read_bytes() == audit  # rebuilt from the journal
 
 

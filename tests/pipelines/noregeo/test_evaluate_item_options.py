@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from geometry.items import GENERATOR_VERSION
 from geometry.tasks.options import DEFAULT_OPTIONS
 from pipelines.cli import main
 from store.settings import SETTINGS_FILE
@@ -99,7 +100,7 @@ def test_a_folder_from_before_item_settings_takes_only_first_generation_items(
     capsys.readouterr()
     assert _evaluate(paper_items, out) == 2
     line = capsys.readouterr().err.strip()
-    assert "item_generator_version='noregeo-gen-1'" in line and "noregeo-gen-2" in line
+    assert "item_generator_version='noregeo-gen-1'" in line and GENERATOR_VERSION in line
 
 
 def test_temperature_is_recorded_and_one_per_folder(

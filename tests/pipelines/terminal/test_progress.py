@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from pipelines.terminal.progress import PLAIN_EVERY_S, Progress, progress
+from pipelines.terminal.progress import PLAIN_EVERY_S, Progress, duration, progress
 
 
 class SteppedClock:
@@ -28,8 +28,9 @@ def test_plain_lines_at_start_every_interval_and_end() -> None:
     ticks = int(100 // PLAIN_EVERY_S)
     assert len(lines) == 1 + ticks + 1
     assert lines[0] == "evaluate m: 0/100 rows (0%)"
-    assert lines[1] == f"evaluate m: {int(PLAIN_EVERY_S)}/100 rows ({int(PLAIN_EVERY_S)}%)"
-    assert lines[-1] == "evaluate m: 100/100 rows (100%)"
+    n = int(PLAIN_EVERY_S)
+    assert lines[1] == f"evaluate m: {n}/100 rows ({n}%), 1 rows/s, about {duration(100 - n)} left"
+    assert lines[-1] == "evaluate m: 100/100 rows (100%), 1 rows/s, in 1 min 40 s"
     assert "\r" not in stream.getvalue()
 
 
@@ -41,6 +42,20 @@ def test_fast_work_prints_only_start_and_end_and_unknown_totals_have_no_share() 
     assert stream.getvalue().splitlines() == ["probe trials: 3 trials", "probe trials: 5 trials"]
 
 
+def test_the_rate_is_this_runs_own_and_the_time_left_follows_it() -> None:
+    """Resumed units are not counted in the rate; the time left is what remains at the
+    measured rate, so a run slowed by load says so in its own lines."""
+    stream, clock = io.StringIO(), SteppedClock()
+    shown = Progress(1000, "generate", "task", initial=400, stream=stream, clock=clock)
+    clock.now += 2 * PLAIN_EVERY_S
+    shown.update(15)  # 15 units in 60 s: 0.25 a second, 585 left -> 2340 s
+    shown.close()
+    assert stream.getvalue().splitlines() == [
+        "generate: 400/1000 tasks (40%)",
+        "generate: 415/1000 tasks (42%), 0.25 tasks/s, about 39 min 0 s left",
+    ]
+
+
 def test_a_periodic_line_at_the_final_count_is_not_repeated_at_the_end() -> None:
     stream, clock = io.StringIO(), SteppedClock()
     shown = Progress(25, "evaluate tiny-llm", "row", stream=stream, clock=clock)
@@ -49,7 +64,7 @@ def test_a_periodic_line_at_the_final_count_is_not_repeated_at_the_end() -> None
     shown.close()
     assert stream.getvalue().splitlines() == [
         "evaluate tiny-llm: 0/25 rows (0%)",
-        "evaluate tiny-llm: 25/25 rows (100%)",
+        "evaluate tiny-llm: 25/25 rows (100%), 0.83 rows/s",
     ]
 
 
