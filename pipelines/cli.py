@@ -72,6 +72,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "pipelines.sweep.pin_revisions",
         "write the commit each hub model's revision points to into its config",
     ),
+    "view": (
+        "pipelines.view.command",
+        "a live, read-only page of a results location: models so far and their samples",
+    ),
     "report": (
         "pipelines.report.build",
         "HTML report: paper tables, heatmaps, gaps, GeoBuild, audit, probes",

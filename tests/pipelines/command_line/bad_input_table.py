@@ -221,6 +221,10 @@ evaluate-items-missing               --items            evaluate --items {tmp}/n
 show-item-items-missing              --items            show-item C-BCT-CT-0001 --items {tmp}/none --out {out}
 summarize-results-empty              results            summarize {empty}
 summarize-results-missing            results            summarize {tmp}/none
+view-results-missing                 results            view {tmp}/none
+view-results-file                    results            view {file}
+view-port-too-big                    --port             view {dir} --port 65536
+view-refresh-negative                --refresh          view {dir} --refresh -1
 report-results-missing               results            report {tmp}/none --out {out}
 report-audit-missing                 --audit            report {dir} --out {out} --audit {tmp}/none.csv
 probe-grid-missing                   --grid             probe --grid {tmp}/none.yaml --out {out}
