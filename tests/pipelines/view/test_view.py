@@ -24,8 +24,12 @@ import pytest
 
 from pipelines.noregeo.results import ShardWriter
 from pipelines.view.command import shown_location
+from pipelines.view.live_results import LiveResults
+from pipelines.view.pages import model_status
 from store.records import model_dir
+from store.storage import Location, location
 from tests.conftest import REPO
+from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (the fixture `s3`)
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = [
@@ -64,7 +68,7 @@ def _rows(model: str, verdicts: list[str], start: int = 0) -> list[dict[str, Any
     return rows
 
 
-def _write(results: Path, model: str, verdicts: list[str], start: int = 0) -> None:
+def _write(results: Location, model: str, verdicts: list[str], start: int = 0) -> None:
     writer = ShardWriter(str(model_dir(results, "noregeo", model)), model, "main", "hf")
     assert writer.write_rows(_rows(model, verdicts, start)) == len(verdicts)
 
@@ -173,3 +177,19 @@ def test_a_missing_location_is_one_line_and_exit_2(tmp_path: Path) -> None:
 def test_a_uri_s_credentials_never_reach_the_page() -> None:
     assert shown_location("s3://AKIAEXAMPLE:s3cr3t@bucket/run") == "s3://bucket/run"
     assert shown_location(Path("/data/results")) == "/data/results"
+
+
+def test_shards_landing_in_s3_are_read_once_each(s3: S3Server) -> None:
+    """The same reader on a store: a refresh reads only the shards it has not read."""
+    results = location(s3.uri("view-run"))
+    _write(results, "m1", ["right", "wrong", "unanswered"])
+    live = LiveResults(results, refresh_s=0)
+    assert [(m["model"], m["rows"], m["right"]) for m in model_status(live.snapshot())] == [
+        ("m1", 3, 1)
+    ]
+    read = live._read
+    calls: list[str] = []
+    live._read = lambda shard: calls.append(str(shard)) or read(shard)  # type: ignore[method-assign]
+    _write(results, "m1", ["right"], start=3)
+    assert [(m["rows"], m["right"]) for m in model_status(live.snapshot())] == [(4, 2)]
+    assert len(calls) == 1  # the new shard only
