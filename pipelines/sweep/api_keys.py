@@ -17,6 +17,8 @@ from typing import Any
 
 from pipelines.engines.models.model_schema import ModelConfig
 
+API_KEYS = "api_keys"  # the entry of the task's options that holds them
+
 
 def key_refs(cfg: ModelConfig) -> dict[str, Any]:
     """The model's API key variable -> an ObjectRef of its value (nothing for a model that

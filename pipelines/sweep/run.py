@@ -43,7 +43,7 @@ from pipelines.engines.stages.options import EngineOptions
 from pipelines.noregeo.generate import MANIFEST, parse_list, read_manifest
 from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.noregeo.task_selection import select_tasks
-from pipelines.sweep.api_keys import key_refs, keys_in_environment
+from pipelines.sweep.api_keys import API_KEYS, key_refs, keys_in_environment
 
 # The command line calls the command module's add_arguments (pipelines/cli.py).
 from pipelines.sweep.arguments import add_arguments as add_arguments
@@ -169,11 +169,12 @@ def _run_model(
     out: str,
     shard_rows: int,
     geobuild: bool,
-    keys: dict[str, Any] | None = None,
 ) -> dict[str, int]:
     """Body of one model's Ray task: wait for its GPUs, then evaluate (and GeoBuild).
-    `keys`: the model's API key variable -> an ObjectRef of its value (api_keys.key_refs)."""
-    with keys_in_environment(keys or {}):
+    `opts` holds the engine options and, as API_KEYS, the model's API key variable -> an
+    ObjectRef of its value (api_keys.key_refs)."""
+    opts = dict(opts)
+    with keys_in_environment(opts.pop(API_KEYS, {})):
         return _run_model_body(cfg, setups, files, tasks, limit, sampling, opts, out,
                                shard_rows, geobuild)  # fmt: skip
 
@@ -305,8 +306,8 @@ def execute(
                     scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
                 )
                 ref = task.remote(cfg.model_dump(), job.setups, [str(f) for f in files], tasks,
-                                  limit, sampling, opts, str(args.out.resolve()), args.shard_rows,
-                                  geobuild, key_refs(cfg))  # fmt: skip
+                                  limit, sampling, {**opts, API_KEYS: key_refs(cfg)},
+                                  str(args.out.resolve()), args.shard_rows, geobuild)  # fmt: skip
                 running.append(_Running(job, ref, time.monotonic()))
                 queue.remove(job)
                 states[job.cfg.name] = "running"

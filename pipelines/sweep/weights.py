@@ -173,7 +173,8 @@ def head_disk(configs: list[ModelConfig]) -> str:
     (store.mirror_stream), so at most one weights file, bounded here by the largest model's
     weights; each original-layout LLaVA is fetched whole and converted on the head, and
     both copies stay there (llava_convert's cache)."""
-    streamed, converted = [], []
+    streamed: list[Weights] = []
+    converted: list[Weights] = []
     for cfg in configs:
         w = model_weights(cfg)
         if w is not None:
