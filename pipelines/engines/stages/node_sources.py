@@ -89,8 +89,10 @@ def mirror_key(cfg: ModelConfig, manifest: list[MirroredFile]) -> str:
 
 def node_sources(cfg: ModelConfig, out: Location, command: str = "evaluate") -> NodeSources | None:
     """The remote sources of `cfg`'s stages and engine, mirrored under `out` (None on a
-    single node: the local paths serve). SharedResultsError for local results on several
-    nodes; store.model_mirror.MirrorError for a mirror that is incomplete or differs."""
+    single node: the local paths serve). A hub model is mirrored from the hub one file at a
+    time (hub_mirror), a folder from this node's disk. SharedResultsError for local results
+    on several nodes; store.model_mirror.MirrorError for a mirror of other files, or a
+    download folder without room for the copy (an incomplete mirror is copied again)."""
     from pipelines.engines.prompts.plain_tokenizer import regex_fixed_copy
     from pipelines.engines.stages.hub_mirror import hub_mirror
 
