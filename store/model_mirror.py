@@ -11,11 +11,12 @@ s3://; Ray writes the folder's optional `hash` file into the snapshot's refs/mai
 A mirror is complete when its manifest (`geosee-mirror.json`, written last) is there and
 every file it lists is there with its size; a manifest whose files are not (a file removed
 or resized in the bucket) is removed and the mirror copied again. A copy cut short
-(SlowDown past the retry budget, a killed run) is resumed by the next run: the files already
-there with the right size are kept when the copy was of the same files (`PENDING`), so a
-failed upload of weights does not start again from the first file. The manifest holds each file's SHA-256: a
-mirror whose manifest differs from the source's files (another commit, an edited file) is
-refused, never overwritten, so two runs never load different bytes under one name.
+(SlowDown past the retry budget, a killed run) is resumed by the next run: the files
+already there with the right size are kept when the copy was of the same files (`PENDING`),
+so a failed upload of weights does not start again from the first file. The manifest holds
+each file's SHA-256: a mirror whose manifest differs from the source's files (another
+commit, an edited file) is refused, never overwritten, so two runs never load different
+bytes under one name.
 """
 
 from __future__ import annotations
