@@ -9,12 +9,14 @@ copied once to `RESULTS/.models/<key>/`, and handed to Ray as that `s3://` URI: 
 s3://; Ray writes the folder's optional `hash` file into the snapshot's refs/main).
 
 A mirror is complete when its manifest (`geosee-mirror.json`, written last) is there and
-every file it lists is there with its size. A copy cut short (SlowDown past the retry
-budget, a killed run) is resumed by the next run: the files already there with the right
-size are kept when the copy was of the same files (`PENDING`), so a failed upload of
-weights does not start again from the first file. The manifest holds each file's SHA-256: a
-mirror whose manifest differs from the source's files (another commit, an edited file) is
-refused, never overwritten, so two runs never load different bytes under one name.
+every file it lists is there with its size; a manifest whose files are not (a file removed
+or resized in the bucket) is removed and the mirror copied again. A copy cut short
+(SlowDown past the retry budget, a killed run) is resumed by the next run: the files
+already there with the right size are kept when the copy was of the same files (`PENDING`),
+so a failed upload of weights does not start again from the first file. The manifest holds
+each file's SHA-256: a mirror whose manifest differs from the source's files (another
+commit, an edited file) is refused, never overwritten, so two runs never load different
+bytes under one name.
 """
 
 from __future__ import annotations
@@ -141,6 +143,23 @@ def check_complete(dest: RemotePath, manifest: list[MirroredFile]) -> None:
             )
 
 
+def complete_manifest(dest: RemotePath) -> list[MirroredFile] | None:
+    """The manifest of a complete mirror at `dest` (read from the store alone), else None.
+    A manifest whose files are not all there with their sizes is removed, so the mirror is
+    copied again."""
+    found = read_manifest(dest)
+    if found is None:
+        return None
+    try:
+        check_complete(dest, found)
+    except MirrorError as err:
+        log.warning("%s; copying it again", str(err).split(" (", 1)[0])
+        (dest / MANIFEST).unlink(missing_ok=True)
+        (dest / RAY_HASH_FILE).unlink(missing_ok=True)
+        return None
+    return found
+
+
 def _sizes(dest: RemotePath) -> dict[str, int]:
     """Each file under `dest` (its path below it) and its size, from one listing."""
     selector = pafs.FileSelector(dest.fs_path, recursive=True, allow_not_found=True)
@@ -167,7 +186,7 @@ def mirror_folder(
     """`files` (relative name -> local file) copied to `dest` unless a complete mirror of
     the same files is there already; (the URI Ray loads it from, bytes copied now).
     `manifest`: theirs, if computed already (hashing weights takes a while). MirrorError
-    when `dest` holds a mirror of other files, or an incomplete one."""
+    when `dest` holds a mirror of other files; an incomplete one is copied again."""
     manifest = manifest if manifest is not None else manifest_of(files)
     found = read_manifest(dest)
     if found is not None:
@@ -181,8 +200,8 @@ def mirror_folder(
                 f"(checksum or list differs: {', '.join(differ[:3])}); remove the folder "
                 "or give the model another revision"
             )
-        check_complete(dest, found)
-        return ray_uri(dest), 0
+        if complete_manifest(dest) is not None:
+            return ray_uri(dest), 0
     body: dict[str, Any] = {"of": what, "files": [f.__dict__ for f in manifest]}
     text = json.dumps(body, indent=1).encode()
     done = _already_copied(dest, text, manifest)

@@ -43,6 +43,7 @@ from pipelines.engines.stages.options import EngineOptions
 from pipelines.noregeo.generate import MANIFEST, parse_list, read_manifest
 from pipelines.noregeo.run_settings import EvaluateSettings
 from pipelines.noregeo.task_selection import select_tasks
+from pipelines.sweep.api_keys import API_KEYS, key_refs, keys_in_environment
 
 # The command line calls the command module's add_arguments (pipelines/cli.py).
 from pipelines.sweep.arguments import add_arguments as add_arguments
@@ -169,7 +170,27 @@ def _run_model(
     shard_rows: int,
     geobuild: bool,
 ) -> dict[str, int]:
-    """Body of one model's Ray task: wait for its GPUs, then evaluate (and GeoBuild)."""
+    """Body of one model's Ray task: wait for its GPUs, then evaluate (and GeoBuild).
+    `opts` holds the engine options and, as API_KEYS, the model's API key variable -> an
+    ObjectRef of its value (api_keys.key_refs)."""
+    opts = dict(opts)
+    with keys_in_environment(opts.pop(API_KEYS, {})):
+        return _run_model_body(cfg, setups, files, tasks, limit, sampling, opts, out,
+                               shard_rows, geobuild)  # fmt: skip
+
+
+def _run_model_body(
+    cfg: dict[str, Any],
+    setups: list[str],
+    files: list[str],
+    tasks: list[str],
+    limit: int | None,
+    sampling: dict[str, Any],
+    opts: dict[str, Any],
+    out: str,
+    shard_rows: int,
+    geobuild: bool,
+) -> dict[str, int]:
     import ray
 
     from pipelines.engines.models.llava_convert import prepare
@@ -285,8 +306,8 @@ def execute(
                     scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
                 )
                 ref = task.remote(cfg.model_dump(), job.setups, [str(f) for f in files], tasks,
-                                  limit, sampling, opts, str(args.out.resolve()), args.shard_rows,
-                                  geobuild)  # fmt: skip
+                                  limit, sampling, {**opts, API_KEYS: key_refs(cfg)},
+                                  str(args.out.resolve()), args.shard_rows, geobuild)  # fmt: skip
                 running.append(_Running(job, ref, time.monotonic()))
                 queue.remove(job)
                 states[job.cfg.name] = "running"

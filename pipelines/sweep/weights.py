@@ -2,12 +2,13 @@
 
 The path of a model's weights (docs/cluster.md, "Weights";
 pipelines/engines/stages/node_sources.py): the driver copies each model at its commit from
-the hub to the results store once per sweep
-(`RESULTS/.models/<repo>@<commit>/`); every GPU node that runs the model reads it from there
-once into its Hugging Face cache (HF_HUB_CACHE: on cluster.yaml's p4de workers, the NVMe
-instance store mounted at /mnt/nvme) and keeps it. Over a sweep one node may run,
-and so cache, every GPU model whose tensor-parallel size fits on it: that sum is the node's
-largest load, and the dry run checks each GPU node type's cache against it.
+the hub to the results store once per sweep (`RESULTS/.models/<repo>@<commit>/`), one file
+at a time through the head's disk (pipelines/engines/stages/hub_mirror.py); every GPU node
+that runs the model reads it from there once into its Hugging Face cache (HF_HUB_CACHE: on
+cluster.yaml's p4de workers, the NVMe instance store mounted at /mnt/nvme) and keeps it.
+Over a sweep one node may run, and so cache, every GPU model whose tensor-parallel size
+fits on it: that sum is the node's largest load, and the dry run checks each GPU node
+type's cache against it.
 
 Bytes are estimates (parameters x bytes per parameter of the dtype): the hub's file sizes
 are not asked for, so a dry run needs no network. Times assume the transfer rates below.
@@ -166,6 +167,40 @@ def cache_verdict(cache: NodeCache, weights: list[Weights]) -> str:
     return f"{head}: holds them all"
 
 
+def head_disk(configs: list[ModelConfig]) -> str:
+    """One line: the most the head's download folder (HF_HUB_CACHE) holds at once over the
+    sweep. Mirrors stream one file at a time for every model together
+    (store.mirror_stream), so at most one weights file, bounded here by the largest model's
+    weights; each original-layout LLaVA is fetched whole and converted on the head, and
+    both copies stay there (llava_convert's cache)."""
+    streamed: list[Weights] = []
+    converted: list[Weights] = []
+    for cfg in configs:
+        w = model_weights(cfg)
+        if w is not None:
+            (converted if cfg.layout == LAYOUT else streamed).append(w)
+    largest = max(streamed, key=lambda w: w.bytes, default=None)
+    one_file = largest.bytes if largest else 0.0
+    conversions = sum(2 * w.bytes for w in converted)
+    line = (
+        f"head disk (its HF_HUB_CACHE): at most {(one_file + conversions) / GB:.0f} GB at once: "
+        f"{one_file / GB:.0f} GB for the mirrors, which fetch one file at a time for the whole "
+        "sweep"
+    )
+    if largest:
+        line += (
+            f" (bound: {largest.name}'s weights, were they one file; hub checkpoints are "
+            "sharded, and each file's size is checked against the free bytes before it is "
+            "fetched)"
+        )
+    if converted:
+        line += (
+            f", and {conversions / GB:.0f} GB for {len(converted)} original-layout LLaVA "
+            "checkpoint(s) fetched whole and converted there (both copies kept)"
+        )
+    return line
+
+
 def print_weights(
     configs: list[ModelConfig],
     caches: dict[str, NodeCache],
@@ -197,6 +232,7 @@ def print_weights(
         print(f"converted once to the llava-hf layout before mirroring (original-layout LLaVA "
               f"checkpoint + its vision tower; bytes above: the LM's): {', '.join(converted)}",
               file=out)  # fmt: skip
+    print(head_disk(configs), file=out)
     for _, cache in sorted(caches.items()):
         print(cache_verdict(cache, weights), file=out)
     print(f"transfer assumptions: {ASSUMPTIONS}", file=out)

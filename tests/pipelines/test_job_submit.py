@@ -21,8 +21,16 @@ import pytest
 
 from tests.conftest import REPO
 from tests.pipelines.processes import free_ports
+from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
 
 VENV_BIN = Path(sys.executable).parent
+# The S3 secret key of the head's environment, as an operator exports it before `ray start`
+# for an S3-compatible store (store.storage: credentials come from each process's
+# environment): the raylet's workers inherit it. The loopback S3 server accepts any key.
+# AWS secret keys hold '/' and '+', which JSON, URL and base64 encodings each change.
+S3_SECRET = f"geoseeS3/{secrets.token_hex(10)}+Key"
+S3_ENV = {"AWS_ACCESS_KEY_ID": "geosee-test", "AWS_SECRET_ACCESS_KEY": S3_SECRET,
+          "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +47,7 @@ def ray_head_and_temp() -> Iterator[tuple[str, Path]]:
     auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
     saved = {k: os.environ.get(k) for k in auth}
     os.environ.update(auth)
-    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{VENV_BIN}:{os.environ['PATH']}", **S3_ENV}
     env.pop("RAY_ADDRESS", None)
     cmd = [
         str(VENV_BIN / "ray"), "start", "--head", "--block", "--num-cpus", "2", "--num-gpus", "0",
@@ -88,13 +96,12 @@ def ray_head_and_temp() -> Iterator[tuple[str, Path]]:
                 os.environ[key] = value
 
 
-@pytest.fixture(scope="module")
-def ray_head(ray_head_and_temp: tuple[str, Path]) -> str:
-    return ray_head_and_temp[0]
-
-
 def submit(
-    address: str, out: Path, submission_id: str, *sweep_args: str, extra_env: dict | None = None
+    address: str,
+    out: Path | str,
+    submission_id: str,
+    *sweep_args: str,
+    extra_env: dict | None = None,
 ) -> subprocess.Popen:
     """Start scripts/sweep_submit.sh without waiting; the runtime env installs nothing."""
     env = {
@@ -136,31 +143,6 @@ def wait_job(address: str, submission_id: str, timeout_s: float = 600) -> str:
     raise TimeoutError(f"job {submission_id} did not finish in {timeout_s} s")
 
 
-@pytest.mark.slow  # about 90 s on two busy cores; still part of `make test`
-def test_ray_job_submit_runs_a_small_sweep(ray_head: str, tmp_path: Path) -> None:
-    out = tmp_path / "results"
-    proc = submit(
-        ray_head, out, "sweep-small",
-        "--only", "oracle,random,tiny-llm", "--tasks", "C-BCT-CT,U-PAP-PT", "--per-task", "2",
-        "--progress-interval", "5",
-    )  # fmt: skip
-    assert wait_job(ray_head, "sweep-small") == "SUCCEEDED"
-    log, _ = proc.communicate(timeout=120)
-    assert "sweep progress" in log
-    df = pl.read_parquet(out / "noregeo" / "**" / "*.parquet", hive_partitioning=False)
-    counts = dict(df.group_by("model").len().iter_rows())
-    assert counts == {"oracle": 12, "random": 12, "tiny-llm": 4}
-    assert df["request_key"].n_unique() == df.height
-    assert df.filter(pl.col("model") == "oracle")["correct"].all()
-    # .git stays home; the run records still name the commit the job was submitted from.
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    records = [json.loads(p.read_text()) for p in out.rglob("runs/*.json")]
-    assert records
-    assert all(r["git_commit"].removesuffix("-dirty") == head for r in records), records
-
-
 def secret_files(secrets: dict[str, str], folder: Path) -> dict[str, str]:
     """What `ray up` puts on every node (cluster.yaml: file_mounts): one file per variable."""
     folder.mkdir(mode=0o700)
@@ -170,21 +152,59 @@ def secret_files(secrets: dict[str, str], folder: Path) -> dict[str, str]:
     return {"CLUSTER_SECRETS_DIR": str(folder)}
 
 
-def holders(secret: str, *roots: Path) -> list[Path]:
-    """Files under `roots` whose bytes contain `secret`."""
+def secret_forms(secret: str) -> list[str]:
+    """`secret` as a record could hold it: plain, JSON-escaped (also with `\\/`), URL-escaped
+    (either case), Python's repr, and every base64 run of it (each offset mod 3)."""
+    from urllib.parse import quote
+
+    from actors.http_redact import base64_runs
+
+    forms = [secret, json.dumps(secret)[1:-1], json.dumps(secret)[1:-1].replace("/", "\\/")]
+    forms += [quote(secret, safe=""), quote(secret, safe="").lower(), repr(secret)[1:-1]]
+    return list(dict.fromkeys(forms + base64_runs(secret.encode())))
+
+
+def holders(forms: list[str], *roots: Path) -> list[tuple[Path, str]]:
+    """(file, form) for each file under `roots` whose bytes hold one of `forms`."""
     found = []
     for root in roots:
         for path in root.rglob("*"):
             try:
-                if path.is_file() and secret.encode() in path.read_bytes():
-                    found.append(path)
+                data = path.read_bytes() if path.is_file() else b""
             except OSError:  # a socket, or gone since the listing
                 continue
+            found += [(path, form) for form in forms if form.encode() in data]
     return found
 
 
+def store_texts(uri: str) -> dict[str, str]:
+    """Every object under a results URI: Parquet shards as their rows (compressed pages would
+    hide a secret), others as their bytes."""
+    import pyarrow.parquet as pq
+
+    from store.storage import RemotePath, location
+
+    root = location(uri)
+    assert isinstance(root, RemotePath)
+    texts = {}
+    for path in root.rglob("*"):
+        if not path.is_file():
+            continue
+        if path.name.endswith(".parquet"):
+            with root.filesystem.open_input_file(path.fs_path) as stream:
+                texts[path.fs_path] = str(pq.read_table(stream).to_pylist())
+        else:
+            texts[path.fs_path] = path.read_bytes().decode("utf-8", "replace")
+    return texts
+
+
+# The state API's lists (`ray list actors|jobs|tasks|workers|...` read these), in detail.
+STATE_APIS = ("actors", "jobs", "tasks", "workers", "nodes", "placement_groups", "objects")
+
+
 def job_texts(address: str, submission_id: str) -> dict[str, str]:
-    """Everything Ray serves about a job: its logs, its info, the job list, actor details."""
+    """Everything Ray serves about a job: its logs, its info, the job list, and the state
+    API's lists in detail."""
     import urllib.request
 
     from ray.job_submission import JobSubmissionClient
@@ -196,41 +216,105 @@ def job_texts(address: str, submission_id: str) -> dict[str, str]:
         "job list": repr(client.list_jobs()),
     }
     headers = {"Authorization": f"Bearer {os.environ.get('RAY_AUTH_TOKEN', '')}"}
-    for api in ("/api/jobs/", "/api/v0/actors?detail=1", "/api/v0/tasks"):
+    apis = ["/api/jobs/", *(f"/api/v0/{name}?detail=1&limit=10000" for name in STATE_APIS)]
+    for api in apis:
         request = urllib.request.Request(address + api, headers=headers)
         with urllib.request.urlopen(request, timeout=60) as response:
             texts[api] = response.read().decode(errors="replace")
     return texts
 
 
-@pytest.mark.slow  # about 30 s: a dry run
-def test_secrets_reach_the_job_and_are_written_nowhere(
-    ray_head_and_temp: tuple[str, Path], tmp_path: Path
+def models_folder(folder: Path, base_url: str) -> Path:
+    """The local oracle, random and tiny-llm configs, and an API model on a loopback server
+    whose key is $OPENAI_API_KEY."""
+    folder.mkdir()
+    for name in ("oracle", "random", "tiny-llm"):
+        shutil.copyfile(
+            REPO / "configs" / "models" / "local" / f"{name}.yaml", folder / f"{name}.yaml"
+        )
+    (folder / "api-model.yaml").write_text(
+        "name: api-model\nrepo: gpt-test\nengine: http\nmodality: text\nsetups: [text]\n"
+        f"api_base: {base_url}\napi_key_env: OPENAI_API_KEY\n"
+    )
+    return folder
+
+
+def result_rows(uri: str) -> pl.DataFrame:
+    """Every row of the results' NoReGeo shards in the store."""
+    import pyarrow.parquet as pq
+
+    from store.storage import RemotePath, location
+
+    root = location(uri)
+    assert isinstance(root, RemotePath)
+    tables = []
+    for path in root.rglob("*"):
+        if "/noregeo/" in path.fs_path and path.fs_path.endswith(".parquet"):
+            with root.filesystem.open_input_file(path.fs_path) as stream:
+                tables.append(pl.from_arrow(pq.read_table(stream)))
+    return pl.concat(tables, how="diagonal_relaxed")
+
+
+@pytest.mark.slow  # about 90 s on two busy cores; still part of `make test`
+def test_ray_job_submit_runs_a_small_sweep_and_records_no_secret(
+    ray_head_and_temp: tuple[str, Path], tmp_path: Path, s3: S3Server
 ) -> None:
-    """HF_TOKEN and an api_key_env set where the job is submitted are not sent with it (Ray
-    logs runtime envs in plain text, and serves entrypoints and runtime envs through its job
-    APIs): the job's driver exports them from the secrets folder on the head, and neither
-    value is in any file of the session folder, the results, the job's logs or its info."""
+    """A small sweep (oracle, random, tiny-llm and an API model) through
+    scripts/sweep_submit.sh, its results in an S3 store. HF_TOKEN, the API model's key and
+    the S3 secret key set where the job is submitted are not sent with it (Ray logs runtime
+    envs in plain text, and serves entrypoints and runtime envs through its job APIs): the
+    job's driver exports them from the secrets folder on the head, the model's task gets
+    the API key through the object store, the workers have the S3 key from the head's
+    environment. The key reaches the server and the rows reach the store, and no form of
+    any secret (plain, JSON or URL escaped, base64) is in any file of the session folder,
+    the results, the job's logs, its info or the state API's actors, jobs, tasks and
+    workers."""
+    from tests.actors.loopback_server import LoopbackServer
+
     address, temp = ray_head_and_temp
-    secrets_ = {"HF_TOKEN": secrets.token_hex(16), "OPENAI_API_KEY": secrets.token_hex(16)}
-    out = tmp_path / "results"
+    secrets_ = {
+        "HF_TOKEN": "hf_" + secrets.token_hex(16),
+        "OPENAI_API_KEY": f'sk-leak\\t"/+{secrets.token_hex(12)}',
+        "AWS_SECRET_ACCESS_KEY": S3_SECRET,
+    }
+    uri = s3.uri("small-sweep")
     extra = {**secrets_, **secret_files(secrets_, tmp_path / "secrets")}
-    proc = submit(
-        address, out, "sweep-secrets", "--only", "gpt-4.1-nano,oracle", "--dry-run",
-        extra_env=extra,
-    )  # fmt: skip
-    assert wait_job(address, "sweep-secrets") == "SUCCEEDED"
-    log, _ = proc.communicate(timeout=120)
+    with LoopbackServer(answer=lambda _: json.dumps({"answer": 1})) as server:
+        models = models_folder(tmp_path / "models", server.base_url)
+        proc = submit(
+            address, uri, "sweep-small", "--models", str(models),
+            "--only", "oracle,random,tiny-llm,api-model", "--tasks", "C-BCT-CT,U-PAP-PT",
+            "--per-task", "2", "--progress-interval", "5", extra_env=extra,
+        )  # fmt: skip
+        assert wait_job(address, "sweep-small") == "SUCCEEDED"
+        log, _ = proc.communicate(timeout=120)
+        sent = {r.headers["authorization"] for r in server.requests}
+    assert "sweep progress" in log
     assert "$HF_TOKEN is set here and is not sent" in log
-    texts = job_texts(address, "sweep-secrets")
-    # The driver saw the key: without it the plan says "not run: $OPENAI_API_KEY is not set".
-    plan = [line for line in texts["job logs"].splitlines() if line.startswith("gpt-4.1-nano")]
-    assert plan and plan[0].endswith("will run"), texts["job logs"][-3000:]
+    assert sent == {f"Bearer {secrets_['OPENAI_API_KEY']}"}  # the key was used
+    df = result_rows(uri)
+    counts = dict(df.group_by("model").len().iter_rows())
+    assert counts == {"oracle": 12, "random": 12, "tiny-llm": 4, "api-model": 4}
+    assert df["request_key"].n_unique() == df.height
+    assert df.filter(pl.col("model") == "oracle")["correct"].all()
+    # .git stays home; the run records still name the commit the job was submitted from.
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    stored = store_texts(uri)
+    records = [
+        json.loads(t) for name, t in stored.items() if "/runs/" in name and name.endswith(".json")
+    ]
+    assert records
+    assert all(r["git_commit"].removesuffix("-dirty") == head for r in records), records
+    texts = job_texts(address, "sweep-small")
     time.sleep(2)  # let the head flush its logs
+    places = {**texts, **stored, "submit output": log}
     for name, value in secrets_.items():
-        assert holders(value, temp, out) == [], name
-        assert [what for what, text in texts.items() if value in text] == [], name
-        assert value not in log, name
+        forms = secret_forms(value)
+        assert holders(forms, temp) == [], name
+        found = [(place, f) for place, text in places.items() for f in forms if f in text]
+        assert found == [], name
 
 
 def test_a_secret_in_runtime_env_is_refused(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ reached (offline, no connection), no such model, no such revision, or another HT
 
 from __future__ import annotations
 
+import errno
 import logging
 import re
 import sys
@@ -182,6 +183,46 @@ def weight_patterns(files: tuple[str, ...]) -> list[str]:
     return []
 
 
+def snapshot_patterns(files: tuple[str, ...]) -> list[str]:
+    """What a snapshot of a commit holding `files` fetches: config, tokenizer and processor
+    files, and one weights format."""
+    return [*TOKENIZER_FILES, *weight_patterns(files)]
+
+
+def listed_files(hub_id: HubId, commit: str) -> dict[str, int]:
+    """The files of `commit` a snapshot fetches (snapshot_patterns), with their sizes, from
+    the hub's listing of the commit (no file is fetched)."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFile
+    from huggingface_hub.utils import filter_repo_objects
+
+    try:
+        entries = HfApi().list_repo_tree(hub_id.repo, revision=commit, recursive=True)
+        sizes = {e.path: int(e.size) for e in entries if isinstance(e, RepoFile)}
+    except Exception as err:  # noqa: BLE001 (one line: _hub_error)
+        raise _hub_error(hub_id, err) from err
+    wanted = snapshot_patterns(tuple(sizes))
+    return {name: sizes[name] for name in filter_repo_objects(sizes, allow_patterns=wanted)}
+
+
+def fetch_file(hub_id: HubId, commit: str, name: str, folder: Path) -> Path:
+    """One file of `commit` fetched into `folder` (at its path in the repo), not into the
+    Hugging Face cache: the caller deletes it once it is copied."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars
+
+    if not sys.stderr.isatty() and not are_progress_bars_disabled():
+        disable_progress_bars()  # a log would get every frame of the bars
+    try:
+        return Path(hf_hub_download(hub_id.repo, name, revision=commit, local_dir=folder))
+    except OSError as err:
+        if err.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise _hub_error(hub_id, err) from err
+        raise HubError(f"{hub_id}: no room for {name} in {folder} ({err.strerror})") from err
+    except Exception as err:  # noqa: BLE001 (one line: _hub_error)
+        raise _hub_error(hub_id, err) from err
+
+
 def download(hub_id: HubId, commit: HubCommit) -> Path:
     """The commit's snapshot in the Hugging Face cache (what is there already is kept): its
     config, tokenizer and processor files and one weights format. Progress bars only on a
@@ -189,7 +230,7 @@ def download(hub_id: HubId, commit: HubCommit) -> Path:
     from huggingface_hub import snapshot_download
     from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars
 
-    patterns = [*TOKENIZER_FILES, *weight_patterns(commit.files)]
+    patterns = snapshot_patterns(commit.files)
     log.info("%s: commit %s; fetching its files into the Hugging Face cache", hub_id, commit.commit)
     if not sys.stderr.isatty() and not are_progress_bars_disabled():
         disable_progress_bars()  # a log would get every frame of the bars

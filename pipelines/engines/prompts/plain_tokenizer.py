@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,8 @@ def staged_copy(source: Path, kind: str, edit: Callable[[Path], None]) -> Path:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     target = Path(HF_HUB_CACHE) / kind / digest.hexdigest()[:16]
     if not target.is_dir():
-        staging = target.with_name(target.name + f".{os.getpid()}.tmp")
+        # Named by process and thread: two threads of one process may copy it at once.
+        staging = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         for path in files:

@@ -14,7 +14,6 @@ downloads on each node. A single node keeps its local paths.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,23 +75,6 @@ def check_shared_results(out: Location, command: str) -> None:
     )
 
 
-def model_folder(cfg: ModelConfig) -> tuple[Path, bool]:
-    """The model's files on this node: its checkpoint folder, or its snapshot at the pinned
-    commit fetched into the Hugging Face cache; True when the snapshot was fetched now
-    (it is removed once mirrored: the head's disk need only hold one model at a time)."""
-    if Path(cfg.source).is_dir():
-        return Path(cfg.source), False
-    from huggingface_hub import constants
-
-    from pipelines.engines.models.hub_model import HubId, download, resolve_commit
-
-    revision = hub_revision(cfg.revision)
-    hub_id = HubId(cfg.repo, revision)
-    cached = Path(constants.HF_HUB_CACHE, "models--" + cfg.repo.replace("/", "--"))
-    fresh = not cached.exists()
-    return download(hub_id, resolve_commit(hub_id)), fresh
-
-
 def mirror_key(cfg: ModelConfig, manifest: list[MirroredFile]) -> str:
     """`<org>/<name>@<commit>` for a hub model at a commit (`+llava-hf` once converted from the
     original LLaVA layout), else `local/<name>@<digest>`."""
@@ -107,9 +89,12 @@ def mirror_key(cfg: ModelConfig, manifest: list[MirroredFile]) -> str:
 
 def node_sources(cfg: ModelConfig, out: Location, command: str = "evaluate") -> NodeSources | None:
     """The remote sources of `cfg`'s stages and engine, mirrored under `out` (None on a
-    single node: the local paths serve). SharedResultsError for local results on several
-    nodes; store.model_mirror.MirrorError for a mirror that is incomplete or differs."""
-    from pipelines.engines.prompts.plain_tokenizer import plain_tokenizer, regex_fixed_copy
+    single node: the local paths serve). A hub model is mirrored from the hub one file at a
+    time (hub_mirror), a folder from this node's disk. SharedResultsError for local results
+    on several nodes; store.model_mirror.MirrorError for a mirror of other files, or a
+    download folder without room for the copy (an incomplete mirror is copied again)."""
+    from pipelines.engines.prompts.plain_tokenizer import regex_fixed_copy
+    from pipelines.engines.stages.hub_mirror import hub_mirror
 
     if not several_nodes():
         return None
@@ -119,22 +104,35 @@ def node_sources(cfg: ModelConfig, out: Location, command: str = "evaluate") -> 
     # This process too: Ray's processor reads the engine source's config here (telemetry).
     for name, value in env.items():
         os.environ.setdefault(name, value)
-    folder, fetched = model_folder(cfg)
+    root = out / MIRRORS
+    if not Path(cfg.source).is_dir():  # a hub model: streamed file by file (hub_mirror)
+        with hub_mirror(cfg, root) as hub:
+            tokenize, more = _tokenize_source(cfg, hub.tokenizer, root, hub.engine)
+        return NodeSources(hub.engine, hub.engine, tokenize, hub.copied + more,
+                           str(hub.mirror), tuple(sorted(env.items())))  # fmt: skip
+    folder = Path(cfg.source)
     files = folder_files(folder)
     tokenizer = folder
     if cfg.fix_mistral_regex:  # the engine decodes with what the stages encode
         tokenizer = regex_fixed_copy(folder)
         files.update(folder_files(tokenizer))
-    root = out / MIRRORS
     manifest = manifest_of(files)
     mirror = root / mirror_key(cfg, manifest)
     engine, copied = mirror_folder(files, mirror, cfg.name, manifest)
+    tokenize, more = _tokenize_source(cfg, tokenizer, root, engine)
+    return NodeSources(engine, engine, tokenize, copied + more, str(mirror),
+                       tuple(sorted(env.items())))  # fmt: skip
+
+
+def _tokenize_source(
+    cfg: ModelConfig, tokenizer: Path, root: RemotePath, engine: str
+) -> tuple[str, int]:
+    """The tokenize stage's source: the engine's mirror, or, when its tokenizer adds special
+    tokens to every text, a mirrored copy that adds none; (its URI, bytes copied now)."""
+    from pipelines.engines.prompts.plain_tokenizer import plain_tokenizer
+
     plain = plain_tokenizer(tokenizer, cfg.trust_remote_code)
-    tokenize = engine
-    if plain is not None:
-        what = f"{cfg.name}'s tokenizer without added special tokens"
-        tokenize, more = mirror_folder(folder_files(plain), root / "tokenizers" / plain.name, what)
-        copied += more
-    if fetched:
-        shutil.rmtree(folder.parents[1], ignore_errors=True)  # models--ORG--NAME
-    return NodeSources(engine, engine, tokenize, copied, str(mirror), tuple(sorted(env.items())))
+    if plain is None:
+        return engine, 0
+    what = f"{cfg.name}'s tokenizer without added special tokens"
+    return mirror_folder(folder_files(plain), root / "tokenizers" / plain.name, what)
