@@ -69,7 +69,7 @@ from pipelines.sweep.probes import (
 )
 from pipelines.sweep.progress_table import TAG_ENV, print_progress
 from pipelines.sweep.revisions import pin_by_use
-from pipelines.sweep.weights import caches_from_yaml, print_weights
+from pipelines.sweep.weights import caches_from_yaml, head_volume_from_yaml, print_weights
 from store.atomic import write_bytes_atomic
 from store.errors import UsageError
 from store.storage import Location, children, location
@@ -410,7 +410,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"dry run: {len(jobs)} models, items {where}")
         print_plan(jobs, chars)
         launcher = args.cluster_config or (BOOTSTRAP_CONFIG if capacity_first is False else None)
-        print_weights([j.cfg for j in jobs if j.runnable], caches_from_yaml(launcher), args.out)
+        print_weights(
+            [j.cfg for j in jobs if j.runnable],
+            caches_from_yaml(launcher),
+            args.out,
+            head_bytes=head_volume_from_yaml(launcher),
+        )
         if probe_grid is not None:
             print_probe_plan(plan_probes(probe_grid, configs, args.out, capacity), args.probes)
         if geobuild_note:

@@ -126,6 +126,25 @@ def node_caches(config: dict[str, Any]) -> dict[str, NodeCache]:
     return caches
 
 
+def head_volume(config: dict[str, Any]) -> float | None:
+    """Bytes of the head node type's EBS volumes (None when the YAML names none)."""
+    head = (config.get("available_node_types") or {}).get(config.get("head_node_type"), {})
+    mappings = (head.get("node_config") or {}).get("BlockDeviceMappings") or []
+    size = sum(float((m.get("Ebs") or {}).get("VolumeSize", 0)) for m in mappings) * GIB
+    return size or None
+
+
+def head_volume_from_yaml(path: Path | None) -> float | None:
+    """`head_volume` of a cluster-launcher YAML (None when there is none to read)."""
+    if path is None or not path.is_file():
+        return None
+    try:
+        config = load_bounded(path, aliases=True)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, YAMLBoundError):
+        return None
+    return head_volume(config) if isinstance(config, dict) else None
+
+
 def caches_from_yaml(path: Path | None) -> dict[str, NodeCache]:
     """`node_caches` of a cluster-launcher YAML (empty when there is none to read)."""
     if path is None or not path.is_file():
@@ -167,12 +186,13 @@ def cache_verdict(cache: NodeCache, weights: list[Weights]) -> str:
     return f"{head}: holds them all"
 
 
-def head_disk(configs: list[ModelConfig]) -> str:
+def head_disk(configs: list[ModelConfig], volume: float | None = None) -> str:
     """One line: the most the head's download folder (HF_HUB_CACHE) holds at once over the
     sweep. Mirrors stream one file at a time for every model together
     (store.mirror_stream), so at most one weights file, bounded here by the largest model's
     weights; each original-layout LLaVA is fetched whole and converted on the head, and
-    both copies stay there (llava_convert's cache)."""
+    both copies stay there (llava_convert's cache). With the head's `volume` (bytes), the
+    line ends with whether it holds that need."""
     streamed: list[Weights] = []
     converted: list[Weights] = []
     for cfg in configs:
@@ -198,6 +218,13 @@ def head_disk(configs: list[ModelConfig]) -> str:
             f", and {conversions / GB:.0f} GB for {len(converted)} original-layout LLaVA "
             "checkpoint(s) fetched whole and converted there (both copies kept)"
         )
+    if volume is not None:
+        need = one_file + conversions
+        verdict = "holds it" if need <= volume else "is too small for it"
+        line += (
+            f"; the head's volume ({volume / GB:.0f} GB, which also takes Ray's logs and "
+            f"object spilling) {verdict}"
+        )
     return line
 
 
@@ -206,6 +233,7 @@ def print_weights(
     caches: dict[str, NodeCache],
     results: Location | None = None,
     out: Any = None,
+    head_bytes: float | None = None,
 ) -> None:
     """Per GPU model: bytes mirrored once and bytes each node reads, with their times, source
     and mirror; then the total and one cache verdict per GPU node type."""
@@ -232,7 +260,7 @@ def print_weights(
         print(f"converted once to the llava-hf layout before mirroring (original-layout LLaVA "
               f"checkpoint + its vision tower; bytes above: the LM's): {', '.join(converted)}",
               file=out)  # fmt: skip
-    print(head_disk(configs), file=out)
+    print(head_disk(configs, head_bytes), file=out)
     for _, cache in sorted(caches.items()):
         print(cache_verdict(cache, weights), file=out)
     print(f"transfer assumptions: {ASSUMPTIONS}", file=out)

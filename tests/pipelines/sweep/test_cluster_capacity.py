@@ -253,3 +253,34 @@ def test_a_deeply_nested_or_huge_cluster_config_is_one_line(
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and str(bad) in err and says in err, err
         assert "Traceback" not in err
+
+
+def test_dry_run_says_whether_the_heads_volume_holds_its_disk_need(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 51: the head's 200 GiB root held less than the sweep's head disk need (one
+    mirror file at a time plus the four LLaVA conversions, both copies each): the line
+    recomputed here from the configs, with cluster.yaml's head volume and a 200 GiB one."""
+    import yaml
+
+    monkeypatch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep.run", "run the model sweep"))
+    gpu = [c for c in load_configs(REPO / "configs" / "models") if c.gpus and not c.blocked]
+    streamed = [c.params_b * 2e9 for c in gpu if c.layout != "llava-original" and c.params_b]
+    converted = [2 * c.params_b * 2e9 for c in gpu if c.layout == "llava-original"]
+    need = max(streamed) + sum(converted)
+    raw = yaml.safe_load(CLUSTER_YAML.read_text())
+    for size in (raw["available_node_types"]["head"]["node_config"]["BlockDeviceMappings"][0]
+                 ["Ebs"]["VolumeSize"], 200):  # fmt: skip
+        raw["available_node_types"]["head"]["node_config"]["BlockDeviceMappings"][0]["Ebs"][
+            "VolumeSize"
+        ] = size
+        config = tmp_path / f"head{size}.yaml"
+        config.write_text(yaml.safe_dump(raw))
+        text = _dry(tmp_path, capsys, config, str(tmp_path / "r"))
+        (line,) = [t for t in text.splitlines() if t.startswith("head disk")]
+        assert f"at most {need / 1e9:.0f} GB at once" in line, line
+        volume = size * 2**30
+        verdict = "holds it" if need <= volume else "is too small for it"
+        assert line.endswith(f"({volume / 1e9:.0f} GB, which also takes Ray's logs and object "
+                             f"spilling) {verdict}"), line  # fmt: skip
+        assert ("holds it" if size == 200 else "too small") not in line
