@@ -38,6 +38,9 @@ from tests.pipelines.raw_shards import raw_keys
 from tests.pipelines.ray_nodes import Node, RayCluster, ray_cluster
 from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
 
+# The run ends (done, or its one line) within this long of the loss: on the code before,
+# an engine that nothing could host waited for ever.
+AFTER_LOSS_S = 900
 pytestmark = [pytest.mark.cluster_walk, pytest.mark.timeout(1800)]
 
 PROBLEMS = 12  # 6 engine batches of 2: the loss lands with most of them to come
@@ -104,7 +107,9 @@ def _lose_engine_node_mid_round(
             time.sleep(1)  # the deadline: the cloud takes the instance back
         kill_node(cluster, lost)
         seen: set[int] = set()
+        ends = time.monotonic() + AFTER_LOSS_S
         while run.poll() is None:
+            assert time.monotonic() < ends, f"the run went on {AFTER_LOSS_S} s after the loss"
             seen.update(hosting(cluster, HOST))
             time.sleep(0.5)
         return run.returncode, lost, rows_at_loss, seen
