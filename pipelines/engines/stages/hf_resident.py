@@ -17,7 +17,13 @@ from pipelines.engines.models.model_schema import ModelConfig
 from pipelines.engines.stages.engine_stages import hf_engine_kwargs
 from pipelines.engines.stages.gpus import check_gpus, cluster_gpus, logical_gpus
 from pipelines.engines.stages.options import LIGHT_CPUS, EngineOptions
-from pipelines.engines.stages.resident_hosts import HostWatch, answer, node_ip, restartable
+from pipelines.engines.stages.resident_hosts import (
+    answer,
+    forwarder_kwargs,
+    node_ip,
+    restartable,
+    watches,
+)
 
 
 class HFHost:
@@ -36,8 +42,10 @@ class HFHost:
 class ForwardBatches:
     """Ray Data callable class: each batch to the next host in turn, its rows back."""
 
-    def __init__(self, hosts: list[Any], model: str, demand: dict[str, float]) -> None:
-        self.watches = [HostWatch(host, model, demand) for host in hosts]
+    def __init__(
+        self, hosts: list[Any], model: str, demand: dict[str, float], wait_s: float
+    ) -> None:
+        self.watches = watches(hosts, model, demand, wait_s)
         self.turn = 0
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -68,7 +76,7 @@ class ResidentHF:
         self.rounds_served += 1
         return ds.map_batches(
             ForwardBatches,
-            fn_constructor_kwargs={"hosts": self.hosts, "model": cfg.name, "demand": self.demand},
+            fn_constructor_kwargs=forwarder_kwargs(self.hosts, cfg.name, self.demand),
             batch_size=opts.batch_size,
             compute=ray.data.ActorPoolStrategy(size=opts.pool_size),
             batch_format="numpy",

@@ -74,10 +74,13 @@ class HostWatch:
     """What a forwarder knows of one host: the node it last answered from, and since when it
     has been restarting with no node to hold it."""
 
-    def __init__(self, host: Any, model: str, demand: dict[str, float]) -> None:
+    def __init__(self, host: Any, model: str, demand: dict[str, float], wait_s: float) -> None:
         self.host = host
         self.model = model
         self.demand = demand
+        # The driver's `gpu_wait_s()`: read here, on a worker node, the variable would be
+        # the node's, not the run's.
+        self.wait_s = wait_s
         self.node: str | None = None  # where the host last answered from
         self.homeless_since: float | None = None
         self.request: Any = None  # the autoscaler request while it waits
@@ -89,7 +92,7 @@ class HostWatch:
 
     def check(self) -> None:
         """Called while an answer is awaited: return while the host answers or can come
-        back; EngineLostError once it has had no node to hold it for `gpu_wait_s()`."""
+        back; EngineLostError once it has had no node to hold it for `wait_s`."""
         import ray._private.state as ray_state
 
         info = ray_state.actors(actor_id=self.host._actor_id.hex())
@@ -108,7 +111,7 @@ class HostWatch:
         if self.homeless_since is None:
             self.homeless_since = now
         self._ask_autoscaler()
-        limit = gpu_wait_s()
+        limit = self.wait_s
         if now - self.homeless_since >= limit:
             self._settled()
             wants = ", ".join(f"{v:g} {k}" for k, v in self.demand.items() if v)
@@ -137,6 +140,19 @@ class HostWatch:
             with contextlib.suppress(Exception):  # a request lapses on its own (TTL)
                 self.request.clear()
             self.request = None
+
+
+def watches(
+    hosts: list[Any], model: str, demand: dict[str, float], wait_s: float
+) -> list[HostWatch]:
+    """One watch per host, for a forwarder's constructor."""
+    return [HostWatch(host, model, demand, wait_s) for host in hosts]
+
+
+def forwarder_kwargs(hosts: list[Any], model: str, demand: dict[str, float]) -> dict[str, Any]:
+    """What a forwarder is built with: the hosts, the model and what a host needs of a node,
+    and this driver's wait for a node (`gpu_wait_s()`)."""
+    return {"hosts": hosts, "model": model, "demand": demand, "wait_s": gpu_wait_s()}
 
 
 def _lost_node(info: dict[str, Any]) -> str | None:

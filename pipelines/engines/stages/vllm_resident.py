@@ -21,7 +21,13 @@ from pipelines.engines.models.model_schema import ModelConfig
 from pipelines.engines.stages.gpus import check_gpus
 from pipelines.engines.stages.options import LIGHT_CPUS, EngineOptions
 from pipelines.engines.stages.placement_groups import made_count, remove_made_since
-from pipelines.engines.stages.resident_hosts import HostWatch, answer_async, node_ip, restartable
+from pipelines.engines.stages.resident_hosts import (
+    answer_async,
+    forwarder_kwargs,
+    node_ip,
+    restartable,
+    watches,
+)
 from pipelines.engines.stages.vllm_path import build_vllm_processor, engine_stage_of
 from pipelines.engines.stages.vllm_rows import normalise_engine_errors
 
@@ -55,9 +61,10 @@ class ForwardUDF(StatefulStageUDF):
         hosts: list[Any],
         model: str,
         demand: dict[str, float],
+        wait_s: float,
     ):
         super().__init__(data_column, expected_input_keys)
-        self.watches = [HostWatch(host, model, demand) for host in hosts]
+        self.watches = watches(hosts, model, demand, wait_s)
         self.turn = 0
 
     async def __call__(self, batch: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -112,7 +119,7 @@ class ResidentVLLM:
         self.rounds_served += 1
         processor.stages[name] = StatefulStage(
             fn=ForwardUDF,
-            fn_constructor_kwargs={"hosts": self.hosts, "model": cfg.name, "demand": self.demand},
+            fn_constructor_kwargs=forwarder_kwargs(self.hosts, cfg.name, self.demand),
             map_batches_kwargs={
                 "compute": _pool(opts.pool_size),
                 "num_cpus": LIGHT_CPUS,
