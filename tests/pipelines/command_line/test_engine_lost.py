@@ -18,24 +18,27 @@ LINE = (
 
 
 def _as_ray_delivers_it() -> BaseException:
-    """The forwarder's error as the driver gets it: Ray's task error (a traceback for its
-    text, the worker's exception in `cause`) inside Ray Data's UserCodeException."""
+    """The forwarder's error as the driver gets it (seen in the cluster test): Ray's task
+    error around Ray Data's UserCodeException, whose own cause did not travel; the worker's
+    exception only in the remote traceback's text."""
     from ray.data.exceptions import UserCodeException
     from ray.exceptions import RayTaskError
 
-    try:
-        raise EngineLostError(LINE)
-    except EngineLostError as err:
-        task_error = RayTaskError("ForwardBatches.__call__", "Traceback ...\n" + LINE, err)
-        wrapped = task_error.as_instanceof_cause()
-    try:
-        raise UserCodeException("UDF failed to process a data block.") from wrapped
-    except UserCodeException as outer:
-        return outer
+    remote = (
+        'Traceback (most recent call last):\n  File "resident_hosts.py", line 118, in check\n'
+        f"pipelines.engines.stages.resident_hosts.EngineLostError: {LINE}\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "ray.exceptions.UserCodeException: UDF failed to process a data block."
+    )
+    user = UserCodeException("UDF failed to process a data block.")
+    return RayTaskError(
+        "MapWorker(MapBatches(ForwardBatches)).submit", remote, user
+    ).as_instanceof_cause()
 
 
 def test_the_worker_error_is_found_under_ray_wrappers() -> None:
     assert engine_lost(_as_ray_delivers_it()) == LINE
+    assert engine_lost(EngineLostError(LINE)) == LINE  # raised in this process
     assert engine_lost(RuntimeError("something else")) is None
 
 
