@@ -114,3 +114,16 @@ def geosee(cluster: RayCluster, args: list[str], log: Path, env: dict[str, str] 
         env={**cluster.env, "RAY_ADDRESS": cluster.address, **(env or {})},
         stdout=sink, stderr=subprocess.STDOUT,
     )  # fmt: skip
+
+
+def weight_downloads(server_pid: int, prefix: str) -> int:
+    """GETs of a model's weights (`model.safetensors`) under `prefix` that the S3 server on
+    loopback answered: moto logs every request to its output file, read here through
+    /proc (counted at the source: a node's download of the mirror, whoever asked). A
+    ranged GET's line is coloured (its status 206), so the method is matched unquoted."""
+    log = Path(f"/proc/{server_pid}/fd/1").read_bytes().decode(errors="replace")
+    return sum(
+        1
+        for line in log.splitlines()
+        if "GET /" in line and prefix in line and "model.safetensors" in line
+    )

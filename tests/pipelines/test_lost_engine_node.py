@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +33,15 @@ import pytest
 from store.records import model_dir
 from store.storage import Location, location
 from tests.conftest import REPO, SHARED
-from tests.pipelines.lost_node import drain, geosee, hosting, kill_node, placement_groups, wait_for
+from tests.pipelines.lost_node import (
+    drain,
+    geosee,
+    hosting,
+    kill_node,
+    placement_groups,
+    wait_for,
+    weight_downloads,
+)
 from tests.pipelines.raw_shards import raw_keys
 from tests.pipelines.ray_nodes import Node, RayCluster, ray_cluster
 from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
@@ -90,10 +98,17 @@ def _round_keys(out: Location, model: Path) -> list[str]:
 
 
 def _lose_engine_node_mid_round(
-    cluster: RayCluster, model: Path, uri: str, log: Path, how: str, env: dict[str, str]
+    cluster: RayCluster,
+    model: Path,
+    uri: str,
+    log: Path,
+    how: str,
+    env: dict[str, str],
+    at_loss: Callable[[], None] = lambda: None,
 ) -> tuple[int, int, int, set[int]]:
-    """Start the round, lose the engine's node once rows are on disk; (exit code, the lost
-    worker's index, rows on disk at the loss, workers seen hosting the engine after it)."""
+    """Start the round, lose the engine's node once rows are on disk (calling `at_loss`
+    just before); (exit code, the lost worker's index, rows on disk at the loss, workers
+    seen hosting the engine after it)."""
     out = location(uri)
     run = geosee(cluster, _args(model, uri), log, env)
     try:
@@ -101,6 +116,7 @@ def _lose_engine_node_mid_round(
                  _round_keys(out, model), run, log)  # fmt: skip
         (lost,) = hosting(cluster, HOST)
         rows_at_loss = len(_round_keys(out, model))
+        at_loss()
         if how == "drain":
             drained = drain(cluster, lost, deadline_s=1)
             assert drained.returncode == 0, drained.stdout + drained.stderr
@@ -132,8 +148,14 @@ def test_a_round_survives_the_loss_of_its_engine_node(
     uri = s3.uri(f"lost-node/{how}-{tmp_path.name}")
     log = tmp_path / "geobuild.log"
     started = time.monotonic()
+    prefix = f"{how}-{tmp_path.name}/.models/"
+    first: list[int] = []  # weight GETs when the first host had loaded them
+
+    def count() -> None:
+        first.append(weight_downloads(s3.pid, prefix))
+
     rc, lost, rows_at_loss, seen = _lose_engine_node_mid_round(
-        nodes, tiny_llm_dir, uri, log, how, {}
+        nodes, tiny_llm_dir, uri, log, how, {}, count
     )
     text = log.read_text()
     took = time.monotonic() - started
@@ -144,6 +166,10 @@ def test_a_round_survives_the_loss_of_its_engine_node(
     assert rows_at_loss < PROBLEMS  # the loss came before the round's end
     assert 1 - lost in seen, "the engine's host did not start on the other GPU worker"
     _assert_every_row_once(location(uri), tiny_llm_dir)
+    # What the loss cost in downloads: the weights fetched once more, by the new node.
+    downloads = weight_downloads(s3.pid, prefix)
+    print(f"{how}: weight GETs {first[0]} before the loss, {downloads} in all")
+    assert first[0] > 0 and downloads == 2 * first[0]
     # The run removed what it placed: no placement group left holding a node's resources.
     assert [s for s in placement_groups(nodes).values() if s != "REMOVED"] == []
 
