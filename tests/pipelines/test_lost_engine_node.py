@@ -123,11 +123,13 @@ def _lose_engine_node_mid_round(
             time.sleep(1)  # the deadline: the cloud takes the instance back
         kill_node(cluster, lost)
         seen: set[int] = set()
-        ends = time.monotonic() + AFTER_LOSS_S
+        lost_at = time.monotonic()
+        ends = lost_at + AFTER_LOSS_S
         while run.poll() is None:
             assert time.monotonic() < ends, f"the run went on {AFTER_LOSS_S} s after the loss"
             seen.update(hosting(cluster, HOST))
             time.sleep(0.5)
+        print(f"{how}: the run ended {time.monotonic() - lost_at:.0f} s after the loss")
         return run.returncode, lost, rows_at_loss, seen
     finally:
         if run.poll() is None:
