@@ -127,3 +127,17 @@ def weight_downloads(server_pid: int, prefix: str) -> int:
         for line in log.splitlines()
         if "GET /" in line and prefix in line and "model.safetensors" in line
     )
+
+
+def engine_errors(root) -> list[str]:  # noqa: ANN001  (a store Location)
+    """The `engine_error` of every row in the raw shards under `root` that has one: a row
+    the engine never answered (the code before wrote the lost host's batches so, 6 of 8)."""
+    from store.shards import shard_files
+    from store.storage import read_table
+
+    return [
+        str(e)
+        for f in shard_files(root)
+        for e in read_table(f, ["engine_error"])[0].to_pylist()
+        if e is not None
+    ]

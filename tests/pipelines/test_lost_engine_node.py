@@ -35,6 +35,7 @@ from store.storage import Location, location
 from tests.conftest import REPO, SHARED
 from tests.pipelines.lost_node import (
     drain,
+    engine_errors,
     geosee,
     hosting,
     kill_node,
@@ -141,6 +142,8 @@ def _assert_every_row_once(out: Location, model: Path) -> None:
     keys = _round_keys(out, model)
     assert len(keys) == len(set(keys)), f"{len(keys) - len(set(keys))} row(s) written twice"
     assert len(keys) == PROBLEMS, f"{PROBLEMS - len(keys)} row(s) lost"
+    # Answered by the engine, not written as the lost host's errors.
+    assert engine_errors(model_dir(out, "geobuild", model.name) / "round=1") == []
 
 
 @pytest.mark.parametrize("how", ["kill", "drain"])

@@ -21,7 +21,7 @@ import pytest
 from store.records import model_dir
 from store.storage import Location, location
 from tests.conftest import REPO, SHARED
-from tests.pipelines.lost_node import geosee, hosting, kill_node, wait_for
+from tests.pipelines.lost_node import engine_errors, geosee, hosting, kill_node, wait_for
 from tests.pipelines.raw_shards import raw_keys
 from tests.pipelines.ray_nodes import Node, RayCluster, ray_cluster
 from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
@@ -120,3 +120,6 @@ def test_the_vllm_engine_survives_the_loss_of_its_node(
     keys = _keys(kind, out, tiny_llm_dir)
     assert len(keys) == len(set(keys)), f"{len(keys) - len(set(keys))} row(s) written twice"
     assert len(keys) == want, f"{want - len(keys)} row(s) lost"
+    # Answered by the engine, not written as the lost host's errors.
+    folder = model_dir(out, kind if kind == "geobuild" else "noregeo", tiny_llm_dir.name)
+    assert engine_errors(folder) == []
