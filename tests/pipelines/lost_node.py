@@ -131,7 +131,7 @@ def weight_downloads(server_pid: int, prefix: str) -> int:
 
 def engine_errors(root) -> list[str]:  # noqa: ANN001  (a store Location)
     """The `engine_error` of every row in the raw shards under `root` that has one: a row
-    the engine never answered (the code before wrote the lost host's batches so, 6 of 8)."""
+    the engine never answered, written with its error instead of a reply."""
     from store.shards import shard_files
     from store.storage import read_table
 
