@@ -178,9 +178,13 @@ stress: setup
 
 # The rest of the walk through a cluster whose worker node shares no disk with the head
 # (a tiny VLM, the real model, a GeoBuild round, a two-model sweep; ~15 min); `make test`
-# runs its first part, the text evaluate that failed before the model mirror.
-test-cluster-walk: setup-vllm real-model
-	$(VLLM_PY) -m pytest -m cluster_walk tests/vllm/test_multinode_vllm.py
+# runs its first part, the text evaluate that failed before the model mirror. Then the
+# lost-node cases (issue 51): the engine's node killed or drained mid-run, GeoBuild on the
+# hf and vLLM engines and evaluate on vLLM, and no node left for the engine (~3-4 min each
+# for hf, ~10 for vLLM).
+test-cluster-walk: setup setup-vllm real-model
+	$(VLLM_PY) -m pytest -m cluster_walk tests/vllm/test_multinode_vllm.py tests/vllm/test_lost_node_vllm.py
+	$(PY) -m pytest -m cluster_walk tests/pipelines/test_lost_engine_node.py
 
 # The README's vLLM block in a copy of the checkout without .venv-vllm: its `make setup-vllm`
 # builds one there (3-5 min); not part of `make test`, which builds the checkout's own first.

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from pipelines.command_line.args import VALID_RANGE
 from pipelines.command_line.disk_failure import disk_failure
+from pipelines.command_line.engine_lost import engine_lost
 from pipelines.command_line.renames import parse_command
 from pipelines.terminal.interrupt import (
     EXIT_INTERRUPTED,
@@ -256,6 +257,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"error: {failure}; once it answers, resume with: {_resume_command()}",
                 file=sys.stderr,
             )
+            return 1
+        # An engine node lost with no node left to host the engine (resident_hosts): the
+        # round's finished rows are on disk; once a node can host it, the rerun resumes.
+        lost = engine_lost(err)
+        if lost is not None:
+            print(f"error: {lost}; resume with: {_resume_command()}", file=sys.stderr)
             return 1
         # A local disk that fills up mid-run: likewise one line, and the rerun resumes.
         full = disk_failure(err, _local_outputs(command_args))

@@ -128,12 +128,17 @@ def valid_engines() -> list[str]:
 
 
 def model_stage(engine: str) -> StageBuilder:
-    """The stage of a model engine for a multi-round run. vLLM's engine is kept across
-    rounds (`ResidentVLLM`): rebuilt per round, it would reload the weights every round."""
+    """The stage of a model engine for a multi-round run. vLLM's and hf's engines are kept
+    across rounds (`ResidentVLLM`, `ResidentHF`): rebuilt per round, they would reload the
+    weights every round; their hosts come back on another node when theirs is lost."""
     if engine == "vllm":
         from pipelines.engines.stages.vllm_resident import ResidentVLLM
 
         return ResidentVLLM()
+    if engine == "hf":
+        from pipelines.engines.stages.hf_resident import ResidentHF
+
+        return ResidentHF()
     return STAGES[engine]
 
 

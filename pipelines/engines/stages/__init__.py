@@ -5,7 +5,8 @@ path in the order it runs (`vllm_path`: sources, tokenizer and chat template, pr
 config, placement, canary, the stage), with the processor config (`vllm_config`), the rows
 around Ray's processor (`vllm_rows`), Ray's chat-template and tokenize stages in one actor
 (`chained_stage`), the canary's stages (`canary_stage`), GeoBuild's resident engines
-(`vllm_resident`) and the instant engine of the bench (`instant_stage`); GPUs waited for
+(`vllm_resident`, `hf_resident`; restarted off a lost node: `resident_hosts`) and the
+instant engine of the bench (`instant_stage`); GPUs waited for
 (`gpus`, `gpu_request`), tensor-parallel placement groups (`placement_groups`), remote
 sources on a cluster of several nodes (`node_sources`, `node_stages`), Ray Data blocks
 (`ray_blocks`).

@@ -6,12 +6,12 @@ round. Here the engine lives in long-lived Ray actors (`EngineHost`), each holdi
 engine UDF (`vLLMEngineStageUDF`, built with the very constructor arguments Ray's processor
 gives it); every round builds Ray's processor as usual and swaps its engine stage for a
 light stage that forwards batches to the hosts. Chat template, tokenize and detokenize stay
-Ray's (they load only a tokenizer).
+Ray's (they load only a tokenizer). A host whose node is lost starts again on another node,
+with its placement group, and the batches it held are answered there (`resident_hosts`).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,6 +21,13 @@ from pipelines.engines.models.model_schema import ModelConfig
 from pipelines.engines.stages.gpus import check_gpus
 from pipelines.engines.stages.options import LIGHT_CPUS, EngineOptions
 from pipelines.engines.stages.placement_groups import made_count, remove_made_since
+from pipelines.engines.stages.resident_hosts import (
+    answer_async,
+    forwarder_kwargs,
+    node_ip,
+    restartable,
+    watches,
+)
 from pipelines.engines.stages.vllm_path import build_vllm_processor, engine_stage_of
 from pipelines.engines.stages.vllm_rows import normalise_engine_errors
 
@@ -37,40 +44,51 @@ class EngineHost:
         self.udf = vLLMEngineStageUDF(**udf_kwargs)
         self.calls = 0
 
-    async def run(self, batch: dict[str, Any]) -> list[dict[str, Any]]:
-        """The engine's replies to one batch."""
+    async def run(self, batch: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        """This node's address and the engine's replies to one batch."""
         self.calls += 1
-        return [out async for out in self.udf(batch)]
-
-    def stats(self) -> dict[str, int]:
-        """Batches served and the host's process id (tests check the host is reused)."""
-        return {"calls": self.calls, "pid": os.getpid()}
+        return node_ip(), [out async for out in self.udf(batch)]
 
 
 class ForwardUDF(StatefulStageUDF):
     """Ray Data stage UDF: hands each batch, as Ray's stage protocol has it, to an engine
     host, round-robin; the host's own UDF does the column handling."""
 
-    def __init__(self, data_column: str, expected_input_keys: list[str], hosts: list[Any]):
+    def __init__(
+        self,
+        data_column: str,
+        expected_input_keys: list[str],
+        hosts: list[Any],
+        model: str,
+        demand: dict[str, float],
+        wait_s: float,
+    ):
         super().__init__(data_column, expected_input_keys)
-        self.hosts = hosts
+        self.watches = watches(hosts, model, demand, wait_s)
         self.turn = 0
 
     async def __call__(self, batch: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """Send the batch to the next host in turn; yield its replies."""
-        host = self.hosts[self.turn % len(self.hosts)]
+        watch = self.watches[self.turn % len(self.watches)]
         self.turn += 1
-        for out in await host.run.remote(batch):
+        for out in await answer_async(watch, batch):
             yield out
 
 
 def _host_options(map_batches_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The engine stage's GPU request (or, for TP/PP over Ray, its placement group)."""
+    """The engine stage's GPU request (or, for TP/PP over Ray, its placement group), with
+    Ray's restarts (`resident_hosts.restartable`)."""
     options = {k: map_batches_kwargs[k] for k in HOST_OPTIONS if map_batches_kwargs.get(k)}
     make_strategy = map_batches_kwargs.get("ray_remote_args_fn")
     if make_strategy is not None:
         options.update(make_strategy())
-    return options
+    return restartable(options)
+
+
+def host_demand(cfg: ModelConfig, options: dict[str, Any]) -> dict[str, float]:
+    """What one node must hold for a host: its GPUs (a tensor-parallel engine's all on one
+    node, `placement_groups.STRATEGY`)."""
+    return {"GPU": float(options.get("num_gpus") or cfg.tensor_parallel_size)}
 
 
 class ResidentVLLM:
@@ -82,6 +100,7 @@ class ResidentVLLM:
 
     def __init__(self) -> None:
         self.hosts: list[Any] = []
+        self.demand: dict[str, float] = {}
         self.groups_mark: int | None = None  # placement groups made from here on are ours
         self.hosts_started = 0  # engine loads
         self.rounds_served = 0  # pipelines built on the hosts
@@ -96,11 +115,11 @@ class ResidentVLLM:
         engine = engine_stage_of(processor)
         name = next(n for n, s in processor.stages.items() if s is engine)
         if not self.hosts:
-            self._start(engine, Processor.DATA_COLUMN, opts.pool_size)
+            self._start(engine, Processor.DATA_COLUMN, opts.pool_size, cfg)
         self.rounds_served += 1
         processor.stages[name] = StatefulStage(
             fn=ForwardUDF,
-            fn_constructor_kwargs={"hosts": self.hosts},
+            fn_constructor_kwargs=forwarder_kwargs(self.hosts, cfg.name, self.demand),
             map_batches_kwargs={
                 "compute": _pool(opts.pool_size),
                 "num_cpus": LIGHT_CPUS,
@@ -110,7 +129,7 @@ class ResidentVLLM:
         )
         return processor(ds).map_batches(normalise_engine_errors, num_cpus=LIGHT_CPUS)
 
-    def _start(self, engine: Any, data_column: str, replicas: int) -> None:
+    def _start(self, engine: Any, data_column: str, replicas: int, cfg: ModelConfig) -> None:
         import ray
 
         udf_kwargs = {
@@ -123,6 +142,7 @@ class ResidentVLLM:
             self.groups_mark = made_count()
         for _ in range(replicas):
             options = _host_options(engine.map_batches_kwargs)
+            self.demand = host_demand(cfg, options)
             self.hosts.append(host_cls.options(**options).remote(udf_kwargs))
             self.hosts_started += 1
 

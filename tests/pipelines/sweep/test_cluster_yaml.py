@@ -320,3 +320,37 @@ def test_every_runnable_vllm_config_has_its_architecture_recorded() -> None:
     assert unknown == []
     assert "LlavaForConditionalGeneration" in used and "Mistral3ForConditionalGeneration" in used
     assert sum(len(v) for v in used.values()) >= 30
+
+
+def test_the_autoscaler_takes_spot_workers_first_then_on_demand() -> None:
+    """Issue 51 item 4: a spot worker type beside the on-demand one, which Ray 2.60's own
+    scheduler picks first (equal scores, the greater type name) up to its max_workers, the
+    on-demand type after it, within the cluster's max_workers."""
+    from functools import partial
+
+    from ray.autoscaler._private.node_provider_availability_tracker import (
+        NodeAvailabilitySummary,
+    )
+    from ray.autoscaler._private.resource_demand_scheduler import (
+        _default_utilization_scorer,
+        get_nodes_for,
+    )
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    config = prepare_config(yaml.safe_load((REPO / "cluster.yaml").read_text()))
+    validate_config(config)
+    types = config["available_node_types"]
+    market = {n: t["node_config"].get("InstanceMarketOptions", {}) for n, t in types.items()}
+    spot = [n for n, m in market.items() if m.get("MarketType") == "spot"]
+    assert spot == ["a100x8-spot"]
+    on_demand = types["a100x8"]
+    assert "InstanceMarketOptions" not in on_demand["node_config"]
+    assert types["a100x8-spot"]["resources"] == on_demand["resources"]
+    scorer = partial(
+        _default_utilization_scorer, node_availability_summary=NodeAvailabilitySummary({})
+    )
+    head = config["head_node_type"]
+    first, _ = get_nodes_for(types, {}, head, config["max_workers"], [{"GPU": 8}], scorer)
+    assert first == {"a100x8-spot": 1}
+    four, left = get_nodes_for(types, {}, head, config["max_workers"], [{"GPU": 8}] * 4, scorer)
+    assert four == {"a100x8-spot": 2, "a100x8": 2} and left == []
