@@ -177,12 +177,14 @@ def test_dry_run_checks_each_gpu_node_types_cache_against_its_largest_load(
         return sum(c.params_b * 2e9 for c in gpu if c.gpus <= max_tp and c.params_b)
 
     text = _dry(tmp_path, capsys, CLUSTER_YAML, out)
-    (verdict,) = [ln for ln in text.splitlines() if ln.startswith("node type ")]
-    assert verdict == (
-        f"node type a100x8 (p4de.24xlarge, 8 GPUs): model cache 8000 GB on NVMe instance store "
+    verdicts = [ln for ln in text.splitlines() if ln.startswith("node type ")]
+    # The spot and the on-demand p4de: one verdict each, the same but for the name.
+    assert verdicts == [
+        f"node type {name} (p4de.24xlarge, 8 GPUs): model cache 8000 GB on NVMe instance store "
         f"8 x 1000 GB (6400 GB for weights) against its largest load {load(8) / 1e9:.0f} GB "
         f"({len(gpu)} models with TP <= 8): holds them all"
-    )
+        for name in ("a100x8", "a100x8-spot")
+    ]
     raw = yaml.safe_load(CLUSTER_YAML.read_text())
     a100 = raw["available_node_types"]["a100x8"]
     a100["node_config"]["InstanceType"] = "p4x.unknown"  # no instance store on record
@@ -215,7 +217,8 @@ def test_a_model_wider_than_every_node_is_refused_before_anything_is_written(
 
     monkeypatch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep.run", "run the model sweep"))
     raw = yaml.safe_load(CLUSTER_YAML.read_text())
-    raw["available_node_types"]["a100x8"]["resources"]["GPU"] = 2
+    for kind in ("a100x8", "a100x8-spot"):  # every GPU worker type: on demand and spot
+        raw["available_node_types"][kind]["resources"]["GPU"] = 2
     config = tmp_path / "two-gpu.yaml"
     config.write_text(yaml.safe_dump(raw))
     wide = sorted(
