@@ -158,3 +158,40 @@ def test_an_http_engine_keeps_no_error_and_no_row_without_a_request_key(tmp_path
         del keyless["request_key"]
         fast_engine(server.base_url, request_cache=cache)(keyless)
     assert len(read_cache(location(cache))) == 1  # q1's answer; not q0's error, not q2
+
+
+def _counting(engine: Any) -> list[int]:
+    """Count the rows `engine`'s model decodes, at the model's own `generate`."""
+    decoded = [0]
+    generate = engine.model.generate
+
+    def counted(**inputs: Any) -> Any:
+        decoded[0] += int(inputs["input_ids"].shape[0])
+        return generate(**inputs)
+
+    engine.model.generate = counted
+    return decoded
+
+
+def test_an_hf_engine_decodes_each_row_once(tiny_llm_dir: Path, tmp_path: Path) -> None:
+    """A second engine (a rerun's actor) on the same cache decodes nothing and gives the same
+    rows; a row asking for other max_tokens is another request, decoded."""
+    from actors.hf_engine import HFEngine
+    from tests.actors.test_hf_engine import _batch, _mixed_rows
+
+    cache = str(tmp_path / CACHE_FOLDER)
+    rows = _mixed_rows(6)
+    columns = ("generated_text", "num_input_tokens", "num_generated_tokens", "engine_error")
+    first = HFEngine(str(tiny_llm_dir), batch_size=2, request_cache=cache)
+    decoded = _counting(first)
+    out = first(_batch(rows))
+    assert decoded == [6] and len(chunk_files(location(cache))) == 1
+    rerun = HFEngine(str(tiny_llm_dir), batch_size=2, request_cache=cache)
+    decoded = _counting(rerun)
+    again = rerun(_batch(rows))
+    assert decoded == [0]
+    for column in columns:
+        assert list(again[column]) == list(out[column])
+    rows[0]["sampling_params"]["max_tokens"] -= 1
+    rerun(_batch(rows))
+    assert decoded == [1]
