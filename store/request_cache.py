@@ -180,6 +180,7 @@ class RequestCache:
         self._lines: list[bytes] = []
         self._lock = threading.Lock()
         self.hits = 0
+        self._warned = False
 
     def __len__(self) -> int:
         return len(self._answers)
@@ -218,4 +219,11 @@ class RequestCache:
         try:
             write_bytes_atomic(self.folder / name, b"".join(self._lines))
         except OSError as err:
-            log.warning("request cache: could not write %s (%s)", self.folder / name, err)
+            if not self._warned:  # once per actor: a store refusing one write refuses all
+                self._warned = True
+                log.warning(
+                    "request cache: could not write %s (%s); answers from here on are not "
+                    "kept, and a rerun pays for those not in the results again",
+                    self.folder / name,
+                    err,
+                )

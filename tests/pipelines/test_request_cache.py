@@ -195,3 +195,15 @@ def test_an_hf_engine_decodes_each_row_once(tiny_llm_dir: Path, tmp_path: Path) 
     rows[0]["sampling_params"]["max_tokens"] -= 1
     rerun(_batch(rows))
     assert decoded == [1]
+
+
+def test_a_store_that_refuses_the_cache_costs_one_line_not_the_rows(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / CACHE_FOLDER
+    folder.write_text("a file where the cache folder should be")
+    cache = RequestCache(folder)
+    with caplog.at_level(logging.WARNING, logger="store.request_cache"):
+        for i in range(3):
+            cache.put({_key(i): _answer(f"a{i}")})
+    assert len(caplog.records) == 1 and "could not write" in caplog.records[0].getMessage()
