@@ -179,7 +179,6 @@ class RequestCache:
         self._seq = 0
         self._lines: list[bytes] = []
         self._lock = threading.Lock()
-        self.hits = 0
         self._warned = False
 
     def __len__(self) -> int:
@@ -189,8 +188,6 @@ class RequestCache:
         """The kept answer of `key` (a copy), or None."""
         with self._lock:
             answer = self._answers.get(key)
-            if answer is not None:
-                self.hits += 1
             return None if answer is None else dict(answer)
 
     def put(self, answers: Mapping[str, Answer]) -> None:
