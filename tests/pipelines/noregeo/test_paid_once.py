@@ -36,8 +36,11 @@ PER_TASK = 4
 ROWS = 25 * PER_TASK
 # The http engine's rows in flight at once (HTTPEngine's default max_concurrency).
 IN_FLIGHT = 8
-ANSWERED_FIRST = 40  # the server's answers before it holds every request (not a multiple of
-ENGINE_BATCH = 16  # the engine batch: the batch it holds was partly answered)
+# The server's answers before it holds every request, and the engine batch: 40 is not a
+# multiple of 16, so the batch it holds was partly answered (its answered rows never reach
+# the driver: only the cache keeps them).
+ANSWERED_FIRST = 40
+ENGINE_BATCH = 16
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "GEOSEE_TEST_KEY": "sk-paid-once"}
 
 
