@@ -26,7 +26,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup setup-vllm real-model real-tower check-gpu-profile test test-main test-vllm test-walks test-vllm-then-walks test-readme-fresh test-cluster-walk stress lint demo bench clean sweep-45-models cluster-up cluster-down
+.PHONY: setup setup-vllm real-model real-tower check-gpu-profile test test-main test-vllm test-walks test-vllm-then-walks test-readme-fresh test-cluster-walk test-paid-once stress lint demo bench clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -175,6 +175,13 @@ test-walks: setup setup-vllm real-model
 stress: setup
 	$(PY) -m pytest -m stress tests/pipelines/test_stress.py tests/pipelines/terminal/test_signals.py \
 		tests/pipelines/test_disk_full.py tests/geometry/dsl/test_determinism.py
+
+# An evaluate cut short by Ctrl-C and run again pays for each answer once (the request
+# cache, docs/storage.md): the http engine against a loopback server that counts its answers,
+# the hf engine's tiny model counting its decoded rows; three evaluate runs each (~6 min on
+# two busy cores), so not part of `make test`.
+test-paid-once: setup
+	$(PY) -m pytest -m paid_once tests/pipelines/noregeo/test_paid_once.py
 
 # The rest of the walk through a cluster whose worker node shares no disk with the head
 # (a tiny VLM, the real model, a GeoBuild round, a two-model sweep; ~15 min); `make test`

@@ -7,6 +7,11 @@ its grammar masks its own tokens, and it stops when its grammar is complete or a
 `max_tokens`, clamped to the context its prompt leaves (a prompt that fills the context is
 that row's error). Rows are decoded in sub-batches of `batch_size` with left padding and a KV
 cache. A row that fails carries its message in `engine_error`; the rest go on.
+
+With `request_cache` (a folder of the results store: store.request_cache), each sub-batch's
+answers are kept there as soon as it is decoded, keyed by the row's `request_key`, its
+prompt token ids, its clamped max_tokens, its sampling params and the weights' dtype; a row
+whose answer is there already is not decoded again (a run cut short is not paid twice).
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from actors.contract import (
     prompt_ids_digest,
 )
 from store.model_mirror import fetch_mirror
-from store.storage import is_uri
+from store.request_cache import RequestCache, cache_key
+from store.storage import is_uri, location
 
 DEFAULT_MAX_TOKENS = 256
 
@@ -67,6 +73,7 @@ class _Request:
     num_input_tokens: int
     prompt_ids_sha256: str | None
     spec: Any  # grammar_decoding.RowSpec (imported lazily with torch)
+    cache_key: str | None = None  # None: not cached (no request key, or no cache)
 
 
 class PromptRenderer:
@@ -228,6 +235,7 @@ class HFEngine:
         content_format: str = "openai",
         system_as_string: bool = False,
         chat_template_kwargs: dict[str, Any] | None = None,
+        request_cache: str | None = None,
     ):
         import torch
         import transformers
@@ -292,6 +300,7 @@ class HFEngine:
         self.grammars = grammar_decoding.GrammarCache(
             self.tokenizer, self.vocab_size, self.eos_token_ids
         )
+        self._cache = RequestCache(location(request_cache)) if request_cache else None
 
     def _torch_dtype(self, dtype: str) -> Any:
         if dtype != "auto":
@@ -304,17 +313,65 @@ class HFEngine:
         check_columns(batch, ("messages", "sampling_params"), "HFEngine")
         n = len(batch["messages"])
         out: dict[str, list[Any]] = {c: [None] * n for c in OUTPUT_COLUMNS}
+        # Without request keys (a caller's own rows) nothing is cached.
+        keys = batch.get("request_key") if self._cache is not None else None
         requests = []
         for i in range(n):
             try:
-                requests.append(self._prepare(i, batch["messages"][i], batch["sampling_params"][i]))
+                request = self._prepare(i, batch["messages"][i], batch["sampling_params"][i])
             except Exception as err:  # a bad row never fails the batch
                 out["engine_error"][i] = _describe(err)
+                continue
+            if keys is not None:
+                request.cache_key = self._cache_key(str(keys[i]), request, batch, i)
+            if not self._answered_from_cache(request, out):
+                requests.append(request)
         # Similar lengths share a sub-batch, so less compute goes to padding.
         requests.sort(key=lambda r: r.num_input_tokens)
         for start in range(0, len(requests), self.batch_size):
-            self._run_chunk(requests[start : start + self.batch_size], out)
+            chunk = requests[start : start + self.batch_size]
+            self._run_chunk(chunk, out)
+            self._keep(chunk, out)
         return {**arrow_ready(batch), **numpy_columns(ENGINE_OUTPUT, out)}
+
+    def _cache_key(
+        self, request_key: str, request: _Request, batch: dict[str, np.ndarray], i: int
+    ) -> str:
+        """What decides this row's answer here (store.request_cache): its request, the
+        prompt ids the model reads, the tokens it may write, the weights' dtype."""
+        engine = {
+            "engine": "hf",
+            "dtype": str(self.model.dtype),
+            "prompt_ids_sha256": request.prompt_ids_sha256,
+            "max_tokens": request.spec.max_tokens,
+            "sampling_params": plain(batch["sampling_params"][i], drop_none=True),
+        }
+        return cache_key(request_key, engine)
+
+    def _answered_from_cache(self, request: _Request, out: dict[str, list[Any]]) -> bool:
+        """Fill the row from the request cache if its answer is kept there."""
+        if self._cache is None or request.cache_key is None:
+            return False
+        kept = self._cache.get(request.cache_key)
+        if kept is None:
+            return False
+        for name, value in kept.items():
+            out[name][request.index] = value
+        return True
+
+    def _keep(self, chunk: list[_Request], out: dict[str, list[Any]]) -> None:
+        """Keep the sub-batch's answers in the request cache before the next is decoded."""
+        if self._cache is None:
+            return
+        answered = {
+            r.cache_key: {name: out[name][r.index] for name in OUTPUT_COLUMNS}
+            for r in chunk
+            if r.cache_key is not None
+            and out["engine_error"][r.index] is None
+            and out["generated_text"][r.index] is not None
+        }
+        if answered:
+            self._cache.put(answered)
 
     def render_prompt(self, messages: Any) -> tuple[str, list[Any]]:
         """The prompt text and images this engine sends for a row's `messages`."""

@@ -39,6 +39,11 @@ stripped and any inside refused (actors/api_key.py), so no header the HTTP libra
 can print it. The key is never put into rows, logs, exceptions or repr; server text and the
 HTTP library's error text that echo it, in any case or in its common encodings and escapes,
 are redacted (actors/http_redact.py) before they land in a row.
+
+With `request_cache` (a folder of the results store: store.request_cache), each answer is
+kept there before its row is done, keyed by the row's `request_key` and the whole request
+body, and a row whose answer is there already is answered from it without a request: a run
+cut short is not paid for twice.
 """
 
 from __future__ import annotations
@@ -75,6 +80,8 @@ from actors.http_reply import (
     read_completion,
 )
 from geometry.answers import grammar_for, json_schema_for
+from store.request_cache import RequestCache, cache_key
+from store.storage import location
 
 logger = logging.getLogger(__name__)
 
@@ -215,6 +222,7 @@ class HTTPEngine:
         timeout_s: float = 120.0,
         constraint: Constraint = "json_schema",
         deadline_s: float = DEFAULT_DEADLINE_S,
+        request_cache: str | None = None,
     ) -> None:
         if constraint not in CONSTRAINTS:
             raise ValueError(
@@ -259,6 +267,7 @@ class HTTPEngine:
         self._client = httpx.Client(timeout=timeout_s, limits=limits)
         self._pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="http")
         self._closed = threading.Event()
+        self._cache = RequestCache(location(request_cache)) if request_cache else None
 
     def __repr__(self) -> str:
         return (
@@ -280,7 +289,8 @@ class HTTPEngine:
         missing = np.full(n, None, dtype=object)
         answer_types = batch.get("answer_type", missing)
         options = batch.get("options", missing)
-        keys = batch.get("request_key", np.arange(n))
+        # Without request keys (a caller's own rows) nothing is cached: the index is no key.
+        keys = batch.get("request_key")
         futures = [
             self._pool.submit(
                 self._row,
@@ -288,7 +298,8 @@ class HTTPEngine:
                 batch["sampling_params"][i],
                 answer_types[i],
                 options[i],
-                str(keys[i]),
+                str(keys[i]) if keys is not None else str(i),
+                keys is not None,
             )
             for i in range(n)
         ]
@@ -304,15 +315,48 @@ class HTTPEngine:
         return {**arrow_ready(batch), **numpy_columns(ENGINE_OUTPUT, outputs)}
 
     def _row(
-        self, messages: Any, sampling_params: Any, answer_type: Any, options: Any, key: str
+        self,
+        messages: Any,
+        sampling_params: Any,
+        answer_type: Any,
+        options: Any,
+        key: str,
+        cacheable: bool = False,
     ) -> _Result:
-        """One row, start to finish; every failure becomes an `engine_error`, never a raise."""
+        """One row, start to finish; every failure becomes an `engine_error`, never a raise.
+        An answer is kept in the request cache before the row is done."""
         try:
             body = build_request(
                 self.model, messages, sampling_params, answer_type, options, self.constraint
             )
         except Exception as exc:  # a malformed row must not fail its batch
             return self._error(f"{FINAL}: bad row: {type(exc).__name__}: {exc}")
+        if self._cache is None or not cacheable:
+            return self._sent(body, key)
+        kept_key = cache_key(key, {"engine": "http", "body": body})
+        kept = self._cache.get(kept_key)
+        if kept is not None:  # paid for by an earlier run: no request
+            return _Result(
+                kept["generated_text"],
+                kept["num_input_tokens"],
+                kept["num_generated_tokens"],
+                kept["time_taken_llm"],
+                prompt_ids_sha256=kept["prompt_ids_sha256"],
+            )
+        result = self._sent(body, key)
+        if result.error is None and result.text is not None:
+            answer = {
+                "generated_text": result.text,
+                "num_input_tokens": result.input_tokens,
+                "num_generated_tokens": result.output_tokens,
+                "time_taken_llm": result.seconds,
+                "prompt_ids_sha256": result.prompt_ids_sha256,
+            }
+            self._cache.put({kept_key: answer})
+        return result
+
+    def _sent(self, body: dict[str, Any], key: str) -> _Result:
+        """The row's request sent, with retries within its deadline."""
         deadline = time.monotonic() + self.deadline_s
         attempt = 0
         while True:

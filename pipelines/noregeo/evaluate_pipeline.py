@@ -1,12 +1,15 @@
 """`evaluate`'s run: items -> request rows -> engine -> parse and score -> Parquet shards.
 
 A lazy Ray Data pipeline; nothing is materialised before the shard writer. Finished request
-keys are skipped, so a killed run started again completes the same result set.
+keys are skipped, so a killed run started again completes the same result set, and the hf
+and http engines answer from the model folder's request cache what a cut-short run was
+already answered (store.request_cache): no answer is paid for twice.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -40,6 +43,7 @@ from pipelines.terminal.interrupt import kept_on_exit
 from pipelines.terminal.progress import Progress
 from store.held_rows import HeldRows
 from store.records import finished_keys, model_dir, write_run_record
+from store.request_cache import CACHE_FOLDER
 from store.run_lock import RunLock
 from store.settings import write_settings
 from store.storage import Location, location, read_table
@@ -197,7 +201,10 @@ def _pipeline(
     if done:
         ds = ds.map_batches(_drop_done(done), **light)
     stage = engine_stage or STAGES[cfg.engine]
-    opts = run.engine_options
+    # The hf and http engines keep each answer in the model folder's request cache as it
+    # comes, and answer from it: a run cut short pays for none twice (store.request_cache).
+    cache = writer.root / CACHE_FOLDER
+    opts = dataclasses.replace(run.engine_options, request_cache=str(cache))
     if _writes_in_step(cfg, engine_stage):
         # One step answers, scores and writes each shard's rows, so shards land as the run
         # goes: apart, Ray buffers a fused task's output into one block per item file, and

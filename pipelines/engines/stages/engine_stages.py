@@ -89,6 +89,8 @@ def hf_engine_kwargs(cfg: ModelConfig, opts: EngineOptions) -> dict[str, Any]:
     }
     if cfg.enable_thinking is not None:  # the paper's Qwen3: thinking off, as on vllm
         kwargs["chat_template_kwargs"] = {"enable_thinking": cfg.enable_thinking}
+    if opts.request_cache:
+        kwargs["request_cache"] = opts.request_cache
     return kwargs
 
 
@@ -139,6 +141,8 @@ def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
         "constraint": cfg.api_constraint,
         "deadline_s": cfg.api_deadline_s,
     }
+    if opts.request_cache:
+        kwargs["request_cache"] = opts.request_cache
     if cfg.api_key_env:
         # Checked here, on the driver, before anything is written: a clear error naming
         # the variable rather than one failed actor per replica.

@@ -20,6 +20,9 @@ class EngineOptions:
     baseline_delay_s: float = 0.0  # baselines sleep this long per batch (latency stand-in)
     # vllm on a cluster of several nodes: the remote sources its stages load (NodeSources).
     sources: Any = None
+    # The request cache folder (store.request_cache) the hf and http engines keep each
+    # answer in and answer from: evaluate sets the model folder's; None keeps nothing.
+    request_cache: str | None = None
 
 
 # Light steps ask for a quarter CPU: on a 2-CPU node, engine actors holding a CPU each would
