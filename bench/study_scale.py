@@ -272,8 +272,14 @@ def steps(results: str, out: Path) -> dict[str, list[str]]:
         "geobuild-summarize": [*GEOSEE, "geobuild-summarize", results, "--all"],
         "report": [*GEOSEE, "report", results, "--out", str(out / "report")],
         "report (again, nothing new)": [*GEOSEE, "report", results, "--out", str(out / "report")],
-        "samples pages": [sys.executable, "-m", "bench.study_scale", "--samples-only", results,
-                          str(out / "samples-only")],  # fmt: skip
+        "samples pages": [
+            sys.executable,
+            "-m",
+            "bench.study_scale",
+            "--samples-only",
+            results,
+            str(out / "samples-only"),
+        ],  # fmt: skip
     }
 
 
@@ -287,10 +293,12 @@ def upload(folder: Path, server: Any, prefix: str) -> str:
 
 
 def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, as uptime prints them."""
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Write the results of each model count, time every step on each place, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="5,15,45", help="model counts, comma-separated")
     parser.add_argument("--quick", action="store_true", help="4 items a task, models 2,4")
