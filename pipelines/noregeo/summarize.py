@@ -44,7 +44,6 @@ from store.storage import Location, children
 log = logging.getLogger(__name__)
 
 
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `summarize` command's options."""
     parser.add_argument(

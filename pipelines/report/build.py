@@ -137,7 +137,7 @@ def _write_report(
     previous: Path | None = None,
 ) -> Path:
     """The report into `out`; what `previous` (the report it replaces) already holds
-    unchanged (sample pages, images, figures) is linked from there, not made again."""
+    unchanged (sample pages and images) is linked from there, not made again."""
     records = run_records(results)
     try:
         df = with_weights(load_results(results), records)
@@ -148,7 +148,7 @@ def _write_report(
     tags: dict[str, str] = {}
     if df is not None:
         tags = model_tags(df)
-        sections += noregeo_sections(df, out, previous) + missing_section(results, df)
+        sections += noregeo_sections(df, out) + missing_section(results, df)
         samples_page(df, records, out, previous)
         links = (
             '<p><a href="samples.html">Sample browser</a>: every item with its image, prompt, '

@@ -74,9 +74,7 @@ def missing_section(results: Location, df: pl.DataFrame) -> list[Section]:
     ]
 
 
-def noregeo_sections(
-    df: pl.DataFrame, out: Path, previous: Path | None = None
-) -> list[Section]:
+def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
     """Every NoReGeo section, in the order of the paper. Accuracy is the paper's, over every
     item: a row with no answer (an engine error, out of budget) counts as wrong; the overall
     table shows the answered-only accuracy and the unanswered rows beside it."""

@@ -13,12 +13,21 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 @cache
 def environment() -> Environment:
     """One environment for the process: templates are compiled once."""
-    return Environment(
+    env = Environment(
         loader=PackageLoader("pipelines.report", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,  # a misspelt name fails the build, not a blank cell
         keep_trailing_newline=True,
     )
+    env.filters["prose"] = prose
+    return env
+
+
+def prose(text: str) -> str:
+    """Prose for the page without Markdown's code and bold marks, which HTML would show
+    literally (messages shared with the terminal quote commands in backticks); the
+    template's autoescaping then escapes it."""
+    return str(text).replace("`", "").replace("**", "")
 
 
 def render(name: str, **values: Any) -> str:

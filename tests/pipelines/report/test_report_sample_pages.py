@@ -49,7 +49,9 @@ def test_pages_hold_items_per_page_and_every_answer(tmp_path: Path) -> None:
     assert index.count('class="page"') == 3
     held = [json.loads(p.read_text()) for p in pages]
     assert sorted(len(p["items"]) for p in held) == [3, ITEMS_PER_PAGE, ITEMS_PER_PAGE]
-    answers = sorted((i["item_id"], a["model"]) for p in held for i in p["items"] for a in i["answers"])
+    answers = sorted(
+        (i["item_id"], a["model"]) for p in held for i in p["items"] for a in i["answers"]
+    )
     assert answers == sorted((r["item_id"], r["model"]) for r in rows)
     html = (tmp_path / "samples/pages/C-BCT-CT--text--1.html").read_text()
     assert html.count('<tr class="sample') == 2 * ITEMS_PER_PAGE
