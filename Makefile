@@ -26,7 +26,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup setup-vllm real-model real-tower check-gpu-profile test test-main test-vllm test-walks test-vllm-then-walks test-readme-fresh test-cluster-walk test-paid-once stress lint demo bench clean sweep-45-models cluster-up cluster-down
+.PHONY: setup setup-vllm real-model real-tower check-gpu-profile test test-main test-vllm test-walks test-vllm-then-walks test-readme-fresh test-cluster-walk test-paid-once stress lint demo bench bench-study-scale test-study-scale clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -210,6 +210,14 @@ bench: setup
 	$(PY) bench/generate.py
 	$(PY) bench/evaluate.py
 	$(PY) bench/probe.py
+
+# The study at full size (issue 50): 5, 15 and 45 synthetic models, local and moto S3
+# (tens of minutes on 2 cores); `test-study-scale` runs its --quick form as a test.
+bench-study-scale: setup
+	$(PY) -m bench.study_scale
+
+test-study-scale: setup
+	$(PY) -m pytest -m study_scale tests/test_study_scale.py
 
 # Submits the sweep with `ray job submit` through the dashboard tunnel it opens itself (`ray
 # dashboard cluster.yaml`; or to $RAY_ADDRESS when set); results go to

@@ -26,6 +26,7 @@ import polars as pl
 from geometry.item import SETUPS
 from pipelines.command_line.args import path_component, results_location
 from pipelines.engines.prompts.reasoning import OUT_OF_BUDGET
+from pipelines.noregeo.intervals import BOOTSTRAP_METHOD, bootstrap_ci
 from pipelines.noregeo.results import RESULT_SCHEMA
 from pipelines.noregeo.run_settings import recorded_expectations, recorded_model_name
 from pipelines.terminal.output import (
@@ -41,9 +42,6 @@ from store.shards import ERROR_COLUMN, read_shards, shard_files
 from store.storage import Location, children
 
 log = logging.getLogger(__name__)
-
-BOOTSTRAP_SAMPLES = 1000
-BOOTSTRAP_SEED = 0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,20 +73,6 @@ def load_results(
     if rows is None:
         raise UsageError(f"no readable result shards under {root}: all were quarantined")
     return rows
-
-
-def bootstrap_ci(
-    correct: np.ndarray, samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED
-) -> tuple[float, float]:
-    """95% percentile bootstrap interval of the mean of a 0/1 vector."""
-    if len(correct) == 0:
-        return (float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    means = rng.choice(correct.astype(np.float64), size=(samples, len(correct)), replace=True).mean(
-        axis=1
-    )
-    low, high = np.percentile(means, [2.5, 97.5])
-    return (float(low), float(high))
 
 
 def _failed() -> pl.Expr:
@@ -283,8 +267,8 @@ PERCENT_COLUMNS = {
 # HEADLINE is what `summarize` prints without --all or --tables.
 TITLES = {
     "accuracy_by_task": "accuracy % per model and task (rows) and setup (columns)",
-    "overall": "per model x setup: accuracy % over every item (unanswered rows wrong, the "
-    "paper's) with 95% bootstrap interval, accuracy % over the answered rows, unanswered "
+    "overall": f"per model x setup: accuracy % over every item (unanswered rows wrong, the "
+    f"paper's) with its {BOOTSTRAP_METHOD}, accuracy % over the answered rows, unanswered "
     "rows, invalid-output % and engine-error %",
     "by_category": "per model x category x setup",
     "by_task": "per model x task x setup",

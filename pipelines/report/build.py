@@ -11,7 +11,7 @@ and invalid-output rates; `human` from `human-import` and the baselines appear a
 rows, outside every across-model statistic), RESULTS/geobuild, the solver audit
 (RESULTS/audit/audit.csv, or `--audit FILE`) and RESULTS/probes (Tables 4-5 with
 `--min-accuracy`, the transfer matrix as Figure 8). Writes DIR/index.html and
-DIR/samples.html (static, no network assets), DIR/figures/*.png, DIR/samples/*.png and
+DIR/samples.html with its pages (static, no network assets), DIR/figures/*.png, DIR/samples/ and
 DIR/tables/*.{csv,md}. A part with no results becomes a section that says so.
 docs/report.md explains each part.
 """
@@ -108,7 +108,8 @@ def build_report(
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "figures").mkdir(parents=True)
     try:
-        _write_report(results, staging, audit, min_accuracy)
+        previous = out if (out / "index.html").is_file() else None
+        _write_report(results, staging, audit, min_accuracy, previous)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -129,8 +130,14 @@ def _swap_in(staging: Path, out: Path) -> None:
 
 
 def _write_report(
-    results: Location, out: Path, audit: pl.DataFrame | None, min_accuracy: float
+    results: Location,
+    out: Path,
+    audit: pl.DataFrame | None,
+    min_accuracy: float,
+    previous: Path | None = None,
 ) -> Path:
+    """The report into `out`; what `previous` (the report it replaces) already holds
+    unchanged (sample pages and images) is linked from there, not made again."""
     records = run_records(results)
     try:
         df = with_weights(load_results(results), records)
@@ -142,11 +149,11 @@ def _write_report(
     if df is not None:
         tags = model_tags(df)
         sections += noregeo_sections(df, out) + missing_section(results, df)
-        samples_page(df, records, out)
+        samples_page(df, records, out, previous)
         links = (
             '<p><a href="samples.html">Sample browser</a>: every item with its image, prompt, '
-            "each model's output, the gold answer and the verdict; filter by task, setup and "
-            "model.</p>"
+            "the gold answer and each model's output and verdict, a page per task, setup and "
+            "10 items; filter by model and verdict.</p>"
         )
     else:
         sections.append(

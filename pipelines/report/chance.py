@@ -12,28 +12,18 @@ items per task, as in the demo, are too few to flag any one task).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import polars as pl
 
-# z of a two-sided 95% interval.
-Z95 = 1.959963984540054
+# Computed by scipy (pipelines/noregeo/intervals.py), named there once for every page.
+from pipelines.noregeo.intervals import wilson_interval
+
+__all__ = ["wilson_interval"]  # re-exported: the report's modules read it from here
 # A task where one answer covers at least this share of a model's valid answers (and at
 # least MIN_ITEMS of them) is flagged: a fixed answer, not a reading of the figure.
 ONE_VALUE_SHARE = 0.8
 MIN_ITEMS = 5
-
-
-def wilson_interval(correct: int, n: int) -> tuple[float, float]:
-    """The 95% Wilson score interval (%) of `correct` of `n`; (0, 100) when n is 0."""
-    if n == 0:
-        return 0.0, 100.0
-    p = correct / n
-    centre = p + Z95**2 / (2 * n)
-    spread = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n))
-    scale = 100 / (1 + Z95**2 / n)
-    return max(0.0, (centre - spread) * scale), min(100.0, (centre + spread) * scale)
 
 
 def interval_text(correct: int, n: int) -> str:

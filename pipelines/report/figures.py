@@ -43,6 +43,15 @@ CELL_TEXT_PT = MIN_TEXT_PT
 # A heatmap column per model: 0.7 in, narrowed to fit MAX_WIDTH_IN down to 0.4 in (three
 # digits at CELL_TEXT_PT); narrower than that, the panels are stacked instead of side by side.
 COLUMN_IN = (0.4, 0.7)
+# Above this many models a heatmap prints no numbers in its cells (the folded tables under
+# it hold them): 45 models x 25 tasks x 3 setups were 3,375 texts, 0.3 in columns too
+# wide for the page and most of the 120 s the three heatmaps took (issue 50). Without
+# numbers a column needs only its 8 pt name: NARROW_COLUMN_IN.
+NUMBERED_MODELS = 16
+NARROW_COLUMN_IN = 0.2
+# Above this many models under test the gap plots draw them as grey dots with no legend
+# entry each (a 45-entry legend was taller than the plot, and tab10 repeats every 10).
+COLOURED_MODELS = 10
 # Labels are model names and task IDs, not maths: `$` must stay a dollar sign (a name like
 # `a$\frac{$b` made mathtext raise), and TeX must never see them.
 PLAIN: dict[str, Any] = {"parse_math": False, "usetex": False}
@@ -103,16 +112,21 @@ def panel_heatmap(
                 if label in index:
                     values[p, r, c] = column[index[label]]
     cmap, norm, shade = _colours(kind, values)
+    numbered = len(models) <= NUMBERED_MODELS
     # Cells sized for CELL_TEXT_PT numbers (at 6 pt they were ~6 px tall; issue 39).
+    narrowest = COLUMN_IN[0] if numbered else NARROW_COLUMN_IN
     across = len(panels)
     column_in = min(COLUMN_IN[1], (MAX_WIDTH_IN - 1.8 - 0.9 * across) / (across * len(models)))
-    if column_in < COLUMN_IN[0]:  # too many models to set the setups side by side
+    if column_in < narrowest:  # too many models to set the setups side by side
         across = 1
-        column_in = max(0.3, min(COLUMN_IN[1], (MAX_WIDTH_IN - 2.7) / len(models)))
+        column_in = max(0.3 if numbered else NARROW_COLUMN_IN,
+                        min(COLUMN_IN[1], (MAX_WIDTH_IN - 2.7) / len(models)))  # fmt: skip
     down = len(panels) // across
     width = max(4.5, 1.8 + across * (column_in * len(models) + 0.9))
-    # 0.3 in a task row; a stacked panel adds its title and its own model names (1.6 in).
-    height = max(3.0, 1.6 + down * 0.3 * len(labels) + (down - 1) * 1.6)
+    # 0.3 in a task row; a stacked panel adds its title and its own model names (1.6 in, more
+    # for longer names).
+    names_in = 0.6 + 0.06 * max((len(m) for m in models), default=10)
+    height = max(3.0, 1.6 + down * 0.3 * len(labels) + (down - 1) * max(1.6, names_in))
     fig, axes = plt.subplots(
         down, across, figsize=(width, height), sharey=across > 1, squeeze=False,
         layout="constrained",
@@ -122,7 +136,9 @@ def panel_heatmap(
         image = ax.imshow(np.ma.masked_invalid(shade[p]), cmap=cmap, norm=norm, aspect="auto")
         ax.set_facecolor(MISSING)  # a model that did not run the task stays grey
         names = [reference_label(m, tags or {}) if m in references else m for m in models]
-        ax.set_xticks(range(len(models)), names, rotation=45, ha="right", fontsize=MIN_TEXT_PT,
+        # Upright names in narrow columns: at 45 degrees, 0.2 in apart, they overlapped.
+        ax.set_xticks(range(len(models)), names, rotation=45 if numbered else 90,
+                      ha="right" if numbered else "center", fontsize=MIN_TEXT_PT,
                       **PLAIN)  # fmt: skip
         for tick, model in zip(ax.get_xticklabels(), models, strict=True):
             tick.set_fontstyle("italic" if model in references else "normal")
@@ -131,9 +147,9 @@ def panel_heatmap(
         shown = [m for m in models if m not in references]
         if references and shown:
             ax.axvline(len(shown) - 0.5, color="k", linestyle="--", linewidth=1)
-        for (r, c), v in np.ndenumerate(values[p]):
+        for (r, c), v in np.ndenumerate(values[p] if numbered else np.empty((0, 0))):
             if np.isfinite(v):
-                text = f"{v:.0f}" if kind != "mse" else f"{v:.2g}"
+                text = f"{v:.0f}" if kind != "mse" else short_number(v)
                 red, green, blue, _ = image.cmap(norm(shade[p, r, c]))
                 dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # white on dark cells
                 ax.text(c, r, text, ha="center", va="center", fontsize=CELL_TEXT_PT,
@@ -153,10 +169,31 @@ def panel_heatmap(
         handles=handles, loc="outside lower center", fontsize=MIN_TEXT_PT, ncols=len(handles),
         frameon=False,
     )  # fmt: skip
+    if not numbered:
+        title += f" ({len(models)} models: the values are in the tables under the figure)"
     fig.suptitle(title, fontsize=10, **PLAIN)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def short_number(value: float) -> str:
+    """A cell's number in at most 5 characters, never in exponent form (issue 50: MSE
+    cells printed `1.2e+03` and overlapped): 0.05, 3.4, 87, 1.2k, 45k, 3.1M; below 0.01 `<.01`."""
+    size = abs(value)
+    if size == 0:
+        return "0"
+    if size < 0.01:
+        return "<.01" if value > 0 else "-<.01"
+    if size < 10:
+        return f"{value:.2g}"
+    if size < 1000:
+        return f"{value:.0f}"
+    for limit, suffix in ((1e6, "k"), (1e9, "M"), (1e12, "G")):
+        if size < limit:
+            scaled = value / (limit / 1000)
+            return f"{scaled:.1f}{suffix}" if abs(scaled) < 10 else f"{scaled:.0f}{suffix}"
+    return ">1T" if value > 0 else "<-1T"
 
 
 def _row_key(label: str) -> tuple[int, str]:
@@ -193,8 +230,16 @@ def gap_distribution(
         ax.boxplot(tested, positions=range(1, len(codes) + 1), showfliers=False)
     jitter = np.random.default_rng(0)  # fixed, so the same results give the same figure
     palette = plt.get_cmap("tab10")
+    coloured = len(models) <= COLOURED_MODELS
+    if not coloured:  # one grey dot per model under test, one legend entry for them all
+        part = per_category.filter(pl.col("model").is_in(models))
+        x = np.array([codes.index(c) + 1 for c in part[key].to_list()], dtype=float)
+        x += jitter.uniform(-0.15, 0.15, len(x))
+        ax.scatter(x, part["gap"].to_numpy(), s=10, alpha=0.6, color="#555555",
+                   label=f"one dot per model under test ({len(models)}; each model's values: "
+                         "the table under the figure)")  # fmt: skip
     for k, model in enumerate(
-        [*models, *[r for r in references if r in set(per_category["model"])]]
+        [*(models if coloured else []), *[r for r in references if r in set(per_category["model"])]]
     ):
         part = per_category.filter(pl.col("model") == model)
         x = np.array([codes.index(c) + 1 for c in part[key].to_list()], dtype=float)
@@ -226,8 +271,8 @@ def gap_distribution(
     ax.set_title(f"Full-minus-dotted gap per {per}; {box}", fontsize=9)
     # Below the plot, not beside it: beside, it widened a 25-task figure past MAX_WIDTH_IN.
     legend = fig.legend(
-        fontsize=MIN_TEXT_PT, loc="outside lower center", ncols=min(4, len(ax.collections)),
-        frameon=False,
+        fontsize=MIN_TEXT_PT, loc="outside lower center",
+        ncols=min(4 if coloured else 2, len(ax.collections)), frameon=False,
     )  # fmt: skip
     for text in legend.get_texts():
         text.set(**PLAIN)

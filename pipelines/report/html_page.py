@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+from markupsafe import Markup
 
 from pipelines.report.escape import csv_table, markdown_text
+from pipelines.report.templating import render
 from store.atomic import write_bytes_atomic
 
 # Tables longer than this are folded (<details>) unless told otherwise: the page stays
@@ -356,34 +358,24 @@ def page(
     (text) stands above everything else; `tags`: model name -> the tag its rows and columns
     carry (random weights, baseline). The first section comes before the contents list."""
     tags = tags or {}
-    nav = "".join(f'<li><a href="#s{i}">{prose(s.title)}</a></li>' for i, s in enumerate(sections))
     numbers = _Numbers()
-    parts = []
-    for i, section in enumerate(sections):
-        head = f'<h2 id="s{i}">{prose(section.title)}</h2>'
-        body = [f"<p>{prose(section.intro)}</p>"] if section.intro else []
-        if not any(isinstance(b, Table | Figure) for b in section.blocks):
-            body.append(f'<p class="empty">No data: {prose(section.empty)}</p>')
-        else:
-            body += [numbers.block_html(block, tags) for block in section.blocks]
-        if section.folded:
-            parts.append(
-                f'<section><details class="section"><summary>{head}</summary>'
-                f"{''.join(body)}</details></section>"
-            )
-        else:
-            parts.append(f"<section>{head}{''.join(body)}</section>")
-        if i == 0:
-            parts.append(f"<nav><h2>Contents</h2><ol>{nav}</ol></nav>")
-    warning = f'<p class="banner">{prose(banner)}</p>' if banner else ""
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{CSS}</style>"
-        f"<script>{CHECK_IMAGES}</script></head>"
-        f'<body data-images-ok="pending"><h1>{html.escape(title)}</h1>'
-        f"<p>{prose(subtitle)}</p>{links}{warning}{''.join(parts)}"
-        "</body></html>\n"
-    )
+    shown_sections = [
+        {
+            "title": section.title,
+            "intro": section.intro,
+            "empty": section.empty,
+            "folded": section.folded,
+            # Tables and figures are our own markup, built (and escaped) by _Numbers.
+            "blocks": [Markup(numbers.block_html(block, tags)) for block in section.blocks]
+            if any(isinstance(b, Table | Figure) for b in section.blocks)
+            else [],
+        }
+        for section in sections
+    ]
+    return render(
+        "report_page.html.j2", title=title, subtitle=subtitle, links=Markup(links),
+        banner=banner, sections=shown_sections, css=Markup(CSS), script=Markup(CHECK_IMAGES),
+    )  # fmt: skip
 
 
 def write_report(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipelines.engines.models.engine_kinds import BASELINES
+from pipelines.noregeo.intervals import WILSON_METHOD
 from pipelines.noregeo.summarize import every_item
 from pipelines.report import tables as rt
 from pipelines.report.chance import (
@@ -198,7 +199,7 @@ def key_section(df: pl.DataFrame | None, lines: list[str]) -> Section:
         "Key results",
         intro,
         _tables("key_results", "Accuracy (%) per model and setup, over every item; under each "
-                "accuracy its 95% Wilson interval [low, high] (the uncertainty from the number "
+                "accuracy its " + WILSON_METHOD + " [low, high] (the uncertainty from the number "
                 "of items), and beside it the items it is over", table, folded=False,
                 marks=marks),
         empty="no NoReGeo results",

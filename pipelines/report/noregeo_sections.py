@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.noregeo.intervals import BOOTSTRAP_METHOD, WILSON_METHOD
 from pipelines.noregeo.summarize import every_item, missing_rows
 from pipelines.report import gap_tables, rate_tables
 from pipelines.report import provenance as prov
@@ -92,7 +93,7 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
     overview = Section(
         "NoReGeo: overall accuracy per model and setup",
         "Accuracy (%) over every item, as the paper scores (an engine error, a reply out of "
-        "budget and an invalid answer all count as wrong), with its 95% bootstrap interval; "
+        "budget and an invalid answer all count as wrong), with its " + BOOTSTRAP_METHOD + "; "
         "beside it the accuracy (%) over the answered items only and the count of unanswered "
         "items; invalid-output rate (%) of the answered items; engine-error rate (%) of all "
         "items." + human + baselines,
@@ -114,7 +115,7 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
         "Accuracy per category, setup and model (the paper's Table 2)",
         "Columns are kind-category (C: classification, N: numeric, U: unstable; the category "
         "code is the middle of the task ID). Cells: accuracy (%) over the group's items, "
-        "every item counted (unanswered ones wrong), and under it its 95% Wilson interval "
+        "every item counted (unanswered ones wrong), and under it its " + WILSON_METHOD + " "
         "[low, high]: the uncertainty from the number of items (the CSV and Markdown copies "
         "give it as the column beside). N-SCP holds triangle_type (N-SCP-TTT), "
         "a three-way choice (acute, right, obtuse: a third right by chance) that the paper "
@@ -149,8 +150,8 @@ def noregeo_sections(df: pl.DataFrame, out: Path) -> list[Section]:
         ),
         Section(
             "Bootstrap 95% intervals per category",
-            "Percentile bootstrap over items (1000 resamples, seed 0) of each model's accuracy "
-            "per category and setup.",
+            "The " + BOOTSTRAP_METHOD + " of each model's accuracy per category and setup, as "
+            "summarize prints it.",
             _tables(
                 "intervals_category",
                 "Accuracy (%) with 95% interval, per model, category and setup",

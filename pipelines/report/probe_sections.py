@@ -26,10 +26,15 @@ def probe_sections(
         "--min-accuracy). The transfer matrix (its Figure 8): every separate probe on every "
         "task."
     )
-    from probes.tables import summarize, transfer_panels
-
     if not isinstance(results, Path):
         return [Section("Probes (Tables 4-5)", intro, empty="probes write local folders only")]
+    if not (results / "probes").exists():
+        # probes.tables imports the probe trainer (torch, 10 s on 2 busy cores): not for a
+        # report without probes (issue 50). The message is the one summarize() raises.
+        missing = f"no probe results under {results / 'probes'}; run `probe` first"
+        return [Section("Probes (Tables 4-5)", intro, empty=missing)]
+    from probes.tables import summarize, transfer_panels
+
     try:
         tables = summarize(results, min_accuracy)
     except FileNotFoundError as err:

@@ -1,250 +1,279 @@
-"""The sample browser: DIR/samples.html, every item of every task and setup with every
-model's answer, filterable by task, setup and model, shown a page of PAGE_ROWS rows at a time.
+"""The sample browser: DIR/samples.html, an index of the tasks and setups, and one page per
+task, setup and ITEMS_PER_PAGE items (DIR/samples/pages/<task>--<setup>--<n>.html), each
+item with its image, its prompt whole and the gold answer once, then every model's output
+and verdict (right, wrong, invalid output, engine error). No page holds every row: at 45
+models one page held 345,000 rows (277 MB) and no browser rendered it (issue 50).
 
-Per sample row: the item's image as a small thumbnail (DIR/samples/<hash>.png, read from the
-item table the run records name; none for the text setup), the whole prompt (wrapped at full
-height: a scroll box once hid its end mid-sentence, issue 39; the system prompt, the same on
-most rows, folded above it), the model's output, the gold answer and the verdict (right,
-wrong, invalid output, engine error).
+A page filters its rows by model and verdict with one inline script; the choice lives in the
+URL hash (`...--1.html#model=oracle&verdict=wrong`). The script sets `<body
+data-visible="N">`, the answers that match. Beside each page, the same data as JSON
+(`<page>.json`: items, images, prompts, answers, verdicts) for other readers (a live view).
 
-Filters are three selects and a pager driven by one inline script; the choice lives in the
-URL hash (`samples.html#task=C-ACM-PST&setup=dotted&model=oracle&page=2`), so a link (or a
-headless browser) opens a filtered view. The script sets `<body data-visible="N">`, the rows
-that match the filters (of which one page is shown).
+A rerun rebuilds only what changed: each page's data is hashed with the templates, the
+hashes kept in samples/manifest.json; a page whose hash the previous report holds is linked
+from it, not rendered again. Images: sample_images.py (one file per image hash, kept).
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
-import io
+import json
+import re
 from pathlib import Path
+from typing import Any
 
 import polars as pl
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from PIL import Image
+from markupsafe import Markup
 
 from geometry.item import SETUPS
-from pipelines.noregeo.generate import SHARD_GLOB
-from pipelines.report.html_page import tag_html
-from pipelines.report.provenance import Record, items_folder
+from pipelines.report.provenance import Record
+from pipelines.report.sample_images import item_images, reuse, write_file
 from pipelines.report.tables import model_order, model_tags
-from store.atomic import write_bytes_atomic
+from pipelines.report.templating import render, template_source
 from store.shards import ERROR_COLUMN
 
-# Rows on one page of the browser: the page holds every row, the script shows these many.
-PAGE_ROWS = 100
-THUMBNAIL_PX = 140
+ITEMS_PER_PAGE = 10
 OUTPUT_CHARS = 400  # a rambling model's output is cut here on the page
+MANIFEST = "samples/manifest.json"
+PAGES = "samples/pages"
+VERDICTS = ("right", "wrong", "invalid output", "engine error")
+CSS_CLASS = {"right": "right", "wrong": "wrong", "invalid output": "invalid"}
 
 SCRIPT = """
-var PAGE = PAGE_ROWS_VALUE;
 function filters() {
   var params = new URLSearchParams(location.hash.slice(1));
-  ["task", "setup", "model"].forEach(function (name) {
-    var select = document.getElementById("f-" + name);
-    select.value = params.has(name) ? params.get(name) : "";
+  ["model", "verdict"].forEach(function (name) {
+    document.getElementById("f-" + name).value = params.get(name) || "";
   });
-  show(parseInt(params.get("page") || "1", 10), false);
+  apply(false);
 }
-function apply(remember) { show(1, remember); }
-function show(page, remember) {
-  var chosen = {};
-  var params = new URLSearchParams();
-  ["task", "setup", "model"].forEach(function (name) {
+function apply(remember) {
+  var chosen = {}, params = new URLSearchParams(), visible = 0;
+  ["model", "verdict"].forEach(function (name) {
     chosen[name] = document.getElementById("f-" + name).value;
     if (chosen[name]) { params.set(name, chosen[name]); }
   });
-  var rows = document.querySelectorAll("tr.sample");
-  var matching = [];
-  rows.forEach(function (row) {
-    var ok = ["task", "setup", "model"].every(function (name) {
-      return !chosen[name] || row.dataset[name] === chosen[name];
+  document.querySelectorAll("section.item").forEach(function (item) {
+    var shown = 0;
+    item.querySelectorAll("tr.sample").forEach(function (row) {
+      var ok = (!chosen.model || row.dataset.model === chosen.model) &&
+               (!chosen.verdict || row.dataset.verdict === chosen.verdict);
+      row.hidden = !ok;
+      if (ok) { shown += 1; }
     });
-    row.hidden = true;
-    if (ok) { matching.push(row); }
+    item.hidden = shown === 0;
+    visible += shown;
   });
-  var pages = Math.max(1, Math.ceil(matching.length / PAGE));
-  page = Math.min(Math.max(isNaN(page) ? 1 : page, 1), pages);
-  matching.slice((page - 1) * PAGE, page * PAGE).forEach(function (row) { row.hidden = false; });
-  if (page > 1) { params.set("page", String(page)); }
-  document.body.dataset.visible = String(matching.length);
-  document.body.dataset.page = String(page);
-  document.getElementById("count").textContent = matching.length + " of " + rows.length +
-    " samples match; page " + page + " of " + pages;
-  document.getElementById("prev").disabled = page <= 1;
-  document.getElementById("next").disabled = page >= pages;
-  document.getElementById("prev").onclick = function () { show(page - 1, true); };
-  document.getElementById("next").onclick = function () { show(page + 1, true); };
+  document.body.dataset.visible = String(visible);
+  document.getElementById("count").textContent = visible + " of " + document.body.dataset.rows +
+    " answers match";
   if (remember) {
     try { history.replaceState(null, "", "#" + params.toString()); } catch (e) {}
   }
 }
 window.addEventListener("DOMContentLoaded", filters);
 window.addEventListener("hashchange", filters);
-""".replace("PAGE_ROWS_VALUE", str(PAGE_ROWS))
+"""
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1400px;color:#222;padding:0 1em}
 table{border-collapse:collapse;font-size:.8em}th,td{border:1px solid #ccc;padding:.2em .4em;
-vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
-.prompt{white-space:pre-wrap;max-width:38em;word-break:break-word}
-.prompt summary{cursor:pointer;color:#555}
-.out{white-space:pre-wrap;max-width:22em;word-break:break-word}
+vertical-align:top}th{background:#f3f3f3}
+.item{border-top:2px solid #999;margin-top:1em}.item h2{font-size:1em;margin:.4em 0}
+.head{display:flex;gap:1em;align-items:flex-start;margin-bottom:.4em}
+.prompt{white-space:pre-wrap;max-width:60em;word-break:break-word;font-size:.85em}
+.prompt summary{cursor:pointer;color:#555}.gold{margin:0 0 0 1em;white-space:nowrap}
+.out{white-space:pre-wrap;max-width:50em;word-break:break-word}
 .right{background:#e6f4e6}.wrong{background:#fbe9e7}.invalid{background:#fff4d6}
-.error{background:#eee}img{width:THUMBpx;border:1px solid #ddd}label{margin-right:1em}
+.error{background:#eee}img{width:140px;border:1px solid #ddd}label{margin-right:1em}
+a.page{margin-right:.2em}
 .tag{font-size:.75em;color:#7a4b00;background:#fff1d6;border:1px solid #e0b060;
 border-radius:3px;padding:0 .25em;white-space:nowrap}
-""".replace("THUMB", str(THUMBNAIL_PX))
+"""
 
 
-def pick_samples(df: pl.DataFrame) -> pl.DataFrame:
-    """Every row, ordered by task, setup, item ID and then the report's model order."""
-    rank = {m: i for i, m in enumerate(model_order(df))}
-    setups = {s: i for i, s in enumerate(SETUPS)}  # the README's order: text, dotted, full
+def verdict_expr() -> pl.Expr:
+    """How a row came out: engine error, invalid output, right or wrong."""
+    error = pl.col(ERROR_COLUMN).is_not_null() & (pl.col(ERROR_COLUMN) != "")
     return (
-        df.with_columns(
+        pl.when(error).then(pl.lit("engine error"))
+        .when(~pl.col("valid").fill_null(False)).then(pl.lit("invalid output"))
+        .when(pl.col("correct").fill_null(False)).then(pl.lit("right"))
+        .otherwise(pl.lit("wrong"))
+    )  # fmt: skip
+
+
+def slug(text: str) -> str:
+    """A file-name part for a task or setup (results are untrusted: no separators, no
+    dots leading); the hash keeps two names that slug alike apart."""
+    plain = re.sub(r"[^A-Za-z0-9_-]+", "_", text)[:60]
+    return plain if plain == text else f"{plain}_{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
+def page_name(task: str, setup: str, number: int) -> str:
+    """The file stem of one page: task, setup and page number."""
+    return f"{slug(task)}--{slug(setup)}--{number}"
+
+
+def _ordered(df: pl.DataFrame) -> pl.DataFrame:
+    """Rows by task, setup (the README's order), item and the report's model order, with
+    each row's verdict and its item's page number within its task and setup."""
+    rank = {m: i for i, m in enumerate(model_order(df))}
+    setups = {s: i for i, s in enumerate(SETUPS)}
+    frame = df
+    if ERROR_COLUMN not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, pl.String).alias(ERROR_COLUMN))
+    for column in ("system_prompt", "prompt", "generated_text", "answer"):
+        if column not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, pl.String).alias(column))
+    return (
+        frame.with_columns(
             _m=pl.col("model").replace_strict(rank, return_dtype=pl.Int64),
-            _s=pl.col("setup").replace_strict(setups, return_dtype=pl.Int64),
+            _s=pl.col("setup").replace_strict(setups, default=len(setups), return_dtype=pl.Int64),
+            verdict=verdict_expr(),
         )
         .sort("task", "_s", "item_id", "_m")
-        .drop("_m", "_s")
-    )
-
-
-def verdict(row: dict[str, object]) -> str:
-    """How a row came out: engine error, invalid output, right or wrong."""
-    if row.get(ERROR_COLUMN):
-        return "engine error"
-    if not row.get("valid"):
-        return "invalid output"
-    return "right" if row.get("correct") else "wrong"
-
-
-def thumbnails(
-    records: list[Record], wanted: set[tuple[str, str]], out: Path
-) -> tuple[dict[tuple[str, str], str], str]:
-    """Writes DIR/samples/<hash>.png for each wanted (item_id, setup) found in the item
-    tables the NoReGeo runs read; returns their relative paths and a note on what is missing."""
-    folders = dict.fromkeys(
-        f for r in records if r.benchmark == "noregeo" and (f := items_folder(r.data))
-    )
-    found: dict[tuple[str, str], str] = {}
-    ids = sorted({item for item, _setup in wanted})
-    for folder in folders:
-        for shard in sorted(Path(folder).glob(SHARD_GLOB)) if Path(folder).is_dir() else []:
-            try:
-                table = pq.read_table(shard, columns=["item_id", "setup", "image"])
-            except (OSError, ValueError):
-                continue
-            table = table.filter(pc.is_in(table["item_id"], value_set=pc.cast(ids, "string")))
-            for item, setup, image in zip(
-                *(table[c].to_pylist() for c in table.column_names), strict=True
-            ):
-                key = (item, setup)
-                if key not in wanted or key in found or not image:
-                    continue
-                name = hashlib.sha256(f"{item}/{setup}".encode()).hexdigest()[:16] + ".png"
-                with Image.open(io.BytesIO(image)) as picture:
-                    small = picture.convert("RGB")
-                    small.thumbnail((THUMBNAIL_PX, THUMBNAIL_PX))
-                    buffer = io.BytesIO()
-                    small.save(buffer, format="PNG", optimize=True)
-                write_bytes_atomic(out / "samples" / name, buffer.getvalue())
-                found[key] = f"samples/{name}"
-    lacking = len(wanted) - len(found)
-    note = "" if not lacking else (
-        f"{lacking} image(s) not shown: the item table the runs read "
-        f"({', '.join(folders) or 'not recorded'}) is not here or lacks them."
-    )  # fmt: skip
-    return found, note
-
-
-def prompt_html(system: object, prompt: object) -> str:
-    """The prompt cell: the whole user prompt, escaped and wrapped (never in a scroll box),
-    and the system prompt whole inside a folded <details> above it."""
-    parts = []
-    if system:
-        text = str(system)
-        parts.append(
-            f"<details><summary>system prompt ({len(text):,} characters)</summary>"
-            f"{html.escape(text)}</details>"
+        .with_columns(
+            _page=(pl.col("item_id").rank("dense").over("task", "setup") - 1) // ITEMS_PER_PAGE + 1
         )
-    if prompt:
-        parts.append(html.escape(str(prompt)))
-    return f'<div class="prompt">{"".join(parts)}</div>'
-
-
-def _options(name: str, values: list[str], tags: dict[str, str] | None = None) -> str:
-    """A filter's select; a tagged model's option reads `name (tag)`, its value the name."""
-    tags = tags or {}
-    options = "".join(
-        f'<option value="{html.escape(v)}">'
-        f"{html.escape(f'{v} ({tags[v]})' if v in tags else v)}</option>"
-        for v in values
-    )
-    return (
-        f'<label>{name} <select id="f-{name}" onchange="apply(true)">'
-        f'<option value="">all</option>{options}</select></label>'
     )
 
 
-def samples_page(df: pl.DataFrame, records: list[Record], out: Path) -> Path:
-    """Writes DIR/samples.html (and its thumbnails); returns its path."""
-    rows = pick_samples(df)
-    images = {
+def _output(row: dict[str, Any]) -> str:
+    text = row["generated_text"] or row[ERROR_COLUMN] or ""
+    return text[:OUTPUT_CHARS] + " …" if len(text) > OUTPUT_CHARS else text
+
+
+def _page_data(
+    part: pl.DataFrame, images: dict[tuple[str, str], str], tags: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The items of one page, each with every model's answer (the JSON copy's `items`)."""
+    items: list[dict[str, Any]] = []
+    columns = ["item_id", "setup", "system_prompt", "prompt", "answer", "model", "verdict",
+               "generated_text", ERROR_COLUMN]  # fmt: skip
+    for row in part.select(columns).iter_rows(named=True):
+        if not items or items[-1]["item_id"] != row["item_id"]:
+            items.append({
+                "item_id": row["item_id"],
+                "image": images.get((row["item_id"], row["setup"])),
+                "system_prompt": row["system_prompt"] or "",
+                "prompt": row["prompt"] or "",
+                "answer": row["answer"] or "",
+                "answers": [],
+            })  # fmt: skip
+        verdict = row["verdict"]
+        items[-1]["answers"].append({
+            "model": row["model"], "tag": tags.get(row["model"]), "output": _output(row),
+            "verdict": verdict, "css": CSS_CLASS.get(verdict, "error"),
+        })  # fmt: skip
+    return items
+
+
+def samples_page(
+    df: pl.DataFrame, records: list[Record], out: Path, previous: Path | None = None
+) -> Path:
+    """Writes DIR/samples.html and the pages and images under DIR/samples/; returns the
+    index's path. `previous`: the report folder this one replaces (its unchanged pages and
+    images are linked, not made again)."""
+    rows = _ordered(df)
+    wanted = {
         (i, s) for i, s in rows.select("item_id", "setup").unique().iter_rows() if s != "text"
     }
-    found, missing = thumbnails(records, images, out)
-    tags = model_tags(df)  # random-weight models and baselines, tagged as on the report
-    body = []
-    for row in rows.iter_rows(named=True):
-        image = found.get((row["item_id"], row["setup"]))
-        picture = f'<img src="{image}" alt="item image">' if image else ""
-        result = verdict(row)
-        output = row.get("generated_text") or row.get(ERROR_COLUMN) or ""
-        if len(output) > OUTPUT_CHARS:
-            output = output[:OUTPUT_CHARS] + " …"
-        attrs = "".join(
-            f' data-{k}="{html.escape(str(row[k]))}"' for k in ("task", "setup", "model")
-        )
-        cells = [
-            picture,
-            f"{html.escape(row['task'])}<br>{html.escape(row['setup'])}<br>"
-            f"<small>{html.escape(row['item_id'])}</small>",
-            tag_html(row["model"], tags),
-            prompt_html(row.get("system_prompt"), row.get("prompt")),
-            f'<div class="out">{html.escape(output)}</div>',
-            f'<div class="out">{html.escape(row.get("answer") or "")}</div>',
-            html.escape(result),
-        ]
-        css = {"right": "right", "wrong": "wrong", "invalid output": "invalid"}.get(result, "error")
-        tds = "".join(f"<td>{c}</td>" for c in cells)
-        body.append(f'<tr class="sample {css}"{attrs}>{tds}</tr>')
-    selects = (
-        _options("task", sorted(rows["task"].unique().to_list()))
-        + _options("setup", [str(s) for s in SETUPS if s in set(rows["setup"])])
-        + _options("model", model_order(rows), tags)
+    images, missing, _counts = item_images(records, wanted, out, previous)
+    tags = model_tags(df)
+    models = model_order(df)
+    model_list = [{"model": m, "tag": tags.get(m)} for m in models]
+    old = _manifest(previous)
+    manifest: dict[str, str] = {}
+    version = hashlib.sha256(
+        (template_source("samples_page.html.j2") + SCRIPT + CSS).encode()
+    ).hexdigest()
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for (task, setup), group in rows.group_by("task", "setup", maintain_order=True):
+        task, setup = str(task), str(setup)
+        pages = int(group["_page"].max())  # type: ignore[arg-type]
+        total = group["item_id"].n_unique()
+        hrefs = [f"{PAGES}/{page_name(task, setup, n)}.html" for n in range(1, pages + 1)]
+        right = float(group.select(pl.col("verdict").eq("right").mean()).item() or 0.0)
+        cells[(task, setup)] = {
+            "count": total, "right_pct": f"{100 * right:.1f}",
+            "pages": [{"number": n, "href": h} for n, h in enumerate(hrefs, 1)],
+        }  # fmt: skip
+        for number, part in enumerate(group.partition_by("_page", maintain_order=True), 1):
+            items = _page_data(part, images, tags)
+            first = (number - 1) * ITEMS_PER_PAGE + 1
+            values = {
+                "task": task, "setup": setup, "page": number, "pages": pages,
+                "first": first, "last": first + len(items) - 1, "items_total": total,
+                "rows": part.height, "models": model_list, "verdicts": VERDICTS,
+                "previous": Path(hrefs[number - 2]).name if number > 1 else "",
+                "next": Path(hrefs[number]).name if number < pages else "",
+                "items": items,
+            }  # fmt: skip
+            data = json.dumps(values, ensure_ascii=False, sort_keys=True)
+            digest = hashlib.sha256((version + data).encode()).hexdigest()
+            name = page_name(task, setup, number)
+            manifest[name] = digest
+            _write_page(out, previous, name, data, values, digest == old.get(name))
+    _write_index(out, rows, cells, model_list, missing)
+    write_file(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
+    return out / "samples.html"
+
+
+def _manifest(previous: Path | None) -> dict[str, str]:
+    """The page hashes of the previous report; {} when there is none or it does not read."""
+    if previous is None or not (previous / MANIFEST).is_file():
+        return {}
+    try:
+        data = json.loads((previous / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def _write_page(
+    out: Path, previous: Path | None, name: str, data: str, values: dict[str, Any], same: bool
+) -> None:
+    """One page and its JSON copy: linked from the previous report when its hash is the
+    same, else rendered."""
+    html_path, json_path = out / PAGES / f"{name}.html", out / PAGES / f"{name}.json"
+    if (
+        same
+        and previous is not None
+        and reuse(previous / PAGES / f"{name}.html", html_path)
+        and reuse(previous / PAGES / f"{name}.json", json_path)
+    ):
+        return
+    page = render("samples_page.html.j2", css=Markup(CSS), script=Markup(SCRIPT), **values)
+    write_file(html_path, page.encode())
+    write_file(json_path, data.encode())
+
+
+def _write_index(
+    out: Path,
+    rows: pl.DataFrame,
+    cells: dict[tuple[str, str], dict[str, Any]],
+    model_list: list[dict[str, Any]],
+    missing: str,
+) -> None:
+    setups = [s for s in SETUPS if s in set(rows["setup"])] + sorted(
+        set(rows["setup"]) - set(SETUPS)
     )
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("image", "task / setup / item", "model", "prompt", "output", "gold", "verdict")
-    )
-    note = f"<p>{html.escape(missing)}</p>" if missing else ""
-    document = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>NoReGeo samples</title><style>{CSS}</style><script>{SCRIPT}</script></head>"
-        '<body data-visible="pending"><h1>NoReGeo samples</h1>'
-        '<p><a href="index.html">Back to the report</a>. Every item of each task and setup, '
-        f"with every model's answer, {PAGE_ROWS} rows a page. Filter below; the choice is "
-        "kept in the address (#task=...&amp;setup=...&amp;model=...&amp;page=...).</p>"
-        f"{note}<p>{selects}"
-        '<button id="prev" type="button">previous</button> '
-        '<button id="next" type="button">next</button> <span id="count"></span></p>'
-        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-        "</body></html>\n"
-    )
-    path = out / "samples.html"
-    write_bytes_atomic(path, document.encode())
-    return path
+    tasks = [
+        {"task": t, "cells": [cells.get((t, s)) for s in setups]}
+        for t in sorted(rows["task"].unique().to_list())
+    ]
+    counts = rows.group_by("model").agg(
+        pl.len().alias("n"),
+        *[pl.col("verdict").eq(v).sum().alias(k) for k, v in
+          (("right", "right"), ("wrong", "wrong"), ("invalid", "invalid output"),
+           ("error", "engine error"))],
+    )  # fmt: skip
+    by_model = {r["model"]: r for r in counts.iter_rows(named=True)}
+    models = [m | by_model[m["model"]] for m in model_list]
+    page = render(
+        "samples_index.html.j2", css=Markup(CSS), setups=setups, tasks=tasks, models=models,
+        items_per_page=ITEMS_PER_PAGE, rows_total=rows.height, note=missing,
+        pages_total=sum(len(c["pages"]) for c in cells.values()),
+    )  # fmt: skip
+    write_file(out / "samples.html", page.encode())

@@ -123,33 +123,34 @@ def test_missing_results_dir_exits_2(tmp_path: Path, monkeypatch, capsys) -> Non
 def test_sample_browser_rows_images_and_verdicts(model_report) -> None:
     results, out = model_report
     raw = load_results(results)
-    page = (out / "samples.html").read_text()
-    rows = re.findall(r'<tr class="sample (\w+)" data-task="([^"]+)" data-setup="(\w+)" '
-                      r'data-model="([^"]+)">(.*?)</tr>', page, re.S)  # fmt: skip
+    pages = [json.loads(p.read_text()) for p in (out / "samples/pages").glob("*.json")]
+    rows = [
+        (page["task"], page["setup"], item, answer)
+        for page in pages
+        for item in page["items"]
+        for answer in item["answers"]
+    ]
     # every item of each task x setup, each with every model that ran it
-    expected = raw
-    assert len(rows) == expected.height > 0
-    assert sorted((t, s, m) for _c, t, s, m, _b in rows) == sorted(
-        expected.select("task", "setup", "model").iter_rows()
+    assert len(rows) == raw.height > 0
+    assert sorted((t, s, a["model"]) for t, s, _i, a in rows) == sorted(
+        raw.select("task", "setup", "model").iter_rows()
     )
-    for css, _task, setup, model, body in rows:
-        images = re.findall(r'<img src="(samples/[0-9a-f]{16}\.png)"', body)
-        assert len(images) == (0 if setup == "text" else 1)
-        for image in images:
-            with Image.open(out / image) as picture:
-                assert max(picture.size) <= 140
-        verdict = re.findall(r"<td>([a-z ]+)</td>$", body)[0]
-        assert {"right": "right", "wrong": "wrong", "invalid output": "invalid"}.get(
-            verdict, "error"
-        ) == css
-        if model == "oracle":
-            assert verdict == "right"
-    assert "engine error" in page  # model-a's failed rows show as such, not as wrong
-    # The model cell carries the same tag as the report's tables.
-    cells = {m: b.split("</td><td>")[2] for _c, _t, _s, m, b in rows}
-    assert cells["model-b"] == 'model-b <span class="tag">random weights</span>'
-    assert cells["oracle"] == 'oracle <span class="tag">baseline</span>'
-    assert cells["model-a"] == "model-a"
+    for _task, setup, item, answer in rows:
+        assert (item["image"] is None) == (setup == "text")
+        if item["image"]:
+            with Image.open(out / item["image"]) as picture:
+                assert picture.format == "PNG"
+        assert answer["verdict"] in ("right", "wrong", "invalid output", "engine error")
+        if answer["model"] == "oracle":
+            assert answer["verdict"] == "right"
+    assert any(a["verdict"] == "engine error" for *_x, a in rows)  # model-a's failed rows
+    # The model carries the same tag as the report's tables, on the page too.
+    tags = {a["model"]: a["tag"] for *_x, a in rows}
+    assert tags["model-b"] == "random weights" and tags["oracle"] == "baseline"
+    assert tags["model-a"] is None
+    page = next((out / "samples/pages").glob("*.html")).read_text()
+    assert 'model-b <span class="tag">random weights</span>' in page
+    assert len(pages) < raw.height / 10  # pages of items, not a page per row or one for all
 
 
 def test_probe_table4_heads_are_spelled_out() -> None:

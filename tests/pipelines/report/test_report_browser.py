@@ -11,7 +11,6 @@ import pytest
 from PIL import Image
 
 from pipelines import cli
-from pipelines.report.samples import PAGE_ROWS
 from tests.pipelines.report.report_support import _register, baseline_results
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -102,10 +101,10 @@ def test_page_height_at_most_half_the_old_layout_and_files_readable(
 
 
 def _visible_samples(dom: str) -> list[tuple[str, str]]:
-    """(setup, model) of each sample row the page's script left visible."""
+    """(model, verdict) of each sample row the page's script left visible."""
     rows = re.findall(r"<tr ([^>]*)>", dom)
     return [
-        (_attr(r, "data-setup"), _attr(r, "data-model"))
+        (_attr(r, "data-model"), _attr(r, "data-verdict"))
         for r in rows
         if 'class="sample' in r and "hidden" not in r
     ]
@@ -117,37 +116,27 @@ def _attr(tag: str, name: str) -> str:
     return found.group(1)
 
 
-def test_sample_browser_filter_from_the_address(
+def test_sample_pages_filter_by_model_and_verdict_from_the_address(
     small_items: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, monkeypatch
 ) -> None:
     out = _report(small_items, tmp_path_factory, tmp_path, monkeypatch)
-    url = (out / "samples.html").resolve().as_uri()
-    page = (out / "samples.html").read_text()
-    total = page.count('<tr class="sample')
+    index = (out / "samples.html").read_text()
+    first = re.findall(r'<a class="page" href="([^"]+)"', index)[0]
+    url = (out / first).resolve().as_uri()
+    page = (out / first).read_text()
+    rows = re.findall(r"<tr ([^>]*)>", page)
+    total = sum('class="sample' in r for r in rows)
 
     everything = _visible_samples(_chromium(tmp_path, "--dump-dom", url).stdout)
-    assert len(everything) == min(total, PAGE_ROWS) > 0
-    everything_rows = [
-        (_attr(r, "data-setup"), _attr(r, "data-model"))
-        for r in re.findall(r"<tr ([^>]*)>", page)
-        if 'class="sample' in r
-    ]
+    assert len(everything) == total > 0
 
-    dom = _chromium(tmp_path, "--dump-dom", url + "#setup=dotted&model=oracle").stdout
+    dom = _chromium(tmp_path, "--dump-dom", url + "#model=random&verdict=wrong").stdout
     shown = _visible_samples(dom)
-    expected = len(re.findall(r'data-setup="dotted" data-model="oracle"', page))
+    expected = len(re.findall(r'data-model="random" data-verdict="wrong"', page))
     assert 0 < expected < total
-    assert shown == [("dotted", "oracle")] * min(expected, PAGE_ROWS)
+    assert shown == [("random", "wrong")] * expected
     assert _attr(dom[dom.index("<body") :], "data-visible") == str(expected)
-    pages = -(-expected // PAGE_ROWS)
-    assert f"{expected} of {total} samples match; page 1 of {pages}" in dom
-
-    # Paging: the second page of everything shows the next PAGE_ROWS rows, in page order.
-    assert total > PAGE_ROWS, "too few rows to page through"
-    dom = _chromium(tmp_path, "--dump-dom", url + "#page=2").stdout
-    second = _visible_samples(dom)
-    assert second == everything_rows[PAGE_ROWS : 2 * PAGE_ROWS]
-    assert _attr(dom[dom.index("<body") :], "data-page") == "2"
+    assert f"{expected} of {total} answers match" in dom
 
 
 def test_a_wide_figure_is_shown_at_figure_max_px_in_a_1280_px_window(tmp_path: Path) -> None:

@@ -130,3 +130,49 @@ def test_heatmap_columns_of_references_say_what_they_are(
         *UNDER_TEST, "tiny-vlm (random weights)", "oracle (baseline)", "random (baseline)",
         "constant (baseline)",
     ]  # fmt: skip
+
+
+STUDY = [f"org{i % 5}/family-{i:02d}-7b-instruct" for i in range(45)] + REFERENCES
+
+
+def _overlaps(labels: list[matplotlib.text.Text], renderer: Any) -> int:
+    """How many neighbouring tick labels' boxes overlap."""
+    boxes = [t.get_window_extent(renderer) for t in labels if t.get_text()]
+    return sum(a.overlaps(b) for a, b in zip(boxes, boxes[1:], strict=False))
+
+
+def test_figures_at_45_models_are_legible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 50, at the study's 45 models: text at least MIN_TEXT_PX as shown, model names
+    that do not overlap, a gap legend of a few entries (45 were taller than the plot, their
+    colours repeating every 10), and MSE numbers never in exponent form."""
+    drawn: dict[str, tuple[float, str, float, int, int, list[str]]] = {}
+    original = matplotlib.figure.Figure.savefig
+
+    def savefig(fig: matplotlib.figure.Figure, path: Any, **kwargs: Any) -> None:
+        original(fig, path, **kwargs)
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        overlaps = sum(_overlaps(ax.get_xticklabels(), renderer) for ax in fig.axes)
+        entries = sum(len(legend.get_texts()) for legend in fig.legends)
+        numbers = [t.get_text() for ax in fig.axes for t in ax.texts]
+        pt, text = _smallest_text_pt(fig)
+        drawn[Path(path).name] = (pt, text, float(kwargs.get("dpi") or fig.dpi), overlaps,
+                                  entries, numbers)  # fmt: skip
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
+    setups = ["Text", "Text with dotted images", "Text with full images"]
+    # 8 tasks keep it cheap: the column width and the names' layout depend on the models.
+    accuracy = {s: _wide("task", TASKS[:8], STUDY, 1.0) for s in setups}
+    figures.panel_heatmap(accuracy, "Accuracy", tmp_path / "acc.png", "accuracy", REFERENCES, TAGS)
+    long = pl.DataFrame([{"task": t, "model": m, "gap": float((i * 7 + j) % 30 - 15)}
+                         for i, t in enumerate(TASKS[:8])
+                         for j, m in enumerate(STUDY)])  # fmt: skip
+    figures.gap_distribution(long, tmp_path / "gap.png", REFERENCES, "task", TAGS)
+    for name, (pt, text, dpi, overlaps, _entries, _numbers) in drawn.items():
+        with Image.open(tmp_path / name) as image:
+            width = image.size[0]
+        assert pt / 72 * dpi * min(1.0, FIGURE_MAX_PX / width) >= MIN_TEXT_PX, (name, text)
+        assert overlaps == 0, name
+    assert drawn["gap.png"][4] <= 1 + len(REFERENCES)  # one entry for the models, one a baseline
+    mse = {"Text": _wide("task", TASKS[:5], MODELS, 1e4).with_columns(pl.col(MODELS[0]) * 1e-7)}
+    figures.panel_heatmap(mse, "MSE", tmp_path / "mse.png", "mse", REFERENCES, TAGS)
+    assert drawn["mse.png"][5] and not [n for n in drawn["mse.png"][5] if "e" in n]

@@ -72,3 +72,14 @@ def test_table2_cells_carry_their_interval_in_every_copy(tmp_path: Path) -> None
     csv = (tmp_path / "tables" / "table2.csv").read_text()
     assert "C-BCT, 95% interval" in markdown.splitlines()[0]
     assert r"\[39.7, 89.2\]" in markdown and '"[39.7, 89.2]"' in csv
+
+
+def test_console_and_report_name_each_interval_alike(model_report: tuple[Path, Path]) -> None:
+    """Issue 50: one name per interval method, in summarize's titles and on the report."""
+    from pipelines.noregeo.intervals import BOOTSTRAP_METHOD, WILSON_METHOD
+    from pipelines.noregeo.summarize import TITLES
+
+    _results, out = model_report
+    page = (out / "index.html").read_text()
+    assert BOOTSTRAP_METHOD in TITLES["overall"] and "scipy.stats.bootstrap" in BOOTSTRAP_METHOD
+    assert BOOTSTRAP_METHOD in page and WILSON_METHOD in page

@@ -28,11 +28,13 @@ def test_a_long_prompt_appears_whole_outside_any_scroll_box(tmp_path: Path) -> N
     prompt = ("Is the point inside the circle? " * 160)[:4950] + LAST_SENTENCE
     system = "Answer with JSON only. " * 20 + "System prompt ends here."
     assert len(prompt) > 5000
-    page = samples_page(pl.DataFrame([_row(prompt, system)]), [], tmp_path).read_text()
+    samples_page(pl.DataFrame([_row(prompt, system)]), [], tmp_path)
+    page = (tmp_path / "samples/pages/C-BCT-CT--text--1.html").read_text()
     assert html.escape(prompt) in page  # every character, escaped as the rest of the page
     assert html.escape(system) in page
     assert html.escape(LAST_SENTENCE) in page and LAST_SENTENCE not in page
-    cell = re.search(r'<div class="(\w+)">[^"]*?' + re.escape(html.escape(prompt)), page)
+    cell = re.search(r'<div class="(\w+)">(?:(?!<div).)*?' + re.escape(html.escape(prompt)), page,
+                     re.S)  # fmt: skip
     assert cell is not None
     style = re.search(r"<style>(.*?)</style>", page, re.S)
     assert style is not None
@@ -49,7 +51,8 @@ def test_the_model_filter_names_each_tagged_model_with_its_tag(tmp_path: Path) -
     """The filter's options say what the rows say: a baseline reads `random (baseline)`,
     while the option's value (the address's #model=) stays the bare name."""
     rows = [_row("p", "s"), {**_row("p", "s"), "model": "random", "engine": "random"}]
-    page = samples_page(pl.DataFrame(rows), [], tmp_path).read_text()
+    samples_page(pl.DataFrame(rows), [], tmp_path)
+    page = (tmp_path / "samples/pages/C-BCT-CT--text--1.html").read_text()
     select = re.search(r'<select id="f-model"[^>]*>(.*?)</select>', page, re.S)
     assert select is not None
     options = re.findall(r'<option value="([^"]*)">([^<]*)</option>', select.group(1))
