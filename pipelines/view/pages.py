@@ -10,14 +10,14 @@ from urllib.parse import urlencode
 
 import jinja2
 import polars as pl
-from scipy.stats import binomtest
 
+from pipelines.noregeo.intervals import WILSON_METHOD, wilson_interval
 from pipelines.view.live_results import VERDICTS, Snapshot, answer_text
 from store.records import model_slug
 
 PAGE_ROWS = 50  # samples per page: a page stays small whatever the results hold
 MAX_QUERY = 200  # characters of a search; longer ones are cut
-INTERVAL = "95% Wilson score interval"  # what the index's accuracy interval is
+INTERVAL = WILSON_METHOD  # named as the report names it
 
 _BASE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -89,14 +89,6 @@ ENV = jinja2.Environment(
 )
 
 
-def wilson(right: int, n: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of right/n, in percent (scipy's binomtest)."""
-    if n == 0:
-        return (math.nan, math.nan)
-    ci = binomtest(right, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return (100 * ci.low, 100 * ci.high)
-
-
 def model_status(snapshot: Snapshot) -> list[dict[str, Any]]:
     """Per model: rows, the rows its runs expect, unanswered, invalid, accuracy and its
     interval."""
@@ -115,7 +107,7 @@ def model_status(snapshot: Snapshot) -> list[dict[str, Any]]:
     )
     out = []
     for row in counts.iter_rows(named=True):
-        low, high = wilson(int(row["right"]), int(row["rows"]))
+        low, high = wilson_interval(int(row["right"]), int(row["rows"]))
         expected = snapshot.expected.get(model_slug(row["model"]))
         out.append(
             {
