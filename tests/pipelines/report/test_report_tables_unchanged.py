@@ -1,7 +1,8 @@
 """Issue 50: the intervals moved to scipy and the pages to jinja2 templates; the report's
 tables must not change. tests/fixtures/report_tables/ holds every table (CSV, provenance
 aside: it names paths and times) of the `model_report` fixture's report as the code before
-the change (c29f88e) wrote it; the report built now must write the same bytes."""
+the change (c29f88e's pipelines/, with geometry/items.py of noregeo-gen-3, the items the
+fixture now draws) wrote it; the report built now must write the same bytes."""
 
 from __future__ import annotations
 
