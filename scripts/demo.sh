@@ -53,7 +53,8 @@ TABLE_LINE='^(## |┌|│|╞|├|└|\(columns, part |\(more: )'
 step_count=0
 # run_step KEY NAME ESTIMATE COMMAND...: estimates are the full scale's, measured by a run of
 # this script on an idle 2-core machine (load about 1): 337 s of steps (697 and 1036 s at
-# loads of 6-25, shared with other jobs); the header says so, and the "done" line gives the
+# loads of 6-25, shared with other jobs); 379 s at load 0.6-2.6 on 7 December 2026 (the
+# real model's evaluate 69 s, the probe grid 122 s); the header says so, and the "done" line gives the
 # load the step ran at (the 1-minute load average), so a slow step can be read against it.
 # Long steps print their own rate and time left (pipelines/terminal/progress.py).
 # DEMO_SCALE=smoke says they are the full scale's.
