@@ -101,14 +101,19 @@ def hf_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:
     the cluster has one per replica, else runs on the CPU."""
     from actors.hf_engine import HFEngine
 
+    kwargs, gpus = hf_placement(cfg, opts)
+    return _actor_stage(ds, HFEngine, kwargs, opts, num_gpus=gpus)
+
+
+def hf_placement(cfg: ModelConfig, opts: EngineOptions) -> tuple[dict[str, Any], float]:
+    """An hf replica's constructor arguments and GPUs (see `hf_stage`); GeoBuild's resident
+    hf hosts are placed the same way."""
     kwargs = hf_engine_kwargs(cfg, opts)
     if cfg.gpus:
         check_gpus(cfg, replicas=opts.pool_size)
         kwargs["device"] = "cpu" if logical_gpus() else "cuda"
-        gpus = 1.0
-    else:
-        gpus = 1.0 if cluster_gpus() >= opts.pool_size else 0.0
-    return _actor_stage(ds, HFEngine, kwargs, opts, num_gpus=gpus)
+        return kwargs, 1.0
+    return kwargs, 1.0 if cluster_gpus() >= opts.pool_size else 0.0
 
 
 def http_stage(ds: Any, cfg: ModelConfig, opts: EngineOptions) -> Any:

@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 
 from pipelines.engines.models.model_schema import ModelConfig
-from pipelines.engines.stages.engine_stages import hf_engine_kwargs
-from pipelines.engines.stages.gpus import check_gpus, cluster_gpus, logical_gpus
+from pipelines.engines.stages.engine_stages import hf_placement
 from pipelines.engines.stages.options import LIGHT_CPUS, EngineOptions
 from pipelines.engines.stages.resident_hosts import (
     answer,
@@ -87,13 +86,7 @@ class ResidentHF:
         """The hosts, placed as `engine_stages.hf_stage` places its actors."""
         import ray
 
-        kwargs = hf_engine_kwargs(cfg, opts)
-        if cfg.gpus:
-            check_gpus(cfg, replicas=opts.pool_size)
-            kwargs["device"] = "cpu" if logical_gpus() else "cuda"
-            gpus = 1.0
-        else:
-            gpus = 1.0 if cluster_gpus() >= opts.pool_size else 0.0
+        kwargs, gpus = hf_placement(cfg, opts)
         resources = {"num_gpus": gpus} if gpus else {"num_cpus": opts.cpus_per_actor}
         self.demand = {"GPU": gpus} if gpus else {"CPU": opts.cpus_per_actor}
         host_cls = ray.remote(HFHost)
