@@ -46,12 +46,12 @@ def hosting(cluster: RayCluster, titles: tuple[str, ...]) -> list[int]:
     ]
 
 
-def node_ids(cluster: RayCluster) -> dict[str, str]:
-    """Live node address -> node id (hex), asked of the GCS from a subprocess."""
+def _ask_gcs(cluster: RayCluster, expression: str) -> dict[str, str]:
+    """A JSON-able `expression` over `ray` evaluated by a driver of the cluster, run in a
+    subprocess (this process stays out of the cluster)."""
     probe = (
         "import json, ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
-        "print(json.dumps({n['NodeManagerAddress']: n['NodeID'] for n in ray.nodes() "
-        "if n['Alive']}))"
+        f"print(json.dumps({expression}))"
     )
     run = subprocess.run(
         [sys.executable, "-c", probe, cluster.address],
@@ -59,21 +59,18 @@ def node_ids(cluster: RayCluster) -> dict[str, str]:
     )  # fmt: skip
     found: dict[str, str] = json.loads(run.stdout.strip().splitlines()[-1])
     return found
+
+
+def node_ids(cluster: RayCluster) -> dict[str, str]:
+    """Live node address -> node id (hex), asked of the GCS."""
+    return _ask_gcs(
+        cluster, "{n['NodeManagerAddress']: n['NodeID'] for n in ray.nodes() if n['Alive']}"
+    )
 
 
 def placement_groups(cluster: RayCluster) -> dict[str, str]:
     """Placement group id -> state, every group the cluster knows."""
-    probe = (
-        "import json, ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
-        "print(json.dumps({k: v['state'] for k, v in "
-        "ray.util.placement_group_table().items()}))"
-    )
-    run = subprocess.run(
-        [sys.executable, "-c", probe, cluster.address],
-        env=cluster.env, capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
-    found: dict[str, str] = json.loads(run.stdout.strip().splitlines()[-1])
-    return found
+    return _ask_gcs(cluster, "{k: v['state'] for k, v in ray.util.placement_group_table().items()}")
 
 
 def drain(cluster: RayCluster, worker: int, deadline_s: int) -> subprocess.CompletedProcess:
