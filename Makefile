@@ -184,12 +184,14 @@ stress: setup
 	$(PY) -m pytest -m stress tests/pipelines/test_stress.py tests/pipelines/terminal/test_signals.py \
 		tests/pipelines/test_disk_full.py tests/geometry/dsl/test_determinism.py
 
-# An evaluate cut short by Ctrl-C and run again pays for each answer once (the request
-# cache, docs/storage.md): the http engine against a loopback server that counts its answers,
-# the hf engine's tiny model counting its decoded rows; three evaluate runs each (~6 min on
-# two busy cores), so not part of `make test`.
-test-paid-once: setup
+# An evaluate cut short (Ctrl-C, SIGTERM) and run again pays for each answer once (the
+# request cache, docs/storage.md): the http engine against a loopback server that counts its
+# answers, the hf engine's tiny model counting its decoded rows, vLLM's CPU build counting
+# the answers it makes; three evaluate runs each (~15 min on two cores), so not part of
+# `make test`.
+test-paid-once: setup setup-vllm
 	$(PY) -m pytest -m paid_once tests/pipelines/noregeo/test_paid_once.py
+	$(VLLM_PY) -m pytest -m paid_once tests/vllm/test_paid_once_vllm.py
 
 # The rest of the walk through a cluster whose worker node shares no disk with the head
 # (a tiny VLM, the real model, a GeoBuild round, a two-model sweep; ~15 min); `make test`

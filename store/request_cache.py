@@ -7,17 +7,21 @@ money; on a cluster, GPU time). lm-eval's `--use_cache` and lmms-eval's response
 every answer by its request; this does the same in the results store, so the rerun, on any
 node, reads it.
 
-Where: `<model folder>/request-cache/` (`<out>/noregeo/model=<slug>/request-cache/`), local
-or on an object store (store.storage). Each engine actor writes its own chunks,
-`chunk-<writer>-<seq>.jsonl`, one JSON record a line; every answer rewrites its actor's
-current chunk whole (store.atomic: a temporary and a rename, or one PUT), so an answer is
-durable before the engine moves on, and a chunk holds at most CHUNK_ROWS answers: an actor
-leaves rows / CHUNK_ROWS objects, never one per row.
+Who: the hf, http and vllm engines (actors/hf_engine.py, actors/http_engine.py,
+pipelines/engines/stages/vllm_cache.py), in `evaluate` and in GeoBuild's rounds.
+
+Where: `<model folder>/request-cache/` (`<out>/noregeo/model=<slug>/request-cache/`,
+`<out>/geobuild/model=<slug>/request-cache/`), local or on an object store (store.storage).
+Each engine actor writes its own chunks, `chunk-<writer>-<seq>.jsonl`, one JSON record a
+line; every answer rewrites its actor's current chunk whole (store.atomic: a temporary and a
+rename, or one PUT), so an answer is durable before the engine moves on, and a chunk holds
+at most CHUNK_ROWS answers: an actor leaves rows / CHUNK_ROWS objects, never one per row.
 
 The key (`cache_key`): sha256 of the row's request key (item, setup, model, revision,
 messages, sampling and grammar: pipelines.engines.prompts.requests.request_key) and what
 the engine makes of the row (the http engine's whole request body; the hf engine's prompt
-token ids and clamped max_tokens, and its dtype): anything that changes the answer gives
+token ids and clamped max_tokens, and its dtype; vllm's prompt ids, sampling as sent and the
+engine arguments that change an answer): anything that changes the answer gives
 another key, and an old answer is never reused for it. Only answers are kept: a row with
 an `engine_error` is sent again, as `evaluate --retry-errors` expects.
 
@@ -57,6 +61,10 @@ _TEXTS = ("generated_text",)
 _OPTIONAL_TEXTS = ("prompt_ids_sha256",)
 _FLOATS = ("time_taken_llm",)
 ANSWER_FIELDS = (*_TEXTS, *_INTS, *_FLOATS, *_OPTIONAL_TEXTS)
+# The vllm engine keeps a reasoning model's generated token ids too: its postprocess counts
+# the reasoning tokens in them (pipelines.engines.prompts.reasoning.out_of_budget).
+TOKENS = "generated_tokens"
+MAX_TOKENS_KEPT = 1 << 20  # more ids than any context holds: not ours
 
 Answer = dict[str, Any]
 
@@ -79,8 +87,11 @@ def _line(key: str, answer: Answer) -> bytes:
 
 
 def _valid_answer(answer: Any) -> bool:
-    """Whether `answer` has exactly the fields of an answer, each of its type and range."""
-    if not isinstance(answer, dict) or set(answer) != set(ANSWER_FIELDS):
+    """Whether `answer` has exactly the fields of an answer (the token ids optional), each of
+    its type and range."""
+    if not isinstance(answer, dict) or set(answer) - {TOKENS} != set(ANSWER_FIELDS):
+        return False
+    if TOKENS in answer and not _token_ids(answer[TOKENS]):
         return False
     ints_ok = all(
         type(answer[f]) is int and 0 <= answer[f] < 2**63 for f in _INTS
@@ -94,9 +105,20 @@ def _valid_answer(answer: Any) -> bool:
     return ints_ok and floats_ok and texts_ok and optional_ok
 
 
+def _token_ids(ids: Any) -> bool:
+    """Whether `ids` is a list of token ids (ints in range) of a plausible length."""
+    return (
+        isinstance(ids, list)
+        and len(ids) <= MAX_TOKENS_KEPT
+        and all(type(i) is int and 0 <= i < 2**31 for i in ids)
+    )
+
+
 def _plain_answer(answer: Mapping[str, Any]) -> Answer:
     """The answer fields as JSON types (an engine may hand numpy numbers)."""
     kept: Answer = {name: answer.get(name) for name in ANSWER_FIELDS}
+    if answer.get(TOKENS) is not None:
+        kept[TOKENS] = [int(i) for i in answer[TOKENS]]
     for name in _INTS:
         kept[name] = int(kept[name]) if kept[name] is not None else None
     for name in _FLOATS:

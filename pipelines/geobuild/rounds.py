@@ -27,6 +27,7 @@ from pipelines.geobuild.rows import RoundWriter, round_dir
 from pipelines.terminal.interrupt import kept_on_exit, on_interrupt, saved_rows
 from pipelines.terminal.progress import Progress
 from store.held_rows import HeldRows
+from store.request_cache import CACHE_FOLDER
 from store.run_lock import RunLock
 from store.settings import check_settings, write_settings
 
@@ -57,6 +58,10 @@ class Loop(Conversations):
                 sources = node_sources(self.cfg, self.out, "geobuild")
                 if sources is not None:
                     self.opts = dataclasses.replace(self.opts, sources=sources)
+            # The model engines (vllm, hf, http) keep each answer as it comes and ask none
+            # twice, whatever ends a round (store.request_cache), as evaluate's do.
+            cache = str(self.root / CACHE_FOLDER)
+            self.opts = dataclasses.replace(self.opts, request_cache=cache)
             if self.cfg.engine == "vllm":
                 # A cluster that can never hold the engine refuses at once; then the first
                 # round's requests through the processor (its sources the run's).

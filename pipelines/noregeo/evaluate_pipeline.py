@@ -126,6 +126,11 @@ def evaluate(
         from pipelines.engines.session.ray_session import ensure_ray
 
         ensure_ray()
+        # The model engines keep each answer in the model folder's request cache as it comes,
+        # and answer from it: a run cut short pays for none twice (store.request_cache).
+        cache = str(root.resolve() / CACHE_FOLDER)
+        opts = dataclasses.replace(run.engine_options, request_cache=cache)
+        run = run.model_copy(update={"engine_options": opts})
         run, checked, canary = _engine_ready(files, cfg, run, out)
         if canary is not None:
             record["prompt_canary"] = canary
@@ -201,10 +206,7 @@ def _pipeline(
     if done:
         ds = ds.map_batches(_drop_done(done), **light)
     stage = engine_stage or STAGES[cfg.engine]
-    # The hf and http engines keep each answer in the model folder's request cache as it
-    # comes, and answer from it: a run cut short pays for none twice (store.request_cache).
-    cache = writer.root / CACHE_FOLDER
-    opts = dataclasses.replace(run.engine_options, request_cache=str(cache))
+    opts = run.engine_options
     if _writes_in_step(cfg, engine_stage):
         # One step answers, scores and writes each shard's rows, so shards land as the run
         # goes: apart, Ray buffers a fused task's output into one block per item file, and

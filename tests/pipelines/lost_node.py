@@ -101,13 +101,20 @@ def wait_for(what: str, check, proc: subprocess.Popen, log: Path, limit_s: float
         time.sleep(0.5)
 
 
-def geosee(cluster: RayCluster, args: list[str], log: Path, env: dict[str, str] | None = None):  # noqa: ANN201
-    """`python -m pipelines ARGS` as a driver of the cluster, its output to `log`."""
+def geosee(  # noqa: ANN201
+    cluster: RayCluster,
+    args: list[str],
+    log: Path,
+    env: dict[str, str] | None = None,
+    module: str = "pipelines",
+):
+    """`python -m pipelines ARGS` (or another `module`'s, a test scenario's) as a driver of
+    the cluster, its output to `log`."""
     from tests.conftest import REPO
 
     sink = log.open("w")
     return subprocess.Popen(
-        [sys.executable, "-m", "pipelines", *args], cwd=REPO,
+        [sys.executable, "-m", module, *args], cwd=REPO,
         env={**cluster.env, "RAY_ADDRESS": cluster.address, **(env or {})},
         stdout=sink, stderr=subprocess.STDOUT,
     )  # fmt: skip

@@ -2,13 +2,13 @@
 
 Each GeoBuild round is its own Ray Data pipeline, and Ray's processor starts its engine
 replicas with the pipeline, so a round-per-pipeline loop would reload the weights every
-round. Here the engine lives in long-lived Ray actors (`EngineHost`), each holding Ray's own
-engine UDF (`vLLMEngineStageUDF`, built with the very constructor arguments Ray's processor
-gives it); every round builds Ray's processor as usual and swaps its engine stage for a
-light stage that forwards batches to the hosts. Chat template, tokenize and detokenize stay
-Ray's (they load only a tokenizer). A host whose node is lost starts again on another node,
-with its placement group, and the batches it held are answered there (`resident_hosts`).
-"""
+round. Here the engine lives in long-lived Ray actors (`EngineHost`), each holding the
+processor's engine UDF (Ray's `vLLMEngineStageUDF` with the request cache, `vllm_cache`,
+built with the very constructor arguments Ray's processor gives it); every round builds
+Ray's processor as usual and swaps its engine stage for a light stage that forwards batches
+to the hosts. Chat template, tokenize and detokenize stay Ray's (they load only a
+tokenizer). A host whose node is lost starts again on another node, with its placement
+group, and the batches it held are answered there (`resident_hosts`)."""
 
 from __future__ import annotations
 
@@ -38,10 +38,9 @@ HOST_OPTIONS = ("num_gpus", "accelerator_type", "runtime_env")
 class EngineHost:
     """Ray actor: one vLLM engine, loaded once, answering batches of many pipelines."""
 
-    def __init__(self, udf_kwargs: dict[str, Any]) -> None:
-        from ray.llm._internal.batch.stages.vllm_engine_stage import vLLMEngineStageUDF
-
-        self.udf = vLLMEngineStageUDF(**udf_kwargs)
+    def __init__(self, udf_cls: type, udf_kwargs: dict[str, Any]) -> None:
+        # Ray's vLLMEngineStageUDF, or it with the request cache (vllm_cache).
+        self.udf = udf_cls(**udf_kwargs)
         self.calls = 0
 
     async def run(self, batch: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
@@ -143,7 +142,7 @@ class ResidentVLLM:
         for _ in range(replicas):
             options = _host_options(engine.map_batches_kwargs)
             self.demand = host_demand(cfg, options)
-            self.hosts.append(host_cls.options(**options).remote(udf_kwargs))
+            self.hosts.append(host_cls.options(**options).remote(engine.fn, udf_kwargs))
             self.hosts_started += 1
 
     def close(self) -> None:

@@ -57,14 +57,13 @@ def vllm_postprocess(
         text = row.get("generated_text")
         if reasoning_end and isinstance(text, str) and reasoning_end in text:
             text = text.rsplit(reasoning_end, 1)[1].lstrip()
-        # The ids vLLM received (Ray's vLLMOutputData.prompt_token_ids), as a digest.
+        # The ids vLLM received (Ray's vLLMOutputData.prompt_token_ids), as a digest; a row
+        # of the request cache (vllm_cache) brings the digest kept when it was answered.
         ids = row.get("prompt_token_ids")
-        out = {
-            **row,
-            "generated_text": text,
-            "engine_error": None,
-            "prompt_ids_sha256": prompt_ids_digest(None if ids is None else list(ids)),
-        }
+        digest = row.get("prompt_ids_sha256") or prompt_ids_digest(
+            None if ids is None else list(ids)
+        )
+        out = {**row, "generated_text": text, "engine_error": None, "prompt_ids_sha256": digest}
         for column, kept in KEPT.items():
             if kept in out:
                 out[column] = out.pop(kept)

@@ -17,6 +17,8 @@ from pipelines.geobuild.conversations import LATER_SETTINGS
 from pipelines.geobuild.engines import resolve_engine
 from pipelines.geobuild.rounds import Loop
 from pipelines.geobuild.settings import GeoBuildSettings
+from store.request_cache import CACHE_FOLDER, chunk_files
+from store.storage import Location, location
 from tests.conftest import SHARED
 
 DATA = SHARED / "geobuildbench"
@@ -275,6 +277,24 @@ def test_tiny_lm_runs_two_problems_two_rounds(
     rows = _rows(out)
     assert rows.height >= 2 and rows["error_category"].null_count() == 0
     assert rows["feedback_text"].null_count() == 0 and not any(rows["success"])
+    # Each answer was kept in the request cache as it came (store.request_cache): a round
+    # whose rows never reached the writer (here deleted) is answered again from the cache,
+    # with no row decoded again (a decoded row would be kept once more).
+    cache = location(str(next(out.glob("geobuild/model=*")) / CACHE_FOLDER))
+    assert _cache_lines(cache) == rows.height
+    for shard in out.glob("geobuild/model=*/round=2/*.parquet"):
+        shard.unlink()
+    assert _run(out, tiny_llm_dir, "--first", "2", "--max-rounds", "2", "--max-tokens", "24",
+                engine="hf") == 0  # fmt: skip
+    again = _rows(out)
+    assert _cache_lines(cache) == rows.height
+    columns = ["problem_id", "round", "generated_text", "feedback_text", "request_key"]
+    assert again.select(columns).sort(columns).equals(rows.select(columns).sort(columns))
+
+
+def _cache_lines(cache: Location) -> int:
+    """Answers kept in the request cache, every line of every chunk (one per answer kept)."""
+    return sum(len(chunk.read_bytes().splitlines()) for chunk in chunk_files(cache))
 
 
 def test_solver_engine_solves_at_round_one(ray_local, tmp_path: Path) -> None:

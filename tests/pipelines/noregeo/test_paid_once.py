@@ -54,14 +54,17 @@ def _start(argv: list[str]) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def _interrupt_when(run: subprocess.Popen[str], ready: Callable[[], bool]) -> tuple[int, str]:
-    """Ctrl-C (SIGINT to the process group) once `ready()`; the exit code and stderr."""
+def _interrupt_when(
+    run: subprocess.Popen[str], ready: Callable[[], bool], signum: int = signal.SIGINT
+) -> tuple[int, str]:
+    """Ctrl-C (SIGINT to the process group; or `signum`, as a batch system's SIGTERM to the
+    job's processes) once `ready()`; the exit code and stderr."""
     try:
         deadline = time.monotonic() + 600
         while not ready() and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert ready(), "the run never reached the point to interrupt"
-        os.killpg(run.pid, signal.SIGINT)
+        os.killpg(run.pid, signum)
         _, stderr = run.communicate(timeout=120)
     finally:
         if run.poll() is None:
@@ -142,18 +145,22 @@ def _http_command(out: Path, cfg: Path, base_url: str) -> list[str]:
     return [sys.executable, "-m", "pipelines", "evaluate", "--engine", "http", "--model", str(cfg)]
 
 
-def test_an_interrupted_http_run_pays_each_answer_once(small_items: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupted_http_run_pays_each_answer_once(
+    small_items: Path, tmp_path: Path, signum: int
+) -> None:
     """The server answers 40 requests, then holds every further one; once it holds the
-    engine's 8 rows in flight (so each answered row's thread has moved on), Ctrl-C. The
-    rerun (the same command) completes; the server's answers over both runs are the rows."""
+    engine's 8 rows in flight (so each answered row's thread has moved on), Ctrl-C (or
+    SIGTERM to every process of the job, as Slurm's scancel sends it). The rerun (the same
+    command) completes; the server's answers over both runs are the rows."""
     args = ["--items", str(small_items), "--setups", "text", "--per-task", str(PER_TASK)]
     args += ["--batch-size", str(ENGINE_BATCH), "--shard-rows", "1000"]
     out, reference = tmp_path / "out", tmp_path / "reference"
     with CountingServer(hold=True) as counting:
         command = [*_http_command(out, tmp_path / "api-model.yaml", counting.server.base_url)]
         run = _start([*command, *args, "--out", str(out)])
-        code, stderr = _interrupt_when(run, lambda: counting.held >= IN_FLIGHT)
-        assert code == 130, stderr[-3000:]
+        code, stderr = _interrupt_when(run, lambda: counting.held >= IN_FLIGHT, signum)
+        assert code == 128 + signum, stderr[-3000:]
         assert counting.sent == ANSWERED_FIRST, stderr[-3000:]
         saved = _saved(out)
         assert saved < ANSWERED_FIRST  # answered rows were lost to the Ctrl-C in Ray's hands
@@ -164,7 +171,8 @@ def test_an_interrupted_http_run_pays_each_answer_once(small_items: Path, tmp_pa
         command = _http_command(reference, tmp_path / "api-model.yaml", plain.server.base_url)
         _complete([*command, *args, "--out", str(reference)])
         assert plain.sent == ROWS
-    print(f"http: {sent} answers paid for {ROWS} rows ({saved} saved by the Ctrl-C)")
+    name = signal.Signals(signum).name
+    print(f"http, {name}: {sent} answers paid for {ROWS} rows ({saved} saved)")
     assert sent == ROWS, f"{sent} answers paid for {ROWS} rows"
     _same_rows(out, reference, ROWS)
 

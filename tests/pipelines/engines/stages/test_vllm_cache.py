@@ -1,0 +1,166 @@
+"""The vllm engine's request cache (pipelines/engines/stages/vllm_cache.py), around Ray's own
+stage protocol (`StatefulStageUDF.__call__`, which the processor and GeoBuild's engine hosts
+call) with Ray's engine call replaced by a counting stand-in: a second engine answers kept
+rows without asking, a changed prompt or sampling is asked again, failed rows are never
+kept, and answers arriving during a write go together in the next one. The real engine cut
+short and rerun: noregeo/test_paid_once.py (vLLM's CPU build)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ray.llm._internal.batch.stages.vllm_engine_stage import vLLMEngineStageUDF, vLLMOutputData
+
+from actors.contract import prompt_ids_digest
+from pipelines.engines.stages.vllm_cache import CachedEngineUDF, GroupedWrites
+from pipelines.engines.stages.vllm_rows import vllm_postprocess
+from store.request_cache import RequestCache, read_cache
+from store.storage import location
+
+DATA = "__data"
+
+
+class Asked:
+    """Ray's engine call stood in for: every row it is asked, an answer made of the row."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    async def udf(self, batch: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+        for row in batch:
+            self.rows.append(dict(row))
+            ids = [int(i) for i in row.pop("tokenized_prompt")] + [7, 7]  # vLLM adds some
+            params = row.pop("sampling_params")
+            failed = params.get("fail", False)
+            data = vLLMOutputData(
+                prompt=row.pop("prompt"),
+                prompt_token_ids=ids,
+                num_input_tokens=len(ids),
+                generated_tokens=[5, 6, 9],
+                generated_text=f"answer to {ids} at {params['temperature']}",
+                num_generated_tokens=3,
+            )
+            yield {
+                **data.model_dump(),
+                "request_id": len(self.rows),
+                "__idx_in_batch": row["__idx_in_batch"],
+                "batch_uuid": "b",
+                "time_taken_llm": 0.5,
+                "params": "",
+                "__inference_error__": "engine said no" if failed else "",
+            }
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> Asked:
+    stand_in = Asked()
+
+    def udf(_engine: Any, batch: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+        return stand_in.udf(batch)
+
+    monkeypatch.setattr(vLLMEngineStageUDF, "udf", udf)
+    return stand_in
+
+
+def _engine(folder: Path, keep_tokens: bool = False) -> CachedEngineUDF:
+    """A CachedEngineUDF without vLLM: what its __init__ sets, less Ray's engine."""
+    udf = CachedEngineUDF.__new__(CachedEngineUDF)
+    udf.data_column = DATA
+    udf.expected_input_keys = set()
+    udf.engine_kwargs = {"dtype": "float32", "max_model_len": 512}
+    udf.cache = RequestCache(location(str(folder)))
+    udf.keep_tokens = keep_tokens
+    udf.writes = GroupedWrites(udf.cache.put)
+    udf.answer_kwargs = {"dtype": "float32", "max_model_len": 512}
+    return udf
+
+
+def _row(i: int, temperature: float = 0.0, key: str | None = "k", **params: Any) -> dict[str, Any]:
+    return {
+        "request_key": None if key is None else f"{key}{i}",
+        "prompt": f"question {i}",
+        "tokenized_prompt": [1, 2, i],
+        "sampling_params": {"temperature": temperature, "max_tokens": 8, **params},
+    }
+
+
+def _run(udf: CachedEngineUDF, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows through Ray's stage protocol, as a stage actor calls it."""
+
+    async def call() -> list[dict[str, Any]]:
+        outs = [out async for out in udf({DATA: [dict(r) for r in rows]})]
+        return list(outs[0][DATA])
+
+    return asyncio.run(call())
+
+
+def _final(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What evaluate keeps of each row: our postprocess's columns."""
+    post = vllm_postprocess(None)
+    keep = ("generated_text", "num_input_tokens", "num_generated_tokens", "prompt_ids_sha256")
+    return [{k: post(dict(r))[k] for k in (*keep, "time_taken_llm")} for r in rows]
+
+
+def test_a_second_engine_answers_kept_rows_without_asking(asked: Asked, tmp_path: Path) -> None:
+    rows = [_row(i) for i in range(4)]
+    first = _run(_engine(tmp_path), rows)
+    assert len(asked.rows) == 4
+    assert len(read_cache(location(str(tmp_path)))) == 4  # each kept before the batch left
+    again = _run(_engine(tmp_path), rows)  # another actor, another run
+    assert len(asked.rows) == 4, "a kept row was asked again"
+    assert _final(again) == _final(first)
+    # The digest is of the ids vLLM read (its added ids included), kept as it was.
+    assert _final(again)[0]["prompt_ids_sha256"] == prompt_ids_digest([1, 2, 0, 7, 7])
+
+
+def test_what_changes_the_answer_is_asked_again(asked: Asked, tmp_path: Path) -> None:
+    _run(_engine(tmp_path), [_row(i) for i in range(3)])
+    hotter = [_row(0, temperature=0.7)]
+    other_prompt = [{**_row(1), "tokenized_prompt": [1, 2, 99]}]
+    keyless = [_row(2, key=None)]
+    _run(_engine(tmp_path), hotter + other_prompt + keyless)
+    assert len(asked.rows) == 6
+    wider = _engine(tmp_path)
+    wider.answer_kwargs = {"dtype": "float32", "max_model_len": 4096}
+    _run(wider, [_row(0)])
+    assert len(asked.rows) == 7  # another context length: another answer
+
+
+def test_a_failed_row_is_never_kept(asked: Asked, tmp_path: Path) -> None:
+    _run(_engine(tmp_path), [_row(0, fail=True), _row(1)])
+    _run(_engine(tmp_path), [_row(0, fail=True), _row(1)])
+    assert [r["request_key"] for r in asked.rows] == ["k0", "k1", "k0"]
+
+
+def test_a_reasoning_models_tokens_come_back(asked: Asked, tmp_path: Path) -> None:
+    _run(_engine(tmp_path, keep_tokens=True), [_row(0)])
+    (again,) = _run(_engine(tmp_path, keep_tokens=True), [_row(0)])
+    assert len(asked.rows) == 1
+    assert list(again["generated_tokens"]) == [5, 6, 9]
+
+
+def test_answers_arriving_during_a_write_go_in_the_next_one() -> None:
+    writes: list[set[str]] = []
+    entered, release = threading.Event(), threading.Event()
+
+    def put(answers: Mapping[str, Any]) -> None:
+        entered.set()
+        release.wait(30)
+        writes.append(set(answers))
+
+    async def scenario() -> None:
+        grouped = GroupedWrites(put)
+        grouped.add("a", {})
+        await asyncio.to_thread(entered.wait, 30)  # the first write is under way
+        grouped.add("b", {})
+        grouped.add("c", {})
+        release.set()
+        await grouped.written()
+
+    asyncio.run(scenario())
+    assert writes == [{"a"}, {"b", "c"}]
