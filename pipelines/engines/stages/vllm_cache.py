@@ -66,7 +66,7 @@ class GroupedWrites:
             self._writing.result()  # a write that raised (not a refused store: that warns)
 
 
-class CachedEngineUDF(vLLMEngineStageUDF):  # type: ignore[misc]  # Ray's class is untyped
+class CachedEngineUDF(vLLMEngineStageUDF):
     """`vLLMEngineStageUDF` answering from, and keeping each answer in, the request cache at
     `request_cache` (a results-store folder); `keep_tokens`: keep the generated ids too."""
 
@@ -79,7 +79,10 @@ class CachedEngineUDF(vLLMEngineStageUDF):  # type: ignore[misc]  # Ray's class 
         self.writes = GroupedWrites(self.cache.put)
         self.answer_kwargs = {k: self.engine_kwargs.get(k) for k in ANSWER_ENGINE_KWARGS}
 
-    async def udf(self, batch: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+    # Ray declares its `udf` as a coroutine returning an iterator; it is an async generator.
+    async def udf(  # type: ignore[override,misc]
+        self, batch: list[dict[str, Any]]
+    ) -> AsyncIterator[dict[str, Any]]:
         """The batch's rows: answered from the cache, else by the engine and kept."""
         keys: dict[int, str] = {}
         asked = []
