@@ -99,13 +99,22 @@ def staging(download_dir: Path, key: str) -> Iterator[Path]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def check_room(folder: Path, need: int, what: str, why: str) -> None:
-    """MirrorError in one line when `folder`'s disk has fewer than `need` free bytes."""
+def check_room(
+    folder: Path,
+    need: int,
+    what: str,
+    why: str,
+    task: str = "model mirror of",
+    setting: str = "HF_HUB_CACHE",
+) -> None:
+    """MirrorError in one line when `folder`'s disk has fewer than `need` free bytes (`task`
+    names what needs them, `setting` the variable that moves the folder: a conversion's
+    refusal says it in the mirrors' words, pipelines.engines.models.llava_hub)."""
     free = shutil.disk_usage(folder).free
     if free < need:
         raise MirrorError(
-            f"model mirror of {what}: needs {need} bytes free at {folder} ({why}), which has "
-            f"{free}; free that much there, or point HF_HUB_CACHE at a larger disk"
+            f"{task} {what}: needs {need} bytes free at {folder} ({why}), which has "
+            f"{free}; free that much there, or point {setting} at a larger disk"
         )
 
 

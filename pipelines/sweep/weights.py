@@ -190,9 +190,11 @@ def head_disk(configs: list[ModelConfig], volume: float | None = None) -> str:
     """One line: the most the head's download folder (HF_HUB_CACHE) holds at once over the
     sweep. Mirrors stream one file at a time for every model together
     (store.mirror_stream), so at most one weights file, bounded here by the largest model's
-    weights; each original-layout LLaVA is fetched whole and converted on the head, and
-    both copies stay there (llava_convert's cache). With the head's `volume` (bytes), the
-    line ends with whether it holds that need."""
+    weights. Original-layout LLaVA checkpoints are converted on the head one at a time, each
+    original deleted once converted, while every converted copy stays (llava_convert's
+    cache; pipelines/engines/models/llava_hub.py): their converted copies and the largest
+    original. With the head's `volume` (bytes), the line ends with whether it holds that
+    need."""
     streamed: list[Weights] = []
     converted: list[Weights] = []
     for cfg in configs:
@@ -201,7 +203,9 @@ def head_disk(configs: list[ModelConfig], volume: float | None = None) -> str:
             (converted if cfg.layout == LAYOUT else streamed).append(w)
     largest = max(streamed, key=lambda w: w.bytes, default=None)
     one_file = largest.bytes if largest else 0.0
-    conversions = sum(2 * w.bytes for w in converted)
+    copies = sum(w.bytes for w in converted)
+    original = max(converted, key=lambda w: w.bytes, default=None)
+    conversions = copies + (original.bytes if original else 0.0)
     line = (
         f"head disk (its HF_HUB_CACHE): at most {(one_file + conversions) / GB:.0f} GB at once: "
         f"{one_file / GB:.0f} GB for the mirrors, which fetch one file at a time for the whole "
@@ -213,10 +217,12 @@ def head_disk(configs: list[ModelConfig], volume: float | None = None) -> str:
             "sharded, and each file's size is checked against the free bytes before it is "
             "fetched)"
         )
-    if converted:
+    if original:
         line += (
             f", and {conversions / GB:.0f} GB for {len(converted)} original-layout LLaVA "
-            "checkpoint(s) fetched whole and converted there (both copies kept)"
+            f"checkpoint(s) converted there one at a time: their converted copies "
+            f"({copies / GB:.0f} GB, kept) and the largest original ({original.bytes / GB:.0f}"
+            f" GB, {original.name}'s; each is deleted once converted)"
         )
     if volume is not None:
         need = one_file + conversions

@@ -81,13 +81,16 @@ def hub_config(
                 f"{config.get('model_type')!r}, which transformers lacks, to the repo's own "
                 f"code (auto_map); add --trust-remote-code if you trust that code"
             )
-        folder = download(wanted, commit)
+        if not is_original_llava(config):
+            folder = download(wanted, commit)
     except HubError as err:
         raise ModelConfigError(f"--model {err}") from err
-    if is_original_llava(config):
-        origin = f"{wanted.repo}@{commit.commit}"
-        return _converted_config(
-            engine, wanted.repo, wanted.repo, commit.commit, folder, origin, trust_remote_code
+    if is_original_llava(config):  # fetched for its conversion, and deleted after
+        from pipelines.engines.models.llava_convert import hub_converted
+
+        converted = hub_converted(wanted, commit, wanted.repo)
+        return _config_of_conversion(
+            engine, wanted.repo, wanted.repo, commit.commit, converted, trust_remote_code
         )
     return checkpoint_config(
         engine, wanted.repo, wanted.repo, commit.commit, config, trust_remote_code, folder
@@ -122,6 +125,13 @@ def _converted_config(
     from pipelines.engines.models.llava_convert import converted_folder
 
     converted = converted_folder(folder, origin)
+    return _config_of_conversion(engine, name, repo, revision, converted, trust_remote_code)
+
+
+def _config_of_conversion(
+    engine: str, name: str, repo: str, revision: str, converted: Path, trust_remote_code: bool
+) -> ModelConfig:
+    """The config of an original-layout checkpoint run from its llava-hf copy `converted`."""
     config = json.loads((converted / "config.json").read_text(encoding="utf-8"))
     cfg = checkpoint_config(
         engine, name, repo, revision, config, trust_remote_code, snapshot=converted

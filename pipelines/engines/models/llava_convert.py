@@ -5,7 +5,8 @@ the name table: `llava_original`), once, into a cache folder named by what it wa
 checkpoint folder detected as one) it returns the config with `snapshot` pointing at the
 converted folder, converting first if no finished conversion is cached; everything after it
 (the pre-flight check, the canary, the mirrors of a cluster run, the engines) sees an ordinary
-llava-hf checkpoint.
+llava-hf checkpoint. A local folder is converted where it is; a hub checkpoint is fetched for
+its conversion within the node's disk and deleted after (llava_hub).
 
 The tensors are streamed one shard at a time (a 13B checkpoint is 26 GB in bf16), each
 written under its new name; only the two vocabulary matrices gain rows.
@@ -21,7 +22,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from pipelines.engines.models.hub_model import HubCommit, HubError, HubId
+from pipelines.engines.models.hub_model import resolve_commit as resolve_hub_commit
+from pipelines.engines.models.llava_hub import hub_conversion
 from pipelines.engines.models.llava_original import (
+    CACHE_ENV,
     CONVERTER_VERSION,
     EMBED,
     HEAD,
@@ -38,7 +43,6 @@ from pipelines.engines.models.llava_original import (
 )
 from pipelines.engines.models.model_schema import ModelConfig
 
-CACHE_ENV = "GEOSEE_CONVERTED_DIR"  # where converted checkpoints go (default: the HF cache's)
 log = logging.getLogger(__name__)
 
 
@@ -59,16 +63,39 @@ def _fingerprint(paths: list[Path]) -> list[tuple[str, int, int]]:
 
 
 def conversion_key(p: Plan, origin: str) -> str:
-    """The cache folder name of a conversion: its origin (a hub id at a commit, or a folder)
-    and a digest of every input it reads and of the converter's version."""
+    """The cache folder name of a local folder's conversion: its origin (the folder) and a
+    digest of every input it reads and of the converter's version."""
     inputs = [p.folder / "config.json", *p.weights, *p.tower_weights]
     inputs += [p.tower / "config.json", p.tower / "preprocessor_config.json"]
     inputs += sorted(q for q in p.folder.glob("tokenizer*") if q.is_file())
-    body = json.dumps(
-        [CONVERTER_VERSION, origin, p.conversation, _fingerprint(inputs)], sort_keys=True
-    )
+    return _key(origin, [CONVERTER_VERSION, origin, p.conversation, _fingerprint(inputs)])
+
+
+def hub_conversion_key(
+    origin: str, conversation: str | None, tower: str | None, tower_revision: str | None
+) -> str:
+    """The cache folder name of a hub checkpoint's conversion (`origin`: `<repo>@<commit>`),
+    known before anything is fetched: the original is deleted once converted
+    (llava_hub), so its files cannot name it. The commit pins the checkpoint, its config
+    (the tower it names) and its tokenizer (the default conversation); the rest is what the
+    config asks for, with the files of a tower given as a folder. A tower named at no
+    commit is the one fetched at the first conversion, as the mirror `<repo>@<commit>+llava-hf`
+    already takes it (pin `vision_tower_revision` to change it)."""
+    tower_files: list[Path] = []
+    if tower and Path(tower).is_dir():
+        folder = Path(tower)
+        tower_files = [folder / n for n in ("config.json", "preprocessor_config.json")]
+        tower_files += [f for f in folder.glob("*") if f.suffix in (".safetensors", ".bin")]
+    inputs = [p for p in tower_files if p.is_file()]
+    body = [CONVERTER_VERSION, origin, conversation, tower, tower_revision, _fingerprint(inputs)]
+    return _key(origin, body)
+
+
+def _key(origin: str, body: list[Any]) -> str:
+    """`<origin, as a folder name>@<digest of body>`."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
     slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in origin)[-60:].strip("-.")
-    return f"{slug}@{hashlib.sha256(body.encode()).hexdigest()[:16]}"
+    return f"{slug}@{digest}"
 
 
 def convert(p: Plan, dest: Path) -> Path:
@@ -280,26 +307,46 @@ def converted_folder(
     return convert(checked, cache_root() / conversion_key(checked, origin))
 
 
+def hub_converted(
+    hub_id: HubId,
+    commit: HubCommit,
+    what: str,
+    conversation: str | None = None,
+    tower: str | None = None,
+    tower_revision: str | None = None,
+) -> Path:
+    """The llava-hf conversion of the original checkpoint `hub_id` at `commit` (`what`: the
+    model, for messages), fetched and converted now unless cached: one at a time on this
+    node, within its disk, the fetched original deleted after (llava_hub)."""
+    origin = f"{commit.repo}@{commit.commit}"
+    dest = cache_root() / hub_conversion_key(origin, conversation, tower, tower_revision)
+
+    def make(folder: Path) -> Path:
+        return convert(plan(folder, conversation, tower, tower_revision), dest)
+
+    return hub_conversion(hub_id, commit, what, dest, make)
+
+
 def prepare(cfg: ModelConfig) -> ModelConfig:
     """`cfg` ready for the engines: an original-layout model's config with `snapshot` set to
-    its converted folder (fetched and converted now if not cached); any other as it is."""
+    its converted folder (fetched and converted now if not cached: a hub checkpoint one
+    conversion at a time per node, its original deleted after, `hub_converted`); any other
+    as it is."""
     if cfg.layout != LAYOUT:
         return cfg
     if cfg.snapshot and (Path(cfg.snapshot) / RECORD).is_file():
         return cfg
-    folder, origin = Path(cfg.repo), str(Path(cfg.repo).resolve())
-    if not folder.is_dir():
-        from pipelines.engines.models.hub_model import HubError, HubId, download
-        from pipelines.engines.models.hub_model import resolve_commit as resolve_hub_commit
-        from pipelines.engines.models.model_revisions import hub_revision
+    folder = Path(cfg.repo)
+    tower, revision = cfg.vision_tower, cfg.vision_tower_revision
+    if folder.is_dir():  # the user's own folder: converted from where it is, never deleted
+        dest = converted_folder(folder, str(folder.resolve()), cfg.conversation, tower, revision)
+        return cfg.model_copy(update={"snapshot": str(dest)})
+    from pipelines.engines.models.model_revisions import hub_revision
 
-        hub_id = HubId(cfg.repo, hub_revision(cfg.revision))
-        try:
-            commit = resolve_hub_commit(hub_id)
-            folder, origin = download(hub_id, commit), f"{cfg.repo}@{commit.commit}"
-        except HubError as err:
-            raise LayoutError(f"model {cfg.name}: {err}") from err
-    dest = converted_folder(
-        folder, origin, cfg.conversation, cfg.vision_tower, cfg.vision_tower_revision
-    )
+    hub_id = HubId(cfg.repo, hub_revision(cfg.revision))
+    try:
+        commit = resolve_hub_commit(hub_id)
+    except HubError as err:
+        raise LayoutError(f"model {cfg.name}: {err}") from err
+    dest = hub_converted(hub_id, commit, cfg.name, cfg.conversation, tower, revision)
     return cfg.model_copy(update={"snapshot": str(dest)})

@@ -31,6 +31,7 @@ ARCHITECTURE = "LlavaLlamaForCausalLM"
 # LLaVA's own config class says llava_llama; G-LLaVA and Math-LLaVA's forks say llava.
 MODEL_TYPES = ("llava_llama", "llava")
 RECORD = "geosee-conversion.json"  # written last into the staging folder: a whole conversion
+CACHE_ENV = "GEOSEE_CONVERTED_DIR"  # where converted checkpoints go (default: the HF cache's)
 CONVERTER_VERSION = 1  # part of the cache key: a changed converter converts again
 MAX_SHARDS = 256
 MAX_INDEX_BYTES = 64 << 20

@@ -262,15 +262,18 @@ def test_dry_run_says_whether_the_heads_volume_holds_its_disk_need(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 51: the head's 200 GiB root held less than the sweep's head disk need (one
-    mirror file at a time plus the four LLaVA conversions, both copies each): the line
-    recomputed here from the configs, with cluster.yaml's head volume and a 200 GiB one."""
+    mirror file at a time plus the four LLaVA conversions, one at a time: every converted
+    copy and the largest original, each original deleted once converted; both copies of
+    all four before): the line recomputed here from the configs, with cluster.yaml's head
+    volume and a 200 GiB one."""
     import yaml
 
     monkeypatch.setitem(cli.COMMANDS, "sweep", ("pipelines.sweep.run", "run the model sweep"))
     gpu = [c for c in load_configs(REPO / "configs" / "models") if c.gpus and not c.blocked]
     streamed = [c.params_b * 2e9 for c in gpu if c.layout != "llava-original" and c.params_b]
-    converted = [2 * c.params_b * 2e9 for c in gpu if c.layout == "llava-original"]
-    need = max(streamed) + sum(converted)
+    converted = [c.params_b * 2e9 for c in gpu if c.layout == "llava-original"]
+    assert len(converted) == 4
+    need = max(streamed) + sum(converted) + max(converted)
     raw = yaml.safe_load(CLUSTER_YAML.read_text())
     for size in (raw["available_node_types"]["head"]["node_config"]["BlockDeviceMappings"][0]
                  ["Ebs"]["VolumeSize"], 200):  # fmt: skip
@@ -282,6 +285,8 @@ def test_dry_run_says_whether_the_heads_volume_holds_its_disk_need(
         text = _dry(tmp_path, capsys, config, str(tmp_path / "r"))
         (line,) = [t for t in text.splitlines() if t.startswith("head disk")]
         assert f"at most {need / 1e9:.0f} GB at once" in line, line
+        copies = f"their converted copies ({sum(converted) / 1e9:.0f} GB, kept) and the "
+        assert f"{copies}largest original ({max(converted) / 1e9:.0f} GB, " in line, line
         volume = size * 2**30
         verdict = "holds it" if need <= volume else "is too small for it"
         assert line.endswith(f"({volume / 1e9:.0f} GB, which also takes Ray's logs and object "
