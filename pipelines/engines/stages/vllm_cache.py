@@ -37,6 +37,24 @@ from store.storage import location
 ANSWER_ENGINE_KWARGS = ("dtype", "max_model_len", "quantization", "kv_cache_dtype")
 # Ray's error column: "" on an answered row.
 ERROR_COLUMN = "__inference_error__"
+# Engine output fields whose shape a kept answer cannot give (vLLM's per-request stats, log
+# probabilities, embeddings) and nothing downstream reads: left out of every row, answered
+# or kept alike, because Ray Data cannot join a block where one is a struct with a block
+# where it is null ("'pyarrow.lib.DataType' object is not iterable", seen on a lost node).
+UNKEPT_FIELDS = ("metrics", "logprobs", "prompt_logprobs", "embeddings")
+TOKENS_FIELD = "generated_tokens"  # the engine's output name; kept for reasoning models only
+# What Ray's engine call takes off each row it asks (vLLMEngineWrapper._prepare_llm_request
+# at ray-2.60.0 pops them): a kept row loses them too, so both leave with the same columns.
+ENGINE_INPUTS = (
+    "prompt",
+    "tokenized_prompt",
+    "multimodal_data",
+    "mm_processor_kwargs",
+    "multimodal_uuids",
+    "tokenization_kwargs",
+    "sampling_params",
+    "pooling_params",
+)
 
 
 class GroupedWrites:
@@ -90,7 +108,10 @@ class CachedEngineUDF(vLLMEngineStageUDF):
             key = self.key(row)
             kept = self.cache.get(key) if key is not None else None
             if kept is not None:
-                yield self.cached_output(row, kept)
+                out = self.cached_output(row, kept)
+                for name in ENGINE_INPUTS:  # as the engine call would have
+                    row.pop(name, None)
+                yield self.uniform(out)
                 continue
             if key is not None:
                 keys[row[self.IDX_IN_BATCH_COLUMN]] = key
@@ -101,7 +122,7 @@ class CachedEngineUDF(vLLMEngineStageUDF):
                 key = keys.get(out[self.IDX_IN_BATCH_COLUMN])
                 if key is not None and out.get(ERROR_COLUMN, "") == "":
                     self.writes.add(key, self.answer_of(out))
-                yield out
+                yield self.uniform(out)
             await self.writes.written()  # the batch leaves only with its answers kept
 
     def key(self, row: dict[str, Any]) -> str | None:
@@ -122,6 +143,12 @@ class CachedEngineUDF(vLLMEngineStageUDF):
         }
         return cache_key(str(request_key), engine)
 
+    def uniform(self, out: dict[str, Any]) -> dict[str, Any]:
+        """An output with the fields every row has, answered or kept (UNKEPT_FIELDS; the
+        generated ids, all-empty in a block of kept rows, only where they are kept)."""
+        dropped = UNKEPT_FIELDS if self.keep_tokens else (*UNKEPT_FIELDS, TOKENS_FIELD)
+        return {name: value for name, value in out.items() if name not in dropped}
+
     def answer_of(self, out: dict[str, Any]) -> Answer:
         """What is kept of an engine output."""
         answer: Answer = {
@@ -132,7 +159,7 @@ class CachedEngineUDF(vLLMEngineStageUDF):
             "prompt_ids_sha256": out["prompt_ids_sha256"],
         }
         if self.keep_tokens:
-            answer[TOKENS] = [int(i) for i in plain(out.get("generated_tokens") or [])]
+            answer[TOKENS] = [int(i) for i in plain(out.get(TOKENS_FIELD) or [])]
         return answer
 
     def cached_output(self, row: dict[str, Any], kept: Answer) -> dict[str, Any]:

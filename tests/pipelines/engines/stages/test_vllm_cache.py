@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from ray.llm._internal.batch.stages.vllm_engine_stage import vLLMEngineStageUDF, vLLMOutputData
 
@@ -45,6 +46,9 @@ class Asked:
                 generated_text=f"answer to {ids} at {params['temperature']}",
                 num_generated_tokens=3,
             )
+            # vLLM's per-request stats, as Ray's vLLMOutputData.from_vllm_engine_output
+            # copies them (RequestStateStats fields).
+            data.metrics = {"arrival_time": 1.5, "first_token_latency": 0.25}
             yield {
                 **data.model_dump(),
                 "request_id": len(self.rows),
@@ -142,6 +146,25 @@ def test_a_reasoning_models_tokens_come_back(asked: Asked, tmp_path: Path) -> No
     (again,) = _run(_engine(tmp_path, keep_tokens=True), [_row(0)])
     assert len(asked.rows) == 1
     assert list(again["generated_tokens"]) == [5, 6, 9]
+
+
+@pytest.mark.parametrize("keep_tokens", [False, True])
+def test_answered_and_cached_batches_make_blocks_ray_can_join(
+    asked: Asked, tmp_path: Path, keep_tokens: bool
+) -> None:
+    """A batch the engine answered and one answered from the cache leave the stage as
+    blocks that Ray Data joins into one (its own concat, as when a restarted actor's batch
+    comes from the cache: seen failing on a lost node with "'pyarrow.lib.DataType' object
+    is not iterable", the engine's stats a struct in one block and null in the other)."""
+    from ray.data._internal.arrow_ops.transform_pyarrow import concat
+
+    answered = _run(_engine(tmp_path, keep_tokens), [_row(0), _row(1)])
+    cached = _run(_engine(tmp_path, keep_tokens), [_row(0), _row(1)])
+    assert len(asked.rows) == 2
+    blocks = [pa.Table.from_pylist([{DATA: r} for r in rows]) for rows in (answered, cached)]
+    joined = concat(blocks)
+    assert joined.num_rows == 4
+    assert blocks[0].schema == blocks[1].schema
 
 
 def test_answers_arriving_during_a_write_go_in_the_next_one() -> None:
