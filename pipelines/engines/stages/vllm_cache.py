@@ -95,35 +95,67 @@ class CachedEngineUDF(vLLMEngineStageUDF):
         self.cache = RequestCache(location(request_cache))
         self.keep_tokens = keep_tokens
         self.writes = GroupedWrites(self.cache.put)
+        self.asking: dict[str, asyncio.Future[Answer | None]] = {}  # keys being asked now
         self.answer_kwargs = {k: self.engine_kwargs.get(k) for k in ANSWER_ENGINE_KWARGS}
 
     # Ray declares its `udf` as a coroutine returning an iterator; it is an async generator.
     async def udf(  # type: ignore[override,misc]
         self, batch: list[dict[str, Any]]
     ) -> AsyncIterator[dict[str, Any]]:
-        """The batch's rows: answered from the cache, else by the engine and kept."""
+        """The batch's rows: answered from the cache, else by the engine and kept. A row
+        that another batch of this engine is asking right now (the same batch sent again:
+        Ray retries a lost forwarder's calls on the restarted host while the new forwarder
+        sends them too) waits for that answer instead of being asked twice."""
         keys: dict[int, str] = {}
-        asked = []
+        asked, waiting = [], []
         for row in batch:
             key = self.key(row)
             kept = self.cache.get(key) if key is not None else None
             if kept is not None:
-                out = self.cached_output(row, kept)
-                for name in ENGINE_INPUTS:  # as the engine call would have
-                    row.pop(name, None)
-                yield self.uniform(out)
-                continue
-            if key is not None:
-                keys[row[self.IDX_IN_BATCH_COLUMN]] = key
-            asked.append(row)
-        if asked:
-            async for out in super().udf(asked):  # Ray's engine call pops the rows' inputs
-                out["prompt_ids_sha256"] = prompt_ids_digest(out.get("prompt_token_ids"))
-                key = keys.get(out[self.IDX_IN_BATCH_COLUMN])
-                if key is not None and out.get(ERROR_COLUMN, "") == "":
-                    self.writes.add(key, self.answer_of(out))
-                yield self.uniform(out)
-            await self.writes.written()  # the batch leaves only with its answers kept
+                yield self.kept_row(row, kept)
+            elif key is not None and key in self.asking:
+                waiting.append((row, self.asking[key]))
+            else:
+                if key is not None:
+                    keys[row[self.IDX_IN_BATCH_COLUMN]] = key
+                    self.asking[key] = asyncio.get_running_loop().create_future()
+                asked.append(row)
+        try:
+            if asked:
+                async for out in super().udf(asked):  # Ray's engine call pops the inputs
+                    out["prompt_ids_sha256"] = prompt_ids_digest(out.get("prompt_token_ids"))
+                    key = keys.get(out[self.IDX_IN_BATCH_COLUMN])
+                    if key is not None:
+                        answer = self.answer_of(out) if out.get(ERROR_COLUMN, "") == "" else None
+                        if answer is not None:
+                            self.writes.add(key, answer)
+                        self._settle(key, answer)
+                    yield self.uniform(out)
+        finally:
+            for key in keys.values():  # cut short: whoever waits on these asks itself
+                self._settle(key, None)
+        for row, asking in waiting:
+            answer = await asyncio.shield(asking)
+            if answer is not None:
+                yield self.kept_row(row, answer)
+            else:  # that ask failed or was cut short: this batch asks
+                async for out in self.udf([row]):
+                    yield out
+        await self.writes.written()  # the batch leaves only with its answers kept
+
+    def _settle(self, key: str, answer: Answer | None) -> None:
+        """The ask of `key` is over: its answer (None: none) to whoever waits on it."""
+        asking = self.asking.pop(key, None)
+        if asking is not None and not asking.done():
+            asking.set_result(answer)
+
+    def kept_row(self, row: dict[str, Any], kept: Answer) -> dict[str, Any]:
+        """The output of a row answered before (the cache, or another batch just now), its
+        inputs taken off as the engine call would have."""
+        out = self.cached_output(row, kept)
+        for name in ENGINE_INPUTS:
+            row.pop(name, None)
+        return self.uniform(out)
 
     def key(self, row: dict[str, Any]) -> str | None:
         """The cache key of a row (module docstring); None without a request key."""

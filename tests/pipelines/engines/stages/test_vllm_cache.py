@@ -31,10 +31,13 @@ class Asked:
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
+        self.gate: asyncio.Event | None = None  # set: answers wait for it
 
     async def udf(self, batch: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
         for row in batch:
             self.rows.append(dict(row))
+            if self.gate is not None:
+                await self.gate.wait()
             ids = [int(i) for i in row.pop("tokenized_prompt")] + [7, 7]  # vLLM adds some
             params = row.pop("sampling_params")
             failed = params.get("fail", False)
@@ -80,6 +83,7 @@ def _engine(folder: Path, keep_tokens: bool = False) -> CachedEngineUDF:
     udf.cache = RequestCache(location(str(folder)))
     udf.keep_tokens = keep_tokens
     udf.writes = GroupedWrites(udf.cache.put)
+    udf.asking = {}
     udf.answer_kwargs = {"dtype": "float32", "max_model_len": 512}
     return udf
 
@@ -96,11 +100,7 @@ def _row(i: int, temperature: float = 0.0, key: str | None = "k", **params: Any)
 def _run(udf: CachedEngineUDF, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows through Ray's stage protocol, as a stage actor calls it."""
 
-    async def call() -> list[dict[str, Any]]:
-        outs = [out async for out in udf({DATA: [dict(r) for r in rows]})]
-        return list(outs[0][DATA])
-
-    return asyncio.run(call())
+    return asyncio.run(_collect(udf, rows))
 
 
 def _final(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -165,6 +165,33 @@ def test_answered_and_cached_batches_make_blocks_ray_can_join(
     joined = concat(blocks)
     assert joined.num_rows == 4
     assert blocks[0].schema == blocks[1].schema
+
+
+def test_a_batch_sent_twice_at_once_is_asked_once(asked: Asked, tmp_path: Path) -> None:
+    """Ray retries a lost forwarder's calls on the restarted host while the new forwarder
+    sends the same batch (seen on a lost node: 11 answers made for 8 rows): the second
+    call waits for the first's answers; both get every row."""
+    udf = _engine(tmp_path)
+    rows = [_row(i) for i in range(3)]
+
+    async def both() -> list[list[dict[str, Any]]]:
+        asked.gate = asyncio.Event()
+        calls = [asyncio.ensure_future(_collect(udf, rows)) for _ in range(2)]
+        while len(asked.rows) < 1:  # the first call is asking
+            await asyncio.sleep(0)
+        for _ in range(100):  # the second has seen the rows being asked, and waits
+            await asyncio.sleep(0)
+        asked.gate.set()
+        return list(await asyncio.gather(*calls))
+
+    first, second = asyncio.run(both())
+    assert len(asked.rows) == 3, f"{len(asked.rows)} rows asked for 3"
+    assert _final(first) == _final(second)
+
+
+async def _collect(udf: CachedEngineUDF, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    outs = [out async for out in udf({DATA: [dict(r) for r in rows]})]
+    return list(outs[0][DATA])
 
 
 def test_answers_arriving_during_a_write_go_in_the_next_one() -> None:
