@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,7 +167,8 @@ def test_the_vllm_engine_survives_the_loss_of_its_node(
     keys = _keys(kind, out, tiny_llm_dir)
     assert len(keys) == len(set(keys)), f"{len(keys) - len(set(keys))} row(s) written twice"
     assert len(keys) == want, f"{want - len(keys)} row(s) lost"
-    assert made == want, f"{made} answers made for {want} rows (the lost batch's made again)"
+    again = [k for k, n in Counter(counts.read_text().splitlines()).items() if n > 1]
+    assert made == want, f"{made} answers made for {want} rows; made again: {again}"
     # Answered by the engine, not written as the lost host's errors.
     folder = model_dir(out, kind if kind == "geobuild" else "noregeo", tiny_llm_dir.name)
     assert engine_errors(folder) == []

@@ -96,6 +96,7 @@ class CachedEngineUDF(vLLMEngineStageUDF):
         self.keep_tokens = keep_tokens
         self.writes = GroupedWrites(self.cache.put)
         self.asking: dict[str, asyncio.Future[Answer | None]] = {}  # keys being asked now
+        self.answered: dict[str, Answer] = {}  # this engine's answers (the cache's, sooner)
         self.answer_kwargs = {k: self.engine_kwargs.get(k) for k in ANSWER_ENGINE_KWARGS}
 
     # Ray declares its `udf` as a coroutine returning an iterator; it is an async generator.
@@ -111,6 +112,8 @@ class CachedEngineUDF(vLLMEngineStageUDF):
         for row in batch:
             key = self.key(row)
             kept = self.cache.get(key) if key is not None else None
+            if kept is None and key is not None:
+                kept = self.answered.get(key)  # answered, its write still under way
             if kept is not None:
                 yield self.kept_row(row, kept)
             elif key is not None and key in self.asking:
@@ -145,6 +148,8 @@ class CachedEngineUDF(vLLMEngineStageUDF):
 
     def _settle(self, key: str, answer: Answer | None) -> None:
         """The ask of `key` is over: its answer (None: none) to whoever waits on it."""
+        if answer is not None:
+            self.answered[key] = answer
         asking = self.asking.pop(key, None)
         if asking is not None and not asking.done():
             asking.set_result(answer)

@@ -84,6 +84,7 @@ def _engine(folder: Path, keep_tokens: bool = False) -> CachedEngineUDF:
     udf.keep_tokens = keep_tokens
     udf.writes = GroupedWrites(udf.cache.put)
     udf.asking = {}
+    udf.answered = {}
     udf.answer_kwargs = {"dtype": "float32", "max_model_len": 512}
     return udf
 
