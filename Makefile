@@ -198,10 +198,12 @@ test-paid-once: setup setup-vllm
 # runs its first part, the text evaluate that failed before the model mirror. Then the
 # lost-node cases (issue 51): the engine's node killed or drained mid-run, GeoBuild on the
 # hf and vLLM engines and evaluate on vLLM, and no node left for the engine (~3-4 min each
-# for hf, ~10 for vLLM).
+# for hf, ~10 for vLLM). Then a results store one node cannot write (issue 51, bad input):
+# a node whose credentials may only read refuses the run before it starts (moto's IAM-like
+# access control; ~1 min idle, 2-4 min on two busy cores: a head and two worker nodes).
 test-cluster-walk: setup setup-vllm real-model
 	$(VLLM_PY) -m pytest -m cluster_walk tests/vllm/test_multinode_vllm.py tests/vllm/test_lost_node_vllm.py
-	$(PY) -m pytest -m cluster_walk tests/pipelines/test_lost_engine_node.py
+	$(PY) -m pytest -m cluster_walk tests/pipelines/test_lost_engine_node.py tests/pipelines/test_unwritable_node.py
 
 # The README's vLLM block in a copy of the checkout without .venv-vllm: its `make setup-vllm`
 # builds one there (3-5 min); not part of `make test`, which builds the checkout's own first.

@@ -344,10 +344,14 @@ def storage_failure(err: BaseException, roots: list[RemotePath]) -> str | None:
             text = str(current)
             for root in roots:
                 if f"'{root.netloc}'" in text or f"/{root.netloc}/" in text:
-                    endpoint = dict(parse_qsl(root.query)).get("endpoint_override", "default")
                     reason = " ".join(text.splitlines()[0].split())[:240] if text else "OSError"
-                    return (
-                        f"the store {root.scheme}://{root.netloc}/{'/'.join(root.segments)} "
-                        f"(endpoint {endpoint}) stopped answering: {reason}"
-                    )
+                    return f"the store {described(root)} stopped answering: {reason}"
     return None
+
+
+def described(root: RemotePath) -> str:
+    """How a message names a store: its URI without the query (which may say more than
+    the user typed), and the endpoint, `default` when the URI names none. A RemotePath
+    holds no credentials (RemotePath.parse refuses them)."""
+    endpoint = dict(parse_qsl(root.query)).get("endpoint_override", "default")
+    return f"{root.scheme}://{root.netloc}/{'/'.join(root.segments)} (endpoint {endpoint})"

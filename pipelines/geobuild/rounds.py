@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from geometry.dsl.dataset import Problem
-from pipelines.engines.stages.node_sources import check_shared_results, node_sources
+from pipelines.engines.stages.node_reach import check_results_store
+from pipelines.engines.stages.node_sources import node_sources
 from pipelines.engines.stages.options import LIGHT_CPUS
 from pipelines.engines.stages.vllm_path import before_rows
 from pipelines.geobuild.conversations import Conversations
@@ -53,7 +54,7 @@ class Loop(Conversations):
         canary = None
         if pending is not None:
             ensure_ray()
-            check_shared_results(self.out, "geobuild")
+            check_results_store(self.out, "geobuild")  # before the settings and mirrors
             if self.cfg.engine in ("vllm", "hf"):  # several nodes: the files they load
                 sources = node_sources(self.cfg, self.out, "geobuild")
                 if sources is not None:

@@ -84,12 +84,13 @@ def _engine_ready(
 
 
 def _with_node_sources(cfg: ModelConfig, run: EvaluateSettings, out: Location) -> EvaluateSettings:
-    """On a cluster of several nodes: results that every node reaches (else UsageError), and
-    a vllm or hf engine's files mirrored there for its nodes
-    (pipelines.engines.stages.node_sources)."""
-    from pipelines.engines.stages.node_sources import check_shared_results, node_sources
+    """On a cluster of several nodes: results that every node reaches and can write (else
+    UsageError: pipelines.engines.stages.node_reach), and a vllm or hf engine's files
+    mirrored there for its nodes (pipelines.engines.stages.node_sources)."""
+    from pipelines.engines.stages.node_reach import check_results_store
+    from pipelines.engines.stages.node_sources import node_sources
 
-    check_shared_results(out, "evaluate")
+    check_results_store(out, "evaluate")
     if cfg.engine not in ("vllm", "hf"):
         return run
     sources = node_sources(cfg, out)

@@ -335,12 +335,12 @@ def execute(
 
 def _start_ray(out: Location) -> None:
     """Connect (or start local Ray); refuse results on one node's disk of a cluster of
-    several nodes before anything is written."""
+    several nodes, or a store one of its nodes cannot write, before anything is written."""
     from pipelines.engines.session.ray_session import ensure_ray
-    from pipelines.engines.stages.node_sources import check_shared_results
+    from pipelines.engines.stages.node_reach import check_results_store
 
     ensure_ray()
-    check_shared_results(out, "sweep")
+    check_results_store(out, "sweep")
 
 
 def run(args: argparse.Namespace) -> int:
