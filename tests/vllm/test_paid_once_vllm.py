@@ -19,12 +19,11 @@ import pytest
 from store.request_cache import CACHE_FOLDER, read_cache
 from store.storage import location
 from tests.pipelines.noregeo.test_paid_once import (
-    _complete,
     _decoded,
     _interrupt_when,
-    _same_rows,
     _saved,
     _start,
+    rerun_counted,
 )
 
 pytestmark = [pytest.mark.paid_once, pytest.mark.timeout(1800)]
@@ -72,10 +71,5 @@ def test_a_vllm_run_interrupted_mid_batch_makes_each_answer_once(
     first = _decoded(counts)
     saved = _saved(out)
     assert STOP_AFTER <= first < ROWS and saved < first  # answers still in Ray's hands
-    _complete([*scenario, "0", *evaluate, "--out", str(out)])
-    made = _decoded(counts)
-    _complete([*scenario, "0", *evaluate, "--out", str(reference)])
+    made = rerun_counted([*scenario, "0", *evaluate], counts, out, reference, ROWS)
     print(f"vllm: {made} answers made for {ROWS} rows ({first} before the Ctrl-C, {saved} saved)")
-    assert made == ROWS, f"{made} answers made for {ROWS} rows"
-    assert _decoded(counts) == made + ROWS  # the uninterrupted run made each once
-    _same_rows(out, reference, ROWS)

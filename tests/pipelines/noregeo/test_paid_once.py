@@ -200,10 +200,18 @@ def test_an_hf_run_interrupted_mid_batch_decodes_each_row_once(
     first = _decoded(counts)
     assert 20 <= first < rows and first % 8 != 0  # mid-batch
     saved = _saved(out)
-    _complete([*scenario, "0", *args, "--out", str(out)])
-    decoded = _decoded(counts)
-    _complete([*scenario, "0", *args, "--out", str(reference)])
+    decoded = rerun_counted([*scenario, "0", *args], counts, out, reference, rows)
     print(f"hf: {decoded} rows decoded for {rows} rows ({first} before, {saved} saved)")
-    assert decoded == rows, f"{decoded} rows decoded for {rows}"
-    assert _decoded(counts) == decoded + rows  # the uninterrupted run decoded each once
+
+
+def rerun_counted(command: list[str], counts: Path, out: Path, reference: Path, rows: int) -> int:
+    """The cut-short run's `command` again into `out`, then uninterrupted into `reference`,
+    both counting into `counts`: what the cut-short run and its rerun made, asserted to be
+    one per row (and the uninterrupted run's one per row), and the rows equal."""
+    _complete([*command, "--out", str(out)])
+    made = _decoded(counts)
+    _complete([*command, "--out", str(reference)])
+    assert made == rows, f"{made} made for {rows} rows"
+    assert _decoded(counts) == made + rows  # the uninterrupted run made each once
     _same_rows(out, reference, rows)
+    return made
