@@ -17,7 +17,9 @@ reasoning model its generated ids (the postprocess counts the reasoning in them)
 
 Writes are grouped: answers that arrive while one write is under way go in the next one
 (a GPU engine answers faster than one object-store PUT per answer), and a batch leaves the
-stage only once all its answers are written.
+stage only once all its answers are written. A row that another batch of the same engine is
+asking at that moment waits for that answer: after a lost node Ray sends a batch again to
+the restarted host while the new forwarder sends it too (seen: 11 answers made for 8 rows).
 """
 
 from __future__ import annotations
