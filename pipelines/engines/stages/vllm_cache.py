@@ -227,10 +227,17 @@ class CachedEngineUDF(vLLMEngineStageUDF):
 
 
 def use_request_cache(engine: Any, request_cache: str, keep_tokens: bool) -> None:
-    """Make Ray's engine stage `engine` (of a processor) run `CachedEngineUDF`."""
+    """Make Ray's engine stage `engine` (of a processor) run `CachedEngineUDF`. The stage
+    validates assignments: Ray's validator runs again and puts its own placement-group
+    function back (as actors/instant_vllm.py found), so the one the stage had is restored;
+    a tensor-parallel engine's removable groups (placement_groups.use_strict_pack) are
+    swapped in after this."""
+    placement = engine.map_batches_kwargs.get("ray_remote_args_fn")
     engine.fn = CachedEngineUDF
     engine.fn_constructor_kwargs = {
         **engine.fn_constructor_kwargs,
         "request_cache": request_cache,
         "keep_tokens": keep_tokens,
     }
+    if placement is not None:
+        engine.map_batches_kwargs["ray_remote_args_fn"] = placement

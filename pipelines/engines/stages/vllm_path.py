@@ -78,11 +78,11 @@ def build_vllm_processor(cfg: ModelConfig, opts: EngineOptions) -> Any:
     )
     # 5. Placement: the engine's bundles, the chained CPU stages, the nodes' downloads.
     engine = engine_stage_of(processor)
-    use_strict_pack(engine)
     if opts.request_cache:  # each answer kept as it comes, none asked twice (vllm_cache)
         from pipelines.engines.stages.vllm_cache import use_request_cache
 
         use_request_cache(engine, opts.request_cache, keep_tokens=bool(cfg.reasoning_parser))
+    use_strict_pack(engine)  # after: an assignment to the stage makes Ray rebuild its own
     chain_template_and_tokenize(processor)
     if opts.sources is not None:
         from pipelines.engines.stages.node_stages import download_before_prepare_multimodal
