@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from pipelines.engines.session.ray_reaper import descendants
 from tests.conftest import REPO
 from tests.pipelines.processes import free_ports
@@ -191,6 +193,13 @@ class Node:
 HIDE_AND_EXEC = (
     'set -e; n=$1; shift; while [ "$n" -gt 0 ]; do '
     'mount -t tmpfs -o size=4g,mode=0755 node-private "$1"; shift; n=$((n-1)); done; exec "$@"'
+)
+
+
+# Tests that mount a tmpfs of their own (`unshare -m`): root and unshare, as on this machine
+# and CI's.
+needs_private_mounts = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("unshare"), reason="mounts a tmpfs: needs root"
 )
 
 

@@ -15,7 +15,6 @@ import json
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +27,7 @@ from pipelines.cli import main
 from pipelines.command_line.disk_failure import amount, disk_failure
 from store import atomic
 from tests.conftest import REPO
+from tests.pipelines.ray_nodes import needs_private_mounts
 
 
 def shard_table() -> pa.Table:
@@ -132,12 +132,7 @@ def test_a_full_disk_without_a_known_size_says_the_free_bytes_only(tmp_path: Pat
     assert re.search(r"; \d+ bytes.* free there$", line), line
 
 
-ROOT_AND_UNSHARE = pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("unshare"), reason="mounts a tmpfs: needs root"
-)
-
-
-@ROOT_AND_UNSHARE
+@needs_private_mounts
 def test_a_shard_onto_a_full_tmpfs_says_the_bytes_it_needed(tmp_path: Path) -> None:
     """The kernel's own ENOSPC, no Ray: a 100 KB shard onto a 64 KiB tmpfs."""
     mount = tmp_path / "mnt"
@@ -189,7 +184,7 @@ EVALUATE = [
 
 
 @pytest.mark.stress
-@ROOT_AND_UNSHARE
+@needs_private_mounts
 def test_a_full_tmpfs_mid_run_is_one_line_and_the_rerun_completes(
     small_items: Path, tmp_path: Path
 ) -> None:

@@ -9,7 +9,6 @@ tests/pipelines/engines/stages/test_hub_mirror_disk.py mounts one)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from pipelines.engines.models.model_schema import ModelConfig
 from pipelines.noregeo.generate import MANIFEST
 from tests.conftest import REPO
 from tests.pipelines.fake_hub import FakeHub, fake_hub
+from tests.pipelines.ray_nodes import needs_private_mounts
 
 REPOS = ("org/llava-a", "org/llava-b")
 
@@ -197,12 +197,8 @@ def test_a_conversion_cut_short_is_cleaned_up_by_the_next(
 
 # -- the download folder too small: a tmpfs of its own, through the CLI ------------------------
 
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("unshare"), reason="mounts a tmpfs: needs root"
-)
 
-
-@needs_root
+@needs_private_mounts
 def test_a_download_folder_too_small_for_original_and_copy_is_refused_before_the_first_byte(
     hub: FakeHub, original: Path, tmp_path: Path
 ) -> None:

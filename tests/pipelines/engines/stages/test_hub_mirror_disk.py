@@ -26,11 +26,10 @@ from store.model_mirror import MANIFEST, PENDING, read_manifest
 from store.storage import RemotePath, location
 from tests.conftest import REPO
 from tests.pipelines.fake_hub import FakeHub, fake_hub
+from tests.pipelines.ray_nodes import needs_private_mounts
 from tests.pipelines.s3_server import S3Server, s3_fixture  # noqa: F401  (fixture `s3`)
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("unshare"), reason="mounts a tmpfs: needs root"
-)
+pytestmark = needs_private_mounts
 MIB = 1 << 20
 SHARDS = [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)]
 SCENARIO = "tests.pipelines.engines.stages.hub_mirror_scenario"
