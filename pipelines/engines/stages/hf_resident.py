@@ -17,7 +17,9 @@ from pipelines.engines.models.model_schema import ModelConfig
 from pipelines.engines.stages.engine_stages import hf_placement
 from pipelines.engines.stages.options import LIGHT_CPUS, EngineOptions
 from pipelines.engines.stages.resident_hosts import (
+    RestartableHost,
     answer,
+    forget_hosts,
     forwarder_kwargs,
     node_ip,
     restartable,
@@ -25,12 +27,13 @@ from pipelines.engines.stages.resident_hosts import (
 )
 
 
-class HFHost:
+class HFHost(RestartableHost):
     """Ray actor: one hf engine, loaded once, answering batches of many pipelines."""
 
     def __init__(self, kwargs: dict[str, Any]) -> None:
         from actors.hf_engine import HFEngine
 
+        super().__init__()
         self.engine = HFEngine(**kwargs)
 
     def run(self, batch: dict[str, np.ndarray]) -> tuple[str, dict[str, np.ndarray]]:
@@ -100,4 +103,5 @@ class ResidentHF:
 
         for host in self.hosts:
             ray.kill(host)
+        forget_hosts(self.hosts)
         self.hosts = []

@@ -56,6 +56,41 @@ def node_ip() -> str:
     return str(ray.util.get_node_ip_address())
 
 
+# Where each host last started, in the GCS's key-value store: the GCS record of a restarting
+# actor keeps neither its address nor (before it is dead for good) its death's context, and
+# a forwarder that never had an answer from the host would otherwise not know the lost node.
+HOST_NODES = "geometry-engine-host-nodes"
+
+
+class RestartableHost:
+    """Base of the host actors: each (re)start records the host's node (`started_on`)."""
+
+    def __init__(self) -> None:
+        import ray
+        from ray.experimental.internal_kv import _internal_kv_put
+
+        actor_id = ray.get_runtime_context().get_actor_id()
+        if actor_id is not None:  # None: called as a plain object (unit tests of a host)
+            _internal_kv_put(actor_id, node_ip(), namespace=HOST_NODES)
+
+
+def started_on(host: Any) -> str | None:
+    """The node `host` last started on, as it recorded it; None before its first start."""
+    from ray.experimental.internal_kv import _internal_kv_get
+
+    value = _internal_kv_get(host._actor_id.hex(), namespace=HOST_NODES)
+    return value.decode() if value else None
+
+
+def forget_hosts(hosts: list[Any]) -> None:
+    """Drop the ended hosts' records (the driver's `close()`)."""
+    from ray.experimental.internal_kv import _internal_kv_del
+
+    for host in hosts:
+        with contextlib.suppress(Exception):  # a record is a few bytes; the session ends it
+            _internal_kv_del(host._actor_id.hex(), namespace=HOST_NODES)
+
+
 def placeable(demand: dict[str, float]) -> bool:
     """Whether some live node of the cluster has, in all, the resources a host asks for
     (busy or not: a busy node frees them when its work ends)."""
@@ -103,7 +138,9 @@ class HostWatch:
             return
         if state not in COMING_BACK:  # DEAD: out of restarts; the call itself raises
             return
-        self.node = self.node or _lost_node(info)
+        # Where it was when it was lost: its own record (it moves with each restart, which
+        # this forwarder may not have seen), else where it last answered this forwarder.
+        self.node = started_on(self.host) or self.node
         if placeable(self.demand):
             self._settled()  # loading on its new node, or queued behind other work
             return
@@ -153,15 +190,6 @@ def forwarder_kwargs(hosts: list[Any], model: str, demand: dict[str, float]) -> 
     """What a forwarder is built with: the hosts, the model and what a host needs of a node,
     and this driver's wait for a node (`gpu_wait_s()`)."""
     return {"hosts": hosts, "model": model, "demand": demand, "wait_s": gpu_wait_s()}
-
-
-def _lost_node(info: dict[str, Any]) -> str | None:
-    """The node a restarting host died on, as the GCS records it (its death's context, else
-    its last address); None when neither says."""
-    cause = info.get("DeathCause")
-    context = getattr(cause, "actor_died_error_context", None)
-    died_on = str(getattr(context, "node_ip_address", "") or "")
-    return died_on or (info.get("Address") or {}).get("IPAddress") or None
 
 
 def answer(watch: HostWatch, *args: Any) -> Any:

@@ -22,7 +22,9 @@ from pipelines.engines.stages.gpus import check_gpus
 from pipelines.engines.stages.options import LIGHT_CPUS, EngineOptions
 from pipelines.engines.stages.placement_groups import made_count, remove_made_since
 from pipelines.engines.stages.resident_hosts import (
+    RestartableHost,
     answer_async,
+    forget_hosts,
     forwarder_kwargs,
     node_ip,
     restartable,
@@ -35,10 +37,11 @@ from pipelines.engines.stages.vllm_rows import normalise_engine_errors
 HOST_OPTIONS = ("num_gpus", "accelerator_type", "runtime_env")
 
 
-class EngineHost:
+class EngineHost(RestartableHost):
     """Ray actor: one vLLM engine, loaded once, answering batches of many pipelines."""
 
     def __init__(self, udf_cls: type, udf_kwargs: dict[str, Any]) -> None:
+        super().__init__()
         # Ray's vLLMEngineStageUDF, or it with the request cache (vllm_cache).
         self.udf = udf_cls(**udf_kwargs)
         self.calls = 0
@@ -152,6 +155,7 @@ class ResidentVLLM:
 
         for host in self.hosts:
             ray.kill(host)
+        forget_hosts(self.hosts)
         self.hosts = []
         if self.groups_mark is not None:
             remove_made_since(self.groups_mark)
