@@ -26,7 +26,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup setup-vllm real-model real-tower check-gpu-profile test test-main test-vllm test-walks test-vllm-then-walks test-readme-fresh test-cluster-walk test-paid-once test-faults stress lint demo bench bench-study-scale test-study-scale clean sweep-45-models cluster-up cluster-down
+.PHONY: setup setup-vllm real-model real-tower check-gpu-profile test test-main test-vllm test-walks test-vllm-then-walks test-readme-fresh test-cluster-walk test-paid-once test-faults test-cluster stress lint demo bench bench-study-scale test-study-scale clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -161,21 +161,31 @@ WALKS := tests/test_readme.py tests/test_demo_output.py
 # both lanes of `make test` had passed 31 min): a signal mid-evaluate and mid-GeoBuild round
 # keeps the answered rows (197 s), a store that dies mid-run (110 s).
 FAULTS := tests/pipelines/noregeo/test_held_rows.py tests/pipelines/test_storage_outage.py
+# Local multi-node clusters of a minute or more each that `make test-cluster` runs instead
+# (stop 55's rehearsal: the main lane 35 min and tests/vllm then the walks 38 min): the
+# autoscaler adding and releasing a GPU worker (117 s there), a sweep surviving a killed worker
+# node (66 s), vLLM's evaluate on a worker without the checkpoint's folder (130 s).
+CLUSTER := tests/pipelines/sweep/test_autoscaling.py tests/pipelines/test_multinode.py
+CLUSTER_VLLM := tests/vllm/test_multinode_vllm.py
 
 # tests/vllm runs only in .venv-vllm: tests/conftest.py keeps it out of the main collection.
 # The main suite needs .venv-vllm too: its http test talks to vLLM's real OpenAI server.
 # (`.venv/bin/python -m pytest` runs the main suite and the walks together.)
 test-main: setup setup-vllm real-model
-	$(PY) -m pytest $(addprefix --ignore=,$(WALKS) $(FAULTS))
+	$(PY) -m pytest $(addprefix --ignore=,$(WALKS) $(FAULTS) $(CLUSTER))
 
 test-vllm: setup-vllm real-model
-	$(VLLM_PY) -m pytest tests/vllm
+	$(VLLM_PY) -m pytest tests/vllm $(addprefix --ignore=,$(CLUSTER_VLLM))
 
 test-walks: setup setup-vllm real-model
 	$(PY) -m pytest $(WALKS)
 
 test-faults: setup
 	$(PY) -m pytest $(FAULTS)
+
+test-cluster: setup setup-vllm real-model
+	$(PY) -m pytest $(CLUSTER)
+	$(VLLM_PY) -m pytest $(CLUSTER_VLLM)
 
 # Fault scenarios repeated many times (kill-and-resume x20; 30 signals at random moments of
 # evaluate, 6 each of hf, geobuild and report; a disk that fills mid-run) and each GeoBuild
@@ -194,8 +204,8 @@ test-paid-once: setup setup-vllm
 	$(VLLM_PY) -m pytest -m paid_once tests/vllm/test_paid_once_vllm.py
 
 # The rest of the walk through a cluster whose worker node shares no disk with the head
-# (a tiny VLM, the real model, a GeoBuild round, a two-model sweep; ~15 min); `make test`
-# runs its first part, the text evaluate that failed before the model mirror. Then the
+# (a tiny VLM, the real model, a GeoBuild round, a two-model sweep; ~15 min); `make
+# test-cluster` runs its first part, the text evaluate that failed before the model mirror. Then the
 # lost-node cases (issue 51): the engine's node killed or drained mid-run, GeoBuild on the
 # hf and vLLM engines and evaluate on vLLM, and no node left for the engine (~3-4 min each
 # for hf, ~10 for vLLM). Then a results store one node cannot write (issue 51, bad input):

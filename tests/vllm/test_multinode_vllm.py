@@ -109,7 +109,7 @@ def _evaluate(cluster: RayCluster, s3: S3Server, log: Path, model: str, setups: 
 
 
 # `make test-cluster-walk`: the rest of the walk, ~20 min on 2 busy cores (each engine start
-# is 1-3 min there). The text evaluate above shows the failure of the old code in make test.
+# is 1-3 min there). The text evaluate above (`make test-cluster`) shows the old code's failure.
 @pytest.mark.cluster_walk
 @pytest.mark.timeout(1800)
 def test_a_tiny_vlm_loads_its_processor_on_the_worker(
