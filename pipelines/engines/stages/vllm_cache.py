@@ -98,7 +98,8 @@ class CachedEngineUDF(vLLMEngineStageUDF):
         self.keep_tokens = keep_tokens
         self.writes = GroupedWrites(self.cache.put)
         self.asking: dict[str, asyncio.Future[Answer | None]] = {}  # keys being asked now
-        self.answered: dict[str, Answer] = {}  # this engine's answers (the cache's, sooner)
+        # This engine's answers whose write is under way (then the cache has them).
+        self.answered: dict[str, Answer] = {}
         self.answer_kwargs = {k: self.engine_kwargs.get(k) for k in ANSWER_ENGINE_KWARGS}
 
     # Ray declares its `udf` as a coroutine returning an iterator; it is an async generator.
@@ -147,6 +148,8 @@ class CachedEngineUDF(vLLMEngineStageUDF):
                 async for out in self.udf([row]):
                     yield out
         await self.writes.written()  # the batch leaves only with its answers kept
+        for key in keys.values():
+            self.answered.pop(key, None)
 
     def _settle(self, key: str, answer: Answer | None) -> None:
         """The ask of `key` is over: its answer (None: none) to whoever waits on it."""

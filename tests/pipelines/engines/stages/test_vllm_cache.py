@@ -113,9 +113,12 @@ def _final(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_a_second_engine_answers_kept_rows_without_asking(asked: Asked, tmp_path: Path) -> None:
     rows = [_row(i) for i in range(4)]
-    first = _run(_engine(tmp_path), rows)
+    engine = _engine(tmp_path)
+    first = _run(engine, rows)
     assert len(asked.rows) == 4
     assert len(read_cache(location(str(tmp_path)))) == 4  # each kept before the batch left
+    assert engine.answered == {}  # written: no second copy in memory, the cache has them
+    assert _final(_run(engine, rows)) == _final(first) and len(asked.rows) == 4
     again = _run(_engine(tmp_path), rows)  # another actor, another run
     assert len(asked.rows) == 4, "a kept row was asked again"
     assert _final(again) == _final(first)
