@@ -81,6 +81,10 @@ def ensure_ray(num_cpus: int | None = None) -> None:
         with own_process_groups():
             start_local(
                 ray.init,
+                # A new local instance even when `ray start` (or Ray's test Cluster) has
+                # registered one on this machine: ray.init() would join that one, and fail
+                # on this start's options (seen when two test lanes shared the machine).
+                address="local",
                 num_cpus=num_cpus,
                 num_gpus=local_gpus(),
                 # No dashboard UI. Ray 2.60 still starts its dashboard process, with only the

@@ -24,6 +24,7 @@ from pipelines.engines.stages.resident_hosts import (
     restartable,
     started_on,
 )
+from tests.ray_tmpdir import own_ray_tmpdir
 
 DEMAND = {"engine_slot": 1.0}  # a resource only the worker node has (a GPU, in a real run)
 
@@ -36,21 +37,24 @@ class Host(RestartableHost):
 
 
 @pytest.fixture
-def two_nodes() -> Iterator[tuple[Any, Any]]:
+def two_nodes(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
     import ray
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "include_dashboard": False},
-    )
-    worker = cluster.add_node(num_cpus=1, resources=dict(DEMAND))
-    ray.init(address=cluster.address)
-    try:
-        yield cluster, worker
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
+    # The Cluster records its address for every ray.init() of the machine: not in the
+    # machine's default folder (tests/ray_tmpdir.py).
+    with own_ray_tmpdir(monkeypatch):
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": 1, "include_dashboard": False},
+        )
+        worker = cluster.add_node(num_cpus=1, resources=dict(DEMAND))
+        ray.init(address=cluster.address)
+        try:
+            yield cluster, worker
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
 
 
 def _state(host: Any) -> str:
