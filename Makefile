@@ -26,7 +26,7 @@ export MKL_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 export RAY_DEDUP_LOGS ?= 0
 
-.PHONY: setup setup-vllm real-model real-tower check-gpu-profile test test-main test-vllm test-walks test-vllm-then-walks test-readme-fresh test-cluster-walk test-paid-once test-faults test-cluster stress lint demo bench bench-study-scale test-study-scale clean sweep-45-models cluster-up cluster-down
+.PHONY: setup setup-vllm real-model real-tower check-gpu-profile test test-main test-vllm test-walks test-vllm-then-walks test-readme-fresh test-cluster-walk test-paid-once test-faults test-cluster test-cross-engine stress lint demo bench bench-study-scale test-study-scale clean sweep-45-models cluster-up cluster-down
 
 setup: $(STAMP)
 
@@ -165,8 +165,13 @@ FAULTS := tests/pipelines/noregeo/test_held_rows.py tests/pipelines/test_storage
 # (stop 55's rehearsal: the main lane 35 min and tests/vllm then the walks 38 min): the
 # autoscaler adding and releasing a GPU worker (117 s there), a sweep surviving a killed worker
 # node (66 s), vLLM's evaluate on a worker without the checkpoint's folder (130 s).
-CLUSTER := tests/pipelines/sweep/test_autoscaling.py tests/pipelines/test_multinode.py
+# Stop 56's rehearsal (lanes 34 and 43 min at that hour's speed) moved two more: three
+# tensor-parallel models on logical GPUs (93 s there) and the real model through the three
+# engines (tests/vllm/test_cross_engine.py: 680 s there, 174 s on idle cores).
+CLUSTER := tests/pipelines/sweep/test_autoscaling.py tests/pipelines/test_multinode.py \
+	tests/pipelines/engines/stages/test_placement_groups.py
 CLUSTER_VLLM := tests/vllm/test_multinode_vllm.py
+CROSS_ENGINE := tests/vllm/test_cross_engine.py
 
 # tests/vllm runs only in .venv-vllm: tests/conftest.py keeps it out of the main collection.
 # The main suite needs .venv-vllm too: its http test talks to vLLM's real OpenAI server.
@@ -175,7 +180,7 @@ test-main: setup setup-vllm real-model
 	$(PY) -m pytest $(addprefix --ignore=,$(WALKS) $(FAULTS) $(CLUSTER))
 
 test-vllm: setup-vllm real-model
-	$(VLLM_PY) -m pytest tests/vllm $(addprefix --ignore=,$(CLUSTER_VLLM))
+	$(VLLM_PY) -m pytest tests/vllm $(addprefix --ignore=,$(CLUSTER_VLLM) $(CROSS_ENGINE))
 
 test-walks: setup setup-vllm real-model
 	$(PY) -m pytest $(WALKS)
@@ -186,6 +191,9 @@ test-faults: setup
 test-cluster: setup setup-vllm real-model
 	$(PY) -m pytest $(CLUSTER)
 	$(VLLM_PY) -m pytest $(CLUSTER_VLLM)
+
+test-cross-engine: setup-vllm real-model
+	$(VLLM_PY) -m pytest $(CROSS_ENGINE)
 
 # Fault scenarios repeated many times (kill-and-resume x20; 30 signals at random moments of
 # evaluate, 6 each of hf, geobuild and report; a disk that fills mid-run) and each GeoBuild
