@@ -145,6 +145,9 @@ check-gpu-profile: setup
 # test_multinode 11 min 57 s), so the FAULTS files (~5 min) left for `make test-faults` and
 # test_multinode (~1.5 min) went back to the main lane: about 27.5 min and 30 min by those
 # figures, on a machine slower than CI's (CI took 29 min 10 s for stop 53's 32 min 28 s here).
+# Stop 55's CI took 56 min 29 s in all. Stop 56's rehearsal with CLUSTER and CROSS_ENGINE
+# out: 43 min 17 s in all, setup 7 min (main lane 38 min 41 s beside tests/vllm 18 min 36 s
+# then the walks 16 min 31 s): still over the 30-min goal on this machine at that hour.
 test:
 	@echo "== test: lint and the real model beside the vLLM venv's setup; then the main suite beside tests/vllm and the walks, and the GPU profile's check; each prints its output when it ends"
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint setup-vllm real-model
